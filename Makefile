@@ -1,0 +1,91 @@
+# The two commands a newcomer needs are `make demo` and `make test`; both set themselves up.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PROTO_SRC := $(shell find protos -name '*.proto')
+PROTO_OUT := services/jackpot/v1
+KAFKA := deploy/local/kafka.sh
+PYTEST := $(BIN)/python -m pytest
+SCENARIOS ?= ../shared/scenarios
+
+.PHONY: help setup proto proto-lint lint test test-unit test-integration test-cluster bench \
+        demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
+
+setup: $(VENV)/.installed $(PROTO_OUT)/.generated tools/node_modules/.installed ## Python venv, generated protobuf code, build tools (idempotent)
+	@$(KAFKA) install
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c requirements.lock -e '.[dev]'
+	@touch $@
+
+$(PROTO_OUT)/.generated: $(VENV)/.installed $(PROTO_SRC)
+	rm -rf $(PROTO_OUT)
+	$(BIN)/python -m grpc_tools.protoc -Iprotos --python_out=services --pyi_out=services \
+	  --grpc_python_out=services $(PROTO_SRC)
+	touch $(PROTO_OUT)/__init__.py $(PROTO_OUT)/py.typed
+	@touch $@
+
+proto: ## regenerate the protobuf code from protos/
+	rm -f $(PROTO_OUT)/.generated
+	$(MAKE) $(PROTO_OUT)/.generated
+
+tools/node_modules/.installed: tools/package.json tools/package-lock.json
+	cd tools && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+proto-lint: tools/node_modules/.installed ## buf lint on the protobuf contracts
+	tools/node_modules/.bin/buf lint
+
+lint: setup proto-lint ## ruff + mypy (strict on jackpot.domain) + buf lint
+	$(BIN)/ruff check services tests loadtest
+	$(BIN)/ruff format --check services tests loadtest
+	$(BIN)/mypy
+
+test-unit: setup ## pure tests, no I/O (seconds)
+	$(PYTEST) -m unit -q
+
+test-integration: setup ## tests against a real Kafka broker (started if needed)
+	$(PYTEST) -m integration -q
+
+test-cluster: setup ## fault tests against the local three-node cluster (slow)
+	$(PYTEST) -m cluster -q
+
+test: lint ## lint + unit + integration + scenario check: what CI runs
+	$(PYTEST) -m unit -q
+	$(BIN)/jackpot resolve --check $(SCENARIOS)/*.json
+	$(PYTEST) -m 'integration or cluster' -q
+
+bench: setup ## benchmarks that print figures
+	$(BIN)/python -m loadtest.bench
+
+demo: setup ## run what is built so far (see README: the full floor demo is not built yet)
+	$(KAFKA) up
+	$(BIN)/python -c 'import asyncio; from jackpot.platform.kafka import ensure_topics; \
+	  from jackpot.topics import ALL_TOPICS; asyncio.run(ensure_topics("127.0.0.1:9092", ALL_TOPICS))'
+	@echo "Kafka is up on 127.0.0.1:9092 with the jackpot topics; the golden rounds resolve as:"
+	$(BIN)/jackpot resolve --check $(SCENARIOS)/*.json
+	@echo "Not built yet: gateways, pot, payout and display services, floor simulator (issues 4-7)."
+	@echo "Stop the broker with: make kafka-down"
+
+kafka-up: ## one local broker on 127.0.0.1:9092
+	$(KAFKA) up
+kafka-down:
+	$(KAFKA) down
+kafka-cluster-up: ## three local brokers on 127.0.0.1:9192,9292,9392
+	$(KAFKA) cluster-up
+kafka-cluster-down:
+	$(KAFKA) cluster-down
+
+clean: ## remove the venv, generated code and local state (stops brokers first)
+	-$(KAFKA) down
+	-$(KAFKA) cluster-down
+	rm -rf $(VENV) $(PROTO_OUT) .run build tools/node_modules .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""Thin I/O edges shared by the services: Kafka clients, settings, logging."""

@@ -1,0 +1,1 @@
+"""Command-line tools built on the domain and the services (resolve, audit, demo)."""

@@ -1,0 +1,97 @@
+"""The broker the project installs works with the clients the services use (issue #2).
+
+A protobuf table event goes through a real broker and comes back equal; a transaction that is
+committed is visible to read_committed consumers and one that is aborted is not.
+"""
+
+from __future__ import annotations
+
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from jackpot.platform.kafka import committed_consumer, idempotent_producer, transactional_producer
+from jackpot.v1 import common_pb2, table_events_pb2
+from tests.conftest import TopicFactory
+
+pytestmark = pytest.mark.integration
+
+
+async def drain(consumer, expected: int, timeout_ms: int = 10_000) -> list:  # type: ignore[no-untyped-def]
+    """Read until `expected` records arrived or the broker has nothing more for `timeout_ms`."""
+    records: list = []  # type: ignore[type-arg]
+    while len(records) < expected:
+        batch = await consumer.getmany(timeout_ms=timeout_ms)
+        if not batch:
+            break
+        for partition_records in batch.values():
+            records.extend(partition_records)
+    return records
+
+
+async def test_table_event_round_trips_through_kafka(
+    kafka_bootstrap: str, make_topic: TopicFactory, unique: str
+) -> None:
+    topic = await make_topic("roundtrip")
+    event = table_events_pb2.TableEvent(
+        event_id=f"evt-{unique}",
+        table_id="SCL-CAR-01",
+        round_id="R-1",
+        sequence=7,
+        occurred_at=Timestamp(seconds=1_790_000_000),
+        pot_group_id="scl-main",
+        game=common_pb2.GAME_CARIBBEAN,
+        round_locked=table_events_pb2.RoundLocked(
+            bets=[
+                table_events_pb2.SeatBet(seat=1, bet=1000),
+                table_events_pb2.SeatBet(seat=4, bet=2000),
+            ]
+        ),
+    )
+    producer = idempotent_producer(kafka_bootstrap)
+    await producer.start()
+    try:
+        metadata = await producer.send_and_wait(
+            topic, event.SerializeToString(), key=event.pot_group_id.encode()
+        )
+    finally:
+        await producer.stop()
+    assert metadata.offset == 0
+
+    consumer = committed_consumer(kafka_bootstrap, topic, group_id=f"g-{unique}")
+    await consumer.start()
+    try:
+        records = await drain(consumer, 1)
+    finally:
+        await consumer.stop()
+    assert len(records) == 1
+    assert records[0].key == b"scl-main"
+    decoded = table_events_pb2.TableEvent.FromString(records[0].value)
+    assert decoded == event
+    assert decoded.WhichOneof("payload") == "round_locked"
+    assert [(b.seat, b.bet) for b in decoded.round_locked.bets] == [(1, 1000), (4, 2000)]
+
+
+async def test_transactions_commit_and_abort_under_read_committed(
+    kafka_bootstrap: str, make_topic: TopicFactory, unique: str
+) -> None:
+    topic = await make_topic("tx")
+    producer = transactional_producer(kafka_bootstrap, f"tx-{unique}")
+    await producer.start()
+    try:
+        async with producer.transaction():
+            await producer.send_and_wait(topic, b"committed-1")
+        await producer.begin_transaction()
+        await producer.send_and_wait(topic, b"aborted")
+        await producer.abort_transaction()
+        async with producer.transaction():
+            await producer.send_and_wait(topic, b"committed-2")
+    finally:
+        await producer.stop()
+
+    consumer = committed_consumer(kafka_bootstrap, topic, group_id=f"g-{unique}")
+    await consumer.start()
+    try:
+        records = await drain(consumer, 3, timeout_ms=3_000)
+    finally:
+        await consumer.stop()
+    assert [r.value for r in records] == [b"committed-1", b"committed-2"]
