@@ -1,0 +1,683 @@
+"""The pot group engine: contributions, round resolution, reseeding, configuration versions.
+
+A :class:`PotGroup` is one main pot plus its reserves, shared by linked tables. Each command
+validates its whole input first and raises :class:`DomainError` before touching anything, so a
+refused input never changes a balance. A command that succeeds mutates the group and returns the
+events it caused; rule M2 is checked exactly after every command (:meth:`check_conservation`).
+
+Order of resolution within one round (rules S1-S8), all amounts exact:
+
+1. fixed prizes, smaller multiples first, then by seat; each is the winner's bet times the
+   multiple, taken from the main pot; a shortfall comes from the reserves in configured order,
+   then the house (S7);
+2. percentage prizes, smaller percentages first, each computed on what the main pot holds then,
+   floored to whole pesos (S6), split equally with the whole remainder to the lowest seat (S3),
+   each share capped at its multiple of the bet, the excess staying in the pot (S4);
+3. if the round was a reset (a prize of 100 % of the main pot was paid, or a prize left the main
+   pot below its base), a pending configuration takes effect now (C7), and then the main pot is
+   topped up to the (new) base from the reserves, then the house (S8).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jackpot.domain.cards import (
+    CARD_NAMES,
+    GAME_RULES,
+    Game,
+    check_hand_size,
+    check_one_deck,
+    check_seat,
+    parse_cards,
+    parse_game,
+)
+from jackpot.domain.config import MAIN, PotGroupConfig, load_config
+from jackpot.domain.errors import ConservationError, DomainError, Reason
+from jackpot.domain.events import (
+    BetsCollected,
+    ConfigActivated,
+    ConfigProposed,
+    Event,
+    MysteryAwarded,
+    MysteryCommitted,
+    PotGroupOpened,
+    PotReseeded,
+    PrizeAwarded,
+    RoundSettled,
+    SeatForfeited,
+    TableLinked,
+    TableUnlinked,
+    Transfer,
+)
+from jackpot.domain.hands import categorise
+from jackpot.domain.money import (
+    MINOR_PER_PESO,
+    PPM,
+    floor_pesos,
+    percent_of_floored,
+    pesos,
+    split_equally,
+)
+from jackpot.domain.mystery import TriggerSource, commitment, secure_trigger
+
+FORFEIT_REASONS = ("FOLD", "CARD_EXCHANGE")
+SNAPSHOT_FORMAT = 1
+
+
+@dataclass(slots=True)
+class LockedRound:
+    """A round whose bets were collected and whose results are awaited."""
+
+    round_id: str
+    bets: dict[int, int]  # seat -> bet in whole pesos
+    forfeited: dict[int, str] = field(default_factory=dict)  # seat -> reason
+
+
+@dataclass(frozen=True, slots=True)
+class LinkedTable:
+    table_id: str
+    game: Game
+    site: str
+
+
+@dataclass(slots=True)
+class MysteryState:
+    trigger_pesos: int
+    salt: bytes
+    commitment: str
+
+
+@dataclass(frozen=True, slots=True)
+class Award:
+    """One resolved prize, for callers that do not need the whole event."""
+
+    seat: int
+    prize: str
+    amount_pesos: int
+
+
+class PotGroup:
+    """One pot group's exact state and the commands that change it."""
+
+    def __init__(
+        self,
+        group_id: str,
+        config: PotGroupConfig,
+        trigger_source: TriggerSource = secure_trigger,
+    ) -> None:
+        self.group_id = group_id
+        self.config = config
+        self.pending: list[tuple[PotGroupConfig, str, str]] = []  # (config, who, why)
+        self.balances: dict[str, int] = {pot.name: 0 for pot in config.pots}
+        self.collected = 0
+        self.commission = 0
+        self.awarded = 0
+        self.house_advance = 0
+        self.overflow = 0
+        self.tables: dict[str, LinkedTable] = {}
+        self.locked: dict[str, LockedRound] = {}
+        self.hits: dict[str, int] = {}
+        self.wins: dict[str, int] = {}  # prize -> whole pesos awarded
+        self.last_awards: list[dict[str, Any]] = []
+        self.mystery: MysteryState | None = None
+        self._trigger_source = trigger_source
+        self._allocation = _allocation(config)
+
+    # ------------------------------------------------------------------ creation and snapshots
+
+    @classmethod
+    def open(
+        cls,
+        group_id: str,
+        config: PotGroupConfig,
+        balances: Mapping[str, int] | None = None,
+        trigger_source: TriggerSource = secure_trigger,
+    ) -> tuple[PotGroup, list[Event]]:
+        """A new group; the main pot starts at its base (C4), or at the given opening balances.
+
+        Opening money is advanced by the house, so rule M2 holds from the first event.
+        """
+        group = cls(group_id, config, trigger_source)
+        opening = dict(balances) if balances is not None else {MAIN: config.base}
+        unknown = set(opening) - set(group.balances)
+        if unknown:
+            raise DomainError(
+                Reason.INVALID_CONFIG, f"opening balances name unknown pots {unknown}"
+            )
+        transfers: list[Transfer] = []
+        for pot, amount in opening.items():
+            if amount < 0:
+                raise DomainError(Reason.INVALID_CONFIG, f"opening balance of {pot} is negative")
+            if amount:
+                group.balances[pot] += amount
+                group.house_advance += amount
+                transfers.append(("house", f"pot:{pot}", amount))
+        events: list[Event] = [PotGroupOpened(group_id, config.version, tuple(transfers))]
+        events.extend(group._draw_mystery())
+        group.check_conservation()
+        return group, events
+
+    def snapshot(self) -> bytes:
+        """The whole state as canonical JSON bytes; :meth:`from_snapshot` restores it exactly."""
+        state = {
+            "format": SNAPSHOT_FORMAT,
+            "group_id": self.group_id,
+            "config": self.config.to_config(),
+            "pending": [[c.to_config(), who, why] for c, who, why in self.pending],
+            "balances": self.balances,
+            "collected": self.collected,
+            "commission": self.commission,
+            "awarded": self.awarded,
+            "house_advance": self.house_advance,
+            "overflow": self.overflow,
+            "tables": {t.table_id: [t.game.value, t.site] for t in self.tables.values()},
+            "locked": {
+                table: {
+                    "round_id": r.round_id,
+                    "bets": [[s, b] for s, b in r.bets.items()],
+                    "forfeited": [[s, why] for s, why in r.forfeited.items()],
+                }
+                for table, r in self.locked.items()
+            },
+            "hits": self.hits,
+            "wins": self.wins,
+            "last_awards": self.last_awards,
+            "mystery": None
+            if self.mystery is None
+            else [self.mystery.trigger_pesos, self.mystery.salt.hex(), self.mystery.commitment],
+        }
+        return json.dumps(state, sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_snapshot(cls, data: bytes, trigger_source: TriggerSource = secure_trigger) -> PotGroup:
+        state = json.loads(data)
+        if state.get("format") != SNAPSHOT_FORMAT:
+            raise DomainError(Reason.MALFORMED, f"unknown snapshot format {state.get('format')!r}")
+        group = cls(state["group_id"], load_config(state["config"]), trigger_source)
+        group.pending = [(load_config(c), who, why) for c, who, why in state["pending"]]
+        group.balances = {k: int(v) for k, v in state["balances"].items()}
+        for name in ("collected", "commission", "awarded", "house_advance", "overflow"):
+            setattr(group, name, int(state[name]))
+        group.tables = {
+            t: LinkedTable(t, Game(game), site) for t, (game, site) in state["tables"].items()
+        }
+        group.locked = {
+            table: LockedRound(
+                r["round_id"],
+                {int(s): int(b) for s, b in r["bets"]},
+                {int(s): str(why) for s, why in r["forfeited"]},
+            )
+            for table, r in state["locked"].items()
+        }
+        group.hits = {k: int(v) for k, v in state["hits"].items()}
+        group.wins = {k: int(v) for k, v in state["wins"].items()}
+        group.last_awards = list(state["last_awards"])
+        if state["mystery"] is not None:
+            trigger, salt, published = state["mystery"]
+            group.mystery = MysteryState(int(trigger), bytes.fromhex(salt), published)
+        group.check_conservation()
+        return group
+
+    # ------------------------------------------------------------------------------ queries
+
+    @property
+    def main(self) -> int:
+        return self.balances[MAIN]
+
+    @property
+    def sign_value(self) -> int:
+        """What a sign shows: the main pot floored to whole pesos, never more than it holds (M3)."""
+        return floor_pesos(self.balances[MAIN])
+
+    def check_conservation(self) -> None:
+        """Rule M2, exact: collected + house advances == commission + pots + awarded."""
+        left = self.collected + self.house_advance
+        right = self.commission + sum(self.balances.values()) + self.awarded
+        if left != right:
+            raise ConservationError(
+                f"M2 broken in {self.group_id}: collected {self.collected} + house "
+                f"{self.house_advance} != commission {self.commission} + pots "
+                f"{sum(self.balances.values())} + awarded {self.awarded} (minor units)"
+            )
+        negative = {pot: b for pot, b in self.balances.items() if b < 0}
+        if negative:
+            raise ConservationError(f"pots went negative in {self.group_id}: {negative}")
+
+    # ----------------------------------------------------------------------- table links (E1)
+
+    def link_table(
+        self,
+        table_id: str,
+        game: str | Game,
+        site: str = "",
+        *,
+        min_bet: int,
+        max_bet: int,
+        credit_value: int,
+    ) -> list[Event]:
+        """Link a table; its bet limits and credit value must equal the group's (E1)."""
+        game = game if isinstance(game, Game) else parse_game(game)
+        limits = (min_bet, max_bet, credit_value)
+        group_limits = (self.config.min_bet, self.config.max_bet, self.config.credit_value)
+        if limits != group_limits:
+            raise DomainError(
+                Reason.INVALID_CONFIG,
+                f"table {table_id} has bet limits {min_bet}-{max_bet} and credit value "
+                f"{credit_value}; pot group {self.group_id} has {group_limits[0]}-"
+                f"{group_limits[1]} and {group_limits[2]}: linked tables must match (rule E1)",
+            )
+        if game not in self.config.paytable.games:
+            raise DomainError(
+                Reason.UNKNOWN_GAME,
+                f"paytable {self.config.paytable.name} does not pay {game.value} hands",
+            )
+        existing = self.tables.get(table_id)
+        if existing is not None and existing.game != game:
+            raise DomainError(
+                Reason.INVALID_STATE, f"table {table_id} is already linked as {existing.game.value}"
+            )
+        self.tables[table_id] = LinkedTable(table_id, game, site)
+        return [TableLinked(self.group_id, table_id, game.value, site)]
+
+    def unlink_table(self, table_id: str) -> list[Event]:
+        self._table(table_id)
+        if table_id in self.locked:
+            raise DomainError(
+                Reason.INVALID_STATE,
+                f"table {table_id} has round {self.locked[table_id].round_id} locked; "
+                "settle it before unlinking",
+            )
+        del self.tables[table_id]
+        return [TableUnlinked(self.group_id, table_id)]
+
+    def adopt_locked_round(self, table_id: str, round_id: str, bets: Mapping[int, int]) -> None:
+        """Take over a round that was locked and collected before this state was built.
+
+        Its bets are already in the balances, so nothing is collected: used when a pot's state is
+        imported as it stands at resolution time (scenario files, migration from another system).
+        """
+        table = self._table(table_id)
+        if table_id in self.locked:
+            raise DomainError(Reason.INVALID_STATE, f"table {table_id} already has a locked round")
+        for seat, bet in bets.items():
+            check_seat(table.game, seat)
+            if bet <= 0:
+                raise DomainError(
+                    Reason.BET_OUT_OF_LIMITS, f"seat {seat} bet {bet} is not positive"
+                )
+        self.locked[table_id] = LockedRound(round_id, dict(sorted(bets.items())))
+
+    # ---------------------------------------------------------------------- contributions (C)
+
+    def lock_round(self, table_id: str, round_id: str, bets: Mapping[int, int]) -> list[Event]:
+        """The dealer locked the round: collect its valid bets and allocate them (C1-C5)."""
+        table = self._table(table_id)
+        if table_id in self.locked:
+            raise DomainError(
+                Reason.INVALID_STATE,
+                f"table {table_id} still has round {self.locked[table_id].round_id} locked; "
+                f"round {round_id} cannot lock before it is settled",
+            )
+        config = self.config
+        total = 0
+        for seat, bet in bets.items():
+            check_seat(table.game, seat)
+            if not config.min_bet <= bet <= config.max_bet or bet % config.credit_value:
+                raise DomainError(
+                    Reason.BET_OUT_OF_LIMITS,
+                    f"seat {seat} bet {bet} is outside {config.min_bet}-{config.max_bet} or not "
+                    f"whole credits of {config.credit_value} (rule E1)",
+                )
+            total += bet
+        ordered = tuple(sorted(bets.items()))
+        self.locked[table_id] = LockedRound(round_id, dict(ordered))
+        if total == 0:
+            return [BetsCollected(self.group_id, table_id, round_id, (), 0, 0, (), (), ())]
+
+        mystery_before = self.balances[config.mystery.pot] if config.mystery else 0
+        commission = total * config.commission_ppm * PPM
+        transfers: list[Transfer] = [("bets", "commission", commission)]
+        increments: list[tuple[str, int]] = []
+        overflow: list[tuple[str, str, int]] = []
+        for pot, multiplier, ceiling, overflow_to in self._allocation:
+            amount = total * multiplier
+            increments.extend(self._credit(pot, amount, ceiling, overflow_to, overflow))
+        transfers.extend(("bets", f"pot:{pot}", amount) for pot, amount in increments)
+        self.collected += total * MINOR_PER_PESO
+        self.commission += commission
+        events: list[Event] = [
+            BetsCollected(
+                self.group_id,
+                table_id,
+                round_id,
+                ordered,
+                total,
+                commission,
+                tuple(increments),
+                tuple(overflow),
+                tuple(transfers),
+            )
+        ]
+        if config.mystery is not None:
+            events.extend(self._mystery_check(table_id, round_id, ordered, mystery_before))
+        self.check_conservation()
+        return events
+
+    def _credit(
+        self,
+        pot: str,
+        amount: int,
+        ceiling: int | None,
+        overflow_to: str | None,
+        overflow: list[tuple[str, str, int]],
+    ) -> list[tuple[str, int]]:
+        """Credit a pot; above its ceiling the excess goes down the overflow chain (C5)."""
+        credited: list[tuple[str, int]] = []
+        while True:
+            balance = self.balances[pot]
+            if ceiling is None or overflow_to is None or balance + amount <= ceiling:
+                self.balances[pot] = balance + amount
+                credited.append((pot, amount))
+                return credited
+            kept = max(ceiling - balance, 0)
+            if kept:
+                self.balances[pot] = balance + kept
+                credited.append((pot, kept))
+            excess = amount - kept
+            overflow.append((pot, overflow_to, excess))
+            self.overflow += excess
+            spec = next(p for p in self.config.pots if p.name == overflow_to)
+            pot, amount, ceiling, overflow_to = overflow_to, excess, spec.ceiling, spec.overflow_to
+
+    # ------------------------------------------------------------------------ forfeits (E2, E3)
+
+    def forfeit(self, table_id: str, round_id: str, seat: int, reason: str) -> list[Event]:
+        """A seat folded or exchanged cards: it keeps no right to a prize; its bet stays (C6)."""
+        table = self._table(table_id)
+        locked = self._locked(table_id, round_id)
+        rules = GAME_RULES[table.game]
+        if reason not in FORFEIT_REASONS:
+            raise DomainError(Reason.MALFORMED, f"unknown forfeit reason {reason!r}")
+        if (reason == "FOLD" and not rules.can_fold) or (
+            reason == "CARD_EXCHANGE" and not rules.can_exchange
+        ):
+            raise DomainError(
+                Reason.INVALID_STATE, f"{table.game.value} has no {reason.lower()} (rules E2, E3)"
+            )
+        check_seat(table.game, seat)
+        if seat not in locked.bets:
+            raise DomainError(Reason.NO_BET, f"seat {seat} has no progressive bet in {round_id}")
+        locked.forfeited[seat] = reason
+        return [SeatForfeited(self.group_id, table_id, round_id, seat, reason)]
+
+    # -------------------------------------------------------------------- resolution (S1-S9)
+
+    def resolve_round(
+        self,
+        table_id: str,
+        round_id: str,
+        hands: Mapping[int, Sequence[str]],
+        community: Sequence[str] = (),
+    ) -> list[Event]:
+        """Resolve a locked round's winners and settle it. Refused whole on any device error."""
+        table = self._table(table_id)
+        locked = self._locked(table_id, round_id)
+        rules = GAME_RULES[table.game]
+        parsed: dict[int, tuple[int, ...]] = {}
+        for seat in sorted(hands):
+            check_seat(table.game, seat)
+            if seat not in locked.bets:
+                raise DomainError(
+                    Reason.NO_BET,
+                    f"result for seat {seat}, which has no progressive bet in {round_id}",
+                )
+            cards = parse_cards(hands[seat], f"seat {seat}")
+            check_hand_size(table.game, seat, cards)
+            parsed[seat] = cards
+        shared = parse_cards(community, "community")
+        if len(shared) != rules.community_cards:
+            raise DomainError(
+                Reason.WRONG_CARD_COUNT,
+                f"{len(shared)} community cards; {table.game.value} needs {rules.community_cards}",
+            )
+        if rules.one_deck:
+            check_one_deck(parsed, shared)
+
+        paytable = self.config.paytable
+        winners: dict[str, list[int]] = {}
+        for seat, cards in parsed.items():
+            if seat in locked.forfeited:
+                continue  # E2, E3: no prize; E4: the dealer's hand plays no part at all
+            category = categorise(paytable.evaluator, cards + shared)
+            if category is not None and category in paytable.prizes:
+                winners.setdefault(category, []).append(seat)
+
+        events: list[Event] = []
+        award_ids: list[str] = []
+        jackpot_hit = False
+
+        def pay(seat: int, prize: str, amount_pesos: int) -> None:
+            award_id = f"{self.group_id}/{table_id}/{round_id}/{seat}/{prize}"
+            transfers = self._take(pesos(amount_pesos))
+            self.awarded += pesos(amount_pesos)
+            self.hits[prize] = self.hits.get(prize, 0) + 1
+            self.wins[prize] = self.wins.get(prize, 0) + amount_pesos
+            cards = tuple(CARD_NAMES[c] for c in parsed[seat] + shared)
+            award = PrizeAwarded(
+                award_id,
+                self.group_id,
+                table_id,
+                round_id,
+                seat,
+                prize,
+                locked.bets[seat],
+                amount_pesos,
+                cards,
+                transfers,
+            )
+            self._remember(award.to_dict())
+            events.append(award)
+            award_ids.append(award_id)
+
+        for prize_name in paytable.fixed_order:  # S1
+            for seat in winners.get(prize_name, ()):
+                pay(seat, prize_name, paytable.prizes[prize_name].multiple * locked.bets[seat])
+
+        for prize_name in paytable.percent_order:  # S2
+            seats = winners.get(prize_name)
+            if not seats:
+                continue
+            prize = paytable.prizes[prize_name]
+            pool = percent_of_floored(self.balances[MAIN], prize.percent_ppm)  # S6
+            shares = split_equally(pool, seats)  # S3
+            for seat in seats:
+                amount = shares[seat]
+                if prize.cap_multiple is not None:  # S4: the excess stays in the main pot
+                    amount = min(amount, prize.cap_multiple * locked.bets[seat])
+                pay(seat, prize_name, amount)
+            jackpot_hit = jackpot_hit or prize.percent_ppm == PPM
+
+        del self.locked[table_id]
+        below_base = bool(award_ids) and self.balances[MAIN] < self.config.base
+        if jackpot_hit or below_base:  # a reset of the main pot
+            events.extend(self._activate_pending())
+            if self.balances[MAIN] < self.config.base:  # S8
+                events.append(self._reseed(table_id, round_id))
+        events.append(
+            RoundSettled(self.group_id, table_id, round_id, tuple(award_ids), self.balances[MAIN])
+        )
+        self.check_conservation()
+        return events
+
+    def _take(self, amount: int) -> tuple[Transfer, ...]:
+        """Take a prize from main, then the reserves in order, then the house (S7)."""
+        transfers: list[Transfer] = []
+        for pot in (MAIN, *self.config.reserve_order):
+            if amount == 0:
+                break
+            taken = min(self.balances[pot], amount)
+            if taken:
+                self.balances[pot] -= taken
+                amount -= taken
+                transfers.append((f"pot:{pot}", "awards", taken))
+        if amount:
+            self.house_advance += amount
+            transfers.append(("house", "awards", amount))
+        return tuple(transfers)
+
+    def _reseed(self, table_id: str, round_id: str) -> PotReseeded:
+        """Top the main pot up to its base from the reserves in order, then the house (S8)."""
+        missing = self.config.base - self.balances[MAIN]
+        transfers: list[Transfer] = []
+        for pot in self.config.reserve_order:
+            if missing == 0:
+                break
+            taken = min(self.balances[pot], missing)
+            if taken:
+                self.balances[pot] -= taken
+                missing -= taken
+                transfers.append((f"pot:{pot}", f"pot:{MAIN}", taken))
+        if missing:
+            self.house_advance += missing
+            transfers.append(("house", f"pot:{MAIN}", missing))
+        self.balances[MAIN] = self.config.base
+        return PotReseeded(self.group_id, table_id, round_id, self.config.base, tuple(transfers))
+
+    def _remember(self, award: dict[str, Any]) -> None:
+        self.last_awards.append(award)
+        del self.last_awards[:-25]
+
+    # -------------------------------------------------------------- configuration versions (C7)
+
+    def propose_config(self, config: PotGroupConfig, changed_by: str, reason: str) -> list[Event]:
+        """Queue a new configuration version; it takes effect at the next reset, never mid-cycle."""
+        latest = self.pending[-1][0] if self.pending else self.config
+        if config.version <= latest.version:
+            raise DomainError(
+                Reason.INVALID_CONFIG,
+                f"configuration version {config.version} is not newer than {latest.version}",
+            )
+        if self.tables and not config.same_limits(self.config):
+            raise DomainError(
+                Reason.INVALID_CONFIG,
+                "a new configuration cannot change bet limits or credit value while tables are "
+                "linked (rule E1); unlink them first",
+            )
+        missing = {t.game for t in self.tables.values()} - config.paytable.games
+        if missing:
+            names = ", ".join(sorted(g.value for g in missing))
+            raise DomainError(Reason.INVALID_CONFIG, f"paytable does not pay linked games {names}")
+        if {p.name for p in self.config.pots} - {p.name for p in config.pots}:
+            raise DomainError(Reason.INVALID_CONFIG, "a new configuration cannot remove a pot")
+        if not changed_by or not reason:
+            raise DomainError(
+                Reason.INVALID_CONFIG, "a configuration change needs who and why (C7)"
+            )
+        self.pending.append((config, changed_by, reason))
+        return [
+            ConfigProposed(self.group_id, config.version, config.to_config(), changed_by, reason)
+        ]
+
+    def _activate_pending(self) -> list[Event]:
+        if not self.pending:
+            return []
+        config = self.pending[-1][0]  # the newest version wins; older pending ones never applied
+        self.pending.clear()
+        self.config = config
+        self._allocation = _allocation(config)
+        for pot in config.pots:
+            self.balances.setdefault(pot.name, 0)
+        events: list[Event] = [ConfigActivated(self.group_id, config.version, config.to_config())]
+        if config.mystery is not None and self.mystery is None:
+            events.extend(self._draw_mystery())
+        return events
+
+    # ---------------------------------------------------------------- mystery prize (X1, X2)
+
+    def _draw_mystery(self) -> list[Event]:
+        spec = self.config.mystery
+        if spec is None:
+            self.mystery = None
+            return []
+        value, salt = self._trigger_source(spec.min_pesos, spec.max_pesos)
+        self.mystery = MysteryState(value, salt, commitment(value, salt))
+        return [MysteryCommitted(self.group_id, spec.pot, self.mystery.commitment)]
+
+    def _mystery_check(
+        self,
+        table_id: str,
+        round_id: str,
+        bets: tuple[tuple[int, int], ...],
+        before: int,
+    ) -> list[Event]:
+        """Pay the mystery prize to the bet whose contribution crossed the hidden trigger."""
+        spec = self.config.mystery
+        state = self.mystery
+        assert spec is not None
+        assert state is not None
+        trigger = pesos(state.trigger_pesos)
+        if self.balances[spec.pot] < trigger:
+            return []
+        share = next(m for pot, m, _, _ in self._allocation if pot == spec.pot)
+        running = before
+        winner = bets[-1][0]
+        for seat, bet in bets:
+            running += bet * share
+            if running >= trigger:
+                winner = seat
+                break
+        self.balances[spec.pot] -= trigger
+        self.awarded += trigger
+        self.hits["MYSTERY"] = self.hits.get("MYSTERY", 0) + 1
+        self.wins["MYSTERY"] = self.wins.get("MYSTERY", 0) + state.trigger_pesos
+        award = MysteryAwarded(
+            f"{self.group_id}/{table_id}/{round_id}/{winner}/MYSTERY",
+            self.group_id,
+            table_id,
+            round_id,
+            winner,
+            state.trigger_pesos,
+            state.trigger_pesos,
+            state.salt.hex(),
+            state.commitment,
+            ((f"pot:{spec.pot}", "awards", trigger),),
+        )
+        self._remember(award.to_dict())
+        return [award, *self._draw_mystery()]
+
+    # --------------------------------------------------------------------------- helpers
+
+    def _table(self, table_id: str) -> LinkedTable:
+        table = self.tables.get(table_id)
+        if table is None:
+            raise DomainError(
+                Reason.UNKNOWN_TABLE, f"table {table_id} is not linked to pot group {self.group_id}"
+            )
+        return table
+
+    def _locked(self, table_id: str, round_id: str) -> LockedRound:
+        locked = self.locked.get(table_id)
+        if locked is None:
+            raise DomainError(
+                Reason.ROUND_NOT_LOCKED, f"table {table_id} has no locked round ({round_id})"
+            )
+        if locked.round_id != round_id:
+            raise DomainError(
+                Reason.INVALID_STATE,
+                f"table {table_id} has round {locked.round_id} locked, not {round_id}",
+            )
+        return locked
+
+
+def _allocation(config: PotGroupConfig) -> tuple[tuple[str, int, int | None, str | None], ...]:
+    """Per pot: minor units credited per whole peso collected, exact (see jackpot.domain.money)."""
+    net = PPM - config.commission_ppm
+    return tuple(
+        (pot.name, net * pot.share_ppm, pot.ceiling, pot.overflow_to)
+        for pot in config.pots
+        if pot.share_ppm
+    )

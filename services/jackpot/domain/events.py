@@ -1,0 +1,148 @@
+"""What the pot group engine reports: one immutable event per fact (rule D4).
+
+Amounts named ``amount``/``balance`` are exact minor units (see ``jackpot.domain.money``); fields
+ending in ``_pesos`` are whole pesos. Money-moving events carry ``transfers``: (source, target,
+minor units) between the accounts ``bets`` (players' collected bets), ``house`` (advances),
+``commission``, ``awards`` and ``pot:<name>``. The ledger is the sequence of these events; every
+transfer is balanced, so the audit can recompute each account from the ledger alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+Transfer = tuple[str, str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["type"] = type(self).__name__
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class PotGroupOpened(Event):
+    group_id: str
+    config_version: int
+    transfers: tuple[Transfer, ...]  # opening balances, advanced by the house (C4)
+
+
+@dataclass(frozen=True, slots=True)
+class TableLinked(Event):
+    group_id: str
+    table_id: str
+    game: str
+    site: str
+
+
+@dataclass(frozen=True, slots=True)
+class TableUnlinked(Event):
+    group_id: str
+    table_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class BetsCollected(Event):
+    """A locked round's valid bets were collected and allocated (C1-C3, C5)."""
+
+    group_id: str
+    table_id: str
+    round_id: str
+    bets: tuple[tuple[int, int], ...]  # (seat, bet_pesos)
+    total_pesos: int
+    commission: int
+    increments: tuple[tuple[str, int], ...]  # (pot, amount) after overflow
+    overflow: tuple[tuple[str, str, int], ...]  # (from pot, to pot, amount) (C5)
+    transfers: tuple[Transfer, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SeatForfeited(Event):
+    group_id: str
+    table_id: str
+    round_id: str
+    seat: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PrizeAwarded(Event):
+    """A prize to pay one seat (S1-S7); ``transfers`` say which pots (and the house) funded it."""
+
+    award_id: str
+    group_id: str
+    table_id: str
+    round_id: str
+    seat: int
+    prize: str
+    bet_pesos: int
+    amount_pesos: int
+    cards: tuple[str, ...]
+    transfers: tuple[Transfer, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PotReseeded(Event):
+    """The main pot was topped up to its base from the reserves, then the house (S8)."""
+
+    group_id: str
+    table_id: str
+    round_id: str
+    base: int
+    transfers: tuple[Transfer, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RoundSettled(Event):
+    group_id: str
+    table_id: str
+    round_id: str
+    award_ids: tuple[str, ...]
+    main_balance: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigProposed(Event):
+    """A configuration version waiting for the next reset of the main pot (C7)."""
+
+    group_id: str
+    version: int
+    config: dict[str, Any]
+    changed_by: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigActivated(Event):
+    group_id: str
+    version: int
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class MysteryCommitted(Event):
+    """A hidden mystery trigger was drawn; only its commitment is public (X2)."""
+
+    group_id: str
+    pot: str
+    commitment: str
+
+
+@dataclass(frozen=True, slots=True)
+class MysteryAwarded(Event):
+    """The mystery prize hit; the trigger and salt are revealed for verification (X2)."""
+
+    award_id: str
+    group_id: str
+    table_id: str
+    round_id: str
+    seat: int
+    amount_pesos: int
+    trigger_pesos: int
+    salt_hex: str
+    commitment: str
+    transfers: tuple[Transfer, ...]
