@@ -74,7 +74,10 @@ def parse_card(text: str, where: str = "") -> int:
 
 
 def parse_cards(texts: Iterable[str], where: str = "") -> tuple[int, ...]:
-    return tuple(parse_card(t, where) for t in texts)
+    try:
+        return tuple([CARD_CODES[t] for t in texts])
+    except (KeyError, TypeError):
+        return tuple(parse_card(t, where) for t in texts)  # raises, naming the bad card
 
 
 def check_seat(game: Game, seat: int) -> None:
@@ -97,6 +100,9 @@ def check_hand_size(game: Game, seat: int, cards: Sequence[int]) -> None:
 
 def check_one_deck(hands: Mapping[int, Sequence[int]], community: Sequence[int]) -> None:
     """A card seen twice in one round of a one-deck game is a device error: refuse the round."""
+    count = len(community) + sum(len(cards) for cards in hands.values())
+    if len(set(community).union(*hands.values())) == count:
+        return
     seen: dict[int, str] = {}
     places = [("community", community), *((f"seat {seat}", hands[seat]) for seat in sorted(hands))]
     for place, cards in places:

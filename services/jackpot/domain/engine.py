@@ -235,16 +235,17 @@ class PotGroup:
 
     def check_conservation(self) -> None:
         """Rule M2, exact: collected + house advances == commission + pots + awarded."""
+        balances = self.balances.values()
         left = self.collected + self.house_advance
-        right = self.commission + sum(self.balances.values()) + self.awarded
+        right = self.commission + sum(balances) + self.awarded
         if left != right:
             raise ConservationError(
                 f"M2 broken in {self.group_id}: collected {self.collected} + house "
                 f"{self.house_advance} != commission {self.commission} + pots "
                 f"{sum(self.balances.values())} + awarded {self.awarded} (minor units)"
             )
-        negative = {pot: b for pot, b in self.balances.items() if b < 0}
-        if negative:
+        if min(balances) < 0:
+            negative = {pot: b for pot, b in self.balances.items() if b < 0}
             raise ConservationError(f"pots went negative in {self.group_id}: {negative}")
 
     # ----------------------------------------------------------------------- table links (E1)
@@ -323,9 +324,11 @@ class PotGroup:
                 f"round {round_id} cannot lock before it is settled",
             )
         config = self.config
+        seats = GAME_RULES[table.game].seats
         total = 0
         for seat, bet in bets.items():
-            check_seat(table.game, seat)
+            if not 1 <= seat <= seats:
+                check_seat(table.game, seat)
             if not config.min_bet <= bet <= config.max_bet or bet % config.credit_value:
                 raise DomainError(
                     Reason.BET_OUT_OF_LIMITS,
@@ -343,9 +346,14 @@ class PotGroup:
         transfers: list[Transfer] = [("bets", "commission", commission)]
         increments: list[tuple[str, int]] = []
         overflow: list[tuple[str, str, int]] = []
+        balances = self.balances
         for pot, multiplier, ceiling, overflow_to in self._allocation:
             amount = total * multiplier
-            increments.extend(self._credit(pot, amount, ceiling, overflow_to, overflow))
+            if ceiling is None or balances[pot] + amount <= ceiling:
+                balances[pot] += amount
+                increments.append((pot, amount))
+            else:
+                increments.extend(self._credit(pot, amount, ceiling, overflow_to, overflow))
         transfers.extend(("bets", f"pot:{pot}", amount) for pot, amount in increments)
         self.collected += total * MINOR_PER_PESO
         self.commission += commission
@@ -428,15 +436,19 @@ class PotGroup:
         locked = self._locked(table_id, round_id)
         rules = GAME_RULES[table.game]
         parsed: dict[int, tuple[int, ...]] = {}
+        seats = rules.seats
+        low, high = rules.own_cards
         for seat in sorted(hands):
-            check_seat(table.game, seat)
+            if not 1 <= seat <= seats:
+                check_seat(table.game, seat)
             if seat not in locked.bets:
                 raise DomainError(
                     Reason.NO_BET,
                     f"result for seat {seat}, which has no progressive bet in {round_id}",
                 )
             cards = parse_cards(hands[seat], f"seat {seat}")
-            check_hand_size(table.game, seat, cards)
+            if not low <= len(cards) <= high:
+                check_hand_size(table.game, seat, cards)
             parsed[seat] = cards
         shared = parse_cards(community, "community")
         if len(shared) != rules.community_cards:

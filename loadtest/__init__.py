@@ -1,0 +1,1 @@
+"""Benchmarks and (later) the floor simulator and load test."""
