@@ -436,10 +436,10 @@ class PotGroup:
         locked = self._locked(table_id, round_id)
         rules = GAME_RULES[table.game]
         parsed: dict[int, tuple[int, ...]] = {}
-        seats = rules.seats
+        seat_count = rules.seats
         low, high = rules.own_cards
         for seat in sorted(hands):
-            if not 1 <= seat <= seats:
+            if not 1 <= seat <= seat_count:
                 check_seat(table.game, seat)
             if seat not in locked.bets:
                 raise DomainError(

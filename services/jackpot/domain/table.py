@@ -1,0 +1,456 @@
+"""One table's progressive round, as the gateway sees it (rules C1, D1, D5, E1-E6).
+
+The flow is ``idle -> betting -> locked -> settled``: the dealer opens a round, players bet
+credits on their seat's acceptor, the dealer locks (no more bets), players may fold or exchange
+cards (forfeits), and the results settle the round. A :class:`Table` validates each device input
+against that flow and the pot's limits and either raises :class:`DomainError` (nothing changed) or
+returns the facts to publish for the pot service.
+
+Device inputs carry a per-table sequence number. :meth:`Table.accept` makes a resend harmless: the
+same sequence with the same content returns the same outcome again without re-applying it, the same
+sequence with other content is ``SEQUENCE_REPLAYED``, and a gap or a step back is
+``SEQUENCE_OUT_OF_ORDER``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from jackpot.domain.cards import (
+    GAME_RULES,
+    Game,
+    check_hand_size,
+    check_one_deck,
+    check_seat,
+    parse_cards,
+)
+from jackpot.domain.errors import DomainError, Reason
+
+REMEMBERED_OUTCOMES = 256
+
+
+class Phase(Enum):
+    IDLE = "idle"  # no round yet, or the last one settled or voided
+    BETTING = "betting"
+    LOCKED = "locked"
+
+
+# ------------------------------------------------------------------------------ device inputs
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRound:
+    round_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddCredits:
+    """The dealer activated credits on a seat's counter after a chip exchange (E6)."""
+
+    seat: int
+    credits: int
+
+
+@dataclass(frozen=True, slots=True)
+class CashOut:
+    seat: int
+    credits: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceBet:
+    """The player pressed the bet button for ``credits`` credits; the lamp lights (E1, D1)."""
+
+    seat: int
+    credits: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelBet:
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class LampFault:
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class LampRepaired:
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class Lock:
+    """The dealer's "no more bets" (D1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeCards:
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class VoidRound:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Results:
+    hands: Mapping[int, Sequence[str]]
+    community: Sequence[str] = ()
+
+
+DeviceInput = (
+    OpenRound
+    | AddCredits
+    | CashOut
+    | PlaceBet
+    | CancelBet
+    | LampFault
+    | LampRepaired
+    | Lock
+    | Fold
+    | ExchangeCards
+    | VoidRound
+    | Results
+)
+
+# ------------------------------------------------------------------ facts for the pot service
+
+
+@dataclass(frozen=True, slots=True)
+class RoundLockedFact:
+    round_id: str
+    bets: tuple[tuple[int, int], ...]  # (seat, pesos)
+
+
+@dataclass(frozen=True, slots=True)
+class SeatForfeitedFact:
+    round_id: str
+    seat: int
+    reason: str  # FOLD or CARD_EXCHANGE
+
+
+@dataclass(frozen=True, slots=True)
+class RoundResultFact:
+    round_id: str
+    hands: tuple[tuple[int, tuple[str, ...]], ...]
+    community: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RoundVoidedFact:
+    round_id: str
+    reason: str
+    refunds: tuple[tuple[int, int], ...]  # (seat, credits returned to the counter)
+
+
+@dataclass(frozen=True, slots=True)
+class SeatClosedFact:
+    seat: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SeatOpenedFact:
+    seat: int
+
+
+Fact = (
+    RoundLockedFact
+    | SeatForfeitedFact
+    | RoundResultFact
+    | RoundVoidedFact
+    | SeatClosedFact
+    | SeatOpenedFact
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one accepted input caused; ``duplicate`` when it was a harmless resend."""
+
+    sequence: int
+    facts: tuple[Fact, ...]
+    duplicate: bool = False
+
+
+# ------------------------------------------------------------------------------------ state
+
+
+@dataclass(slots=True)
+class Seat:
+    credits: int = 0  # on the counter, not staked
+    bet_credits: int = 0  # staked on the progressive in the current round
+    closed: bool = False  # lamp fault (E5)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The pot group's bet limits and credit value, owned by the pot service (E1)."""
+
+    min_bet: int
+    max_bet: int
+    credit_value: int
+
+
+@dataclass(slots=True)
+class Table:
+    table_id: str
+    game: Game
+    limits: Limits
+    progressive_open: bool = True  # D5: False while the pot's owner cannot be reached
+    phase: Phase = Phase.IDLE
+    round_id: str = ""
+    last_round_id: str = ""
+    seats: dict[int, Seat] = field(default_factory=dict)
+    forfeited: dict[int, str] = field(default_factory=dict)
+    last_sequence: int = 0
+    _outcomes: OrderedDict[int, tuple[object, Outcome]] = field(default_factory=OrderedDict)
+
+    def __post_init__(self) -> None:
+        if not self.seats:
+            self.seats = {s: Seat() for s in range(1, GAME_RULES[self.game].seats + 1)}
+
+    # ------------------------------------------------------------------------- sequencing
+
+    def accept(self, sequence: int, event: DeviceInput) -> Outcome:
+        """Apply one sequenced device input exactly once (see the module docstring)."""
+        if sequence <= self.last_sequence:
+            remembered = self._outcomes.get(sequence)
+            if remembered is None:
+                raise DomainError(
+                    Reason.SEQUENCE_OUT_OF_ORDER,
+                    f"table {self.table_id}: sequence {sequence} is older than the last "
+                    f"{REMEMBERED_OUTCOMES} events (last {self.last_sequence})",
+                )
+            seen_event, outcome = remembered
+            if seen_event != event:
+                raise DomainError(
+                    Reason.SEQUENCE_REPLAYED,
+                    f"table {self.table_id}: sequence {sequence} was already used for another "
+                    "event",
+                )
+            return Outcome(outcome.sequence, outcome.facts, duplicate=True)
+        if sequence != self.last_sequence + 1:
+            raise DomainError(
+                Reason.SEQUENCE_OUT_OF_ORDER,
+                f"table {self.table_id}: sequence {sequence} after {self.last_sequence}; "
+                f"expected {self.last_sequence + 1}",
+            )
+        outcome = Outcome(sequence, tuple(self.apply(event)))
+        self.last_sequence = sequence
+        self._outcomes[sequence] = (event, outcome)
+        while len(self._outcomes) > REMEMBERED_OUTCOMES:
+            self._outcomes.popitem(last=False)
+        return outcome
+
+    # ---------------------------------------------------------------------------- rules
+
+    def apply(self, event: DeviceInput) -> list[Fact]:
+        """Validate and apply one input; raises DomainError and changes nothing when refused."""
+        match event:
+            case OpenRound(round_id):
+                return self._open(round_id)
+            case AddCredits(seat, credits):
+                self._positive(credits, "credits")
+                self._seat(seat).credits += credits
+                return []
+            case CashOut(seat, credits):
+                state = self._seat(seat)
+                self._positive(credits, "credits")
+                if credits > state.credits:
+                    raise DomainError(
+                        Reason.INSUFFICIENT_CREDITS,
+                        f"seat {seat} cashes out {credits} credits but holds {state.credits}",
+                    )
+                state.credits -= credits
+                return []
+            case PlaceBet(seat, credits):
+                return self._bet(seat, credits)
+            case CancelBet(seat):
+                state = self._seat(seat)
+                self._phase(Phase.BETTING, Reason.BET_AFTER_LOCK, "cancel a bet")
+                if not state.bet_credits:
+                    raise DomainError(Reason.NO_BET, f"seat {seat} has no bet to cancel")
+                state.credits += state.bet_credits
+                state.bet_credits = 0
+                return []
+            case LampFault(seat):
+                return self._lamp_fault(seat)
+            case LampRepaired(seat):
+                state = self._seat(seat)
+                if not state.closed:
+                    return []
+                state.closed = False
+                return [SeatOpenedFact(seat)]
+            case Lock():
+                return self._lock()
+            case Fold(seat):
+                return self._forfeit(seat, "FOLD")
+            case ExchangeCards(seat):
+                return self._forfeit(seat, "CARD_EXCHANGE")
+            case VoidRound(reason):
+                return self._void(reason)
+            case Results(hands, community):
+                return self._results(hands, community)
+        raise DomainError(Reason.MALFORMED, f"unknown device input {event!r}")
+
+    def _open(self, round_id: str) -> list[Fact]:
+        if self.phase is not Phase.IDLE:
+            raise DomainError(
+                Reason.INVALID_STATE,
+                f"table {self.table_id}: round {self.round_id} is still {self.phase.value}",
+            )
+        if not round_id or round_id == self.last_round_id:
+            raise DomainError(
+                Reason.INVALID_STATE, f"table {self.table_id}: round id {round_id!r} is not new"
+            )
+        self.phase, self.round_id = Phase.BETTING, round_id
+        self.forfeited = {}
+        return []
+
+    def _bet(self, seat: int, credits: int) -> list[Fact]:
+        state = self._seat(seat)
+        self._phase(Phase.BETTING, Reason.BET_AFTER_LOCK, "bet")
+        if not self.progressive_open:
+            raise DomainError(
+                Reason.PROGRESSIVE_CLOSED,
+                f"table {self.table_id}: the progressive is closed (pot owner unreachable, D5)",
+            )
+        if state.closed:
+            raise DomainError(Reason.SEAT_CLOSED, f"seat {seat} is closed (lamp fault, rule E5)")
+        self._positive(credits, "credits")
+        total = state.bet_credits + credits
+        pesos = total * self.limits.credit_value
+        if not self.limits.min_bet <= pesos <= self.limits.max_bet:
+            raise DomainError(
+                Reason.BET_OUT_OF_LIMITS,
+                f"seat {seat} bet of {pesos} pesos is outside {self.limits.min_bet}-"
+                f"{self.limits.max_bet} (rule E1)",
+            )
+        if credits > state.credits:
+            raise DomainError(
+                Reason.INSUFFICIENT_CREDITS,
+                f"seat {seat} bets {credits} credits but holds {state.credits} (rule E6)",
+            )
+        state.credits -= credits
+        state.bet_credits = total
+        return []
+
+    def _lamp_fault(self, seat: int) -> list[Fact]:
+        state = self._seat(seat)
+        if state.closed:
+            return []
+        # E1: a bet counts only if the lamp signals it, so a bet not yet locked is refunded.
+        if self.phase is Phase.BETTING and state.bet_credits:
+            state.credits += state.bet_credits
+            state.bet_credits = 0
+        state.closed = True
+        return [SeatClosedFact(seat, "lamp fault")]
+
+    def _lock(self) -> list[Fact]:
+        self._phase(Phase.BETTING, Reason.INVALID_STATE, "lock")
+        bets = tuple(
+            (seat, state.bet_credits * self.limits.credit_value)
+            for seat, state in sorted(self.seats.items())
+            if state.bet_credits
+        )
+        self.phase = Phase.LOCKED
+        return [RoundLockedFact(self.round_id, bets)]
+
+    def _forfeit(self, seat: int, reason: str) -> list[Fact]:
+        state = self._seat(seat)
+        rules = GAME_RULES[self.game]
+        allowed = rules.can_exchange if reason == "CARD_EXCHANGE" else rules.can_fold
+        if not allowed:
+            raise DomainError(
+                Reason.INVALID_STATE, f"{self.game.value} has no {reason.lower()} (rules E2, E3)"
+            )
+        self._phase(Phase.LOCKED, Reason.ROUND_NOT_LOCKED, reason.lower())
+        if not state.bet_credits:
+            raise DomainError(Reason.NO_BET, f"seat {seat} has no progressive bet this round")
+        if seat in self.forfeited:
+            return []
+        self.forfeited[seat] = reason
+        return [SeatForfeitedFact(self.round_id, seat, reason)]
+
+    def _void(self, reason: str) -> list[Fact]:
+        if self.phase is Phase.LOCKED:
+            raise DomainError(
+                Reason.INVALID_STATE,
+                f"round {self.round_id} is locked: its bets are collected and cannot be "
+                "voided (C1)",
+            )
+        self._phase(Phase.BETTING, Reason.INVALID_STATE, "void")
+        refunds = []
+        for seat, state in sorted(self.seats.items()):
+            if state.bet_credits:
+                refunds.append((seat, state.bet_credits))
+                state.credits += state.bet_credits
+                state.bet_credits = 0
+        fact = RoundVoidedFact(self.round_id, reason, tuple(refunds))
+        self._settle()
+        return [fact]
+
+    def _results(self, hands: Mapping[int, Sequence[str]], community: Sequence[str]) -> list[Fact]:
+        self._phase(Phase.LOCKED, Reason.ROUND_NOT_LOCKED, "send results")
+        rules = GAME_RULES[self.game]
+        parsed = {}
+        for seat in sorted(hands):
+            state = self._seat(seat)
+            if not state.bet_credits:
+                raise DomainError(
+                    Reason.NO_BET, f"result for seat {seat}, which has no progressive bet"
+                )
+            parsed[seat] = parse_cards(hands[seat], f"seat {seat}")
+            check_hand_size(self.game, seat, parsed[seat])
+        shared = parse_cards(community, "community")
+        if len(shared) != rules.community_cards:
+            raise DomainError(
+                Reason.WRONG_CARD_COUNT,
+                f"{len(shared)} community cards; {self.game.value} needs {rules.community_cards}",
+            )
+        if rules.one_deck:
+            check_one_deck(parsed, shared)
+        fact = RoundResultFact(
+            self.round_id,
+            tuple((seat, tuple(hands[seat])) for seat in sorted(hands)),
+            tuple(community),
+        )
+        self._settle()
+        return [fact]
+
+    def _settle(self) -> None:
+        for state in self.seats.values():
+            state.bet_credits = 0
+        self.last_round_id, self.round_id = self.round_id, ""
+        self.phase = Phase.IDLE
+        self.forfeited = {}
+
+    # ---------------------------------------------------------------------------- helpers
+
+    def _seat(self, seat: int) -> Seat:
+        check_seat(self.game, seat)
+        return self.seats[seat]
+
+    def _phase(self, wanted: Phase, reason: Reason, action: str) -> None:
+        if self.phase is not wanted:
+            current = (
+                f"round {self.round_id} is {self.phase.value}" if self.round_id else "no round"
+            )
+            raise DomainError(reason, f"table {self.table_id}: cannot {action}: {current}")
+
+    @staticmethod
+    def _positive(value: int, what: str) -> None:
+        if value <= 0:
+            raise DomainError(Reason.MALFORMED, f"{what} must be positive, got {value}")

@@ -1,0 +1,231 @@
+"""The gateway's per-table round state machine (rules C1, D1, D5, E1-E6; jackpot.domain.table)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jackpot.domain.cards import Game
+from jackpot.domain.errors import DomainError, Reason
+from jackpot.domain.table import (
+    AddCredits,
+    CancelBet,
+    CashOut,
+    ExchangeCards,
+    Fold,
+    LampFault,
+    LampRepaired,
+    Limits,
+    Lock,
+    OpenRound,
+    Phase,
+    PlaceBet,
+    Results,
+    RoundLockedFact,
+    RoundResultFact,
+    RoundVoidedFact,
+    SeatClosedFact,
+    SeatForfeitedFact,
+    SeatOpenedFact,
+    Table,
+    VoidRound,
+)
+
+LIMITS = Limits(min_bet=1000, max_bet=5000, credit_value=1000)
+ROYAL = ["AS", "KS", "QS", "JS", "TS"]
+NOTHING = ["2H", "7D", "9C", "JD", "4C"]
+
+
+def table(game: Game = Game.CARIBBEAN) -> Table:
+    t = Table("T1", game, LIMITS)
+    t.apply(OpenRound("R1"))
+    return t
+
+
+def refused(t: Table, event: object, reason: Reason) -> DomainError:
+    with pytest.raises(DomainError) as caught:
+        t.apply(event)  # type: ignore[arg-type]
+    assert caught.value.reason is reason
+    return caught.value
+
+
+def test_a_whole_round_publishes_lock_and_result() -> None:
+    t = table()
+    t.apply(AddCredits(1, 5))
+    t.apply(AddCredits(3, 2))
+    t.apply(PlaceBet(1, 2))
+    t.apply(PlaceBet(3, 1))
+    [locked] = t.apply(Lock())
+    assert locked == RoundLockedFact("R1", ((1, 2000), (3, 1000)))
+    [result] = t.apply(Results({1: ROYAL, 3: NOTHING}))
+    assert isinstance(result, RoundResultFact)
+    assert result.hands == ((1, tuple(ROYAL)), (3, tuple(NOTHING)))
+    assert t.phase is Phase.IDLE
+    assert t.seats[1].credits == 3  # the staked credits were consumed by the lock (C1)
+
+
+def test_E6_bet_needs_credits_on_the_counter() -> None:
+    t = table()
+    t.apply(AddCredits(2, 1))
+    error = refused(t, PlaceBet(2, 2), Reason.INSUFFICIENT_CREDITS)
+    assert "seat 2" in error.detail
+    assert t.seats[2].credits == 1
+
+
+def test_E1_bet_outside_the_pot_limits() -> None:
+    t = table()
+    t.apply(AddCredits(1, 10))
+    refused(t, PlaceBet(1, 6), Reason.BET_OUT_OF_LIMITS)
+    t.apply(PlaceBet(1, 3))
+    refused(t, PlaceBet(1, 3), Reason.BET_OUT_OF_LIMITS)  # 6 credits in all: above 5000
+    assert t.seats[1].bet_credits == 3
+
+
+def test_E1_D1_bet_after_lock_is_refused() -> None:
+    t = table()
+    t.apply(AddCredits(1, 5))
+    t.apply(Lock())
+    refused(t, PlaceBet(1, 1), Reason.BET_AFTER_LOCK)
+    refused(t, CancelBet(1), Reason.BET_AFTER_LOCK)
+
+
+def test_E5_lamp_fault_closes_the_seat_and_refunds_an_unlocked_bet() -> None:
+    t = table()
+    t.apply(AddCredits(4, 3))
+    t.apply(PlaceBet(4, 2))
+    assert t.apply(LampFault(4)) == [SeatClosedFact(4, "lamp fault")]
+    assert (t.seats[4].credits, t.seats[4].bet_credits) == (3, 0)
+    refused(t, PlaceBet(4, 1), Reason.SEAT_CLOSED)
+    assert t.apply(LampRepaired(4)) == [SeatOpenedFact(4)]
+    assert t.apply(PlaceBet(4, 1)) == []
+
+
+def test_D5_progressive_closed_refuses_bets() -> None:
+    t = table()
+    t.apply(AddCredits(1, 3))
+    t.progressive_open = False
+    refused(t, PlaceBet(1, 1), Reason.PROGRESSIVE_CLOSED)
+
+
+def test_seat_outside_the_game() -> None:
+    refused(table(Game.DRAW), AddCredits(7, 1), Reason.SEAT_OUT_OF_RANGE)  # Draw has 6 seats
+    refused(table(Game.CARIBBEAN), AddCredits(8, 1), Reason.SEAT_OUT_OF_RANGE)
+    refused(table(Game.CARIBBEAN), AddCredits(0, 1), Reason.SEAT_OUT_OF_RANGE)
+
+
+def test_E2_exchange_forfeits_in_draw_only() -> None:
+    t = table(Game.DRAW)
+    t.apply(AddCredits(2, 1))
+    t.apply(PlaceBet(2, 1))
+    t.apply(Lock())
+    assert t.apply(ExchangeCards(2)) == [SeatForfeitedFact("R1", 2, "CARD_EXCHANGE")]
+    c = table(Game.CARIBBEAN)
+    c.apply(AddCredits(2, 1))
+    c.apply(PlaceBet(2, 1))
+    c.apply(Lock())
+    refused(c, ExchangeCards(2), Reason.INVALID_STATE)
+
+
+def test_E3_fold_needs_a_bet_and_a_lock() -> None:
+    t = table()
+    t.apply(AddCredits(1, 1))
+    t.apply(PlaceBet(1, 1))
+    refused(t, Fold(1), Reason.ROUND_NOT_LOCKED)
+    t.apply(Lock())
+    refused(t, Fold(2), Reason.NO_BET)
+    assert t.apply(Fold(1)) == [SeatForfeitedFact("R1", 1, "FOLD")]
+
+
+def test_C1_void_before_lock_refunds_and_after_lock_is_refused() -> None:
+    t = table()
+    t.apply(AddCredits(1, 4))
+    t.apply(PlaceBet(1, 3))
+    assert t.apply(VoidRound("misdeal")) == [RoundVoidedFact("R1", "misdeal", ((1, 3),))]
+    assert t.seats[1].credits == 4
+    t.apply(OpenRound("R2"))
+    t.apply(PlaceBet(1, 1))
+    t.apply(Lock())
+    refused(t, VoidRound("late"), Reason.INVALID_STATE)
+
+
+def test_results_are_checked_before_anything_changes() -> None:
+    t = table()
+    t.apply(AddCredits(1, 1))
+    t.apply(AddCredits(2, 1))
+    refused(t, Results({1: ROYAL}), Reason.ROUND_NOT_LOCKED)
+    t.apply(PlaceBet(1, 1))
+    t.apply(PlaceBet(2, 1))
+    t.apply(Lock())
+    refused(t, Results({3: NOTHING}), Reason.NO_BET)
+    refused(t, Results({1: [*ROYAL, "2C"]}), Reason.WRONG_CARD_COUNT)  # six cards
+    refused(t, Results({1: ROYAL, 2: ["AS", "2D", "3D", "4D", "5D"]}), Reason.DUPLICATE_CARD)
+    refused(t, Results({1: ["AS", "KS", "QS", "JS", "1S"]}), Reason.INVALID_CARD)
+    assert t.phase is Phase.LOCKED  # still waiting for a valid result
+    assert t.apply(Results({1: ROYAL, 2: NOTHING}))
+
+
+def test_go_poker_needs_two_community_cards() -> None:
+    t = table(Game.GO_POKER)
+    t.apply(AddCredits(1, 1))
+    t.apply(PlaceBet(1, 1))
+    t.apply(Lock())
+    refused(t, Results({1: ["JS", "QS", "KS"]}, ["TS"]), Reason.WRONG_CARD_COUNT)
+    refused(t, Results({1: ["JS", "QS", "KS"]}, ["TS", "KS"]), Reason.DUPLICATE_CARD)
+    [result] = t.apply(Results({1: ["JS", "QS", "KS"]}, ["TS", "AS"]))
+    assert isinstance(result, RoundResultFact)
+    assert result.community == ("TS", "AS")
+
+
+def test_blackjack_allows_repeated_cards_from_a_shoe() -> None:
+    t = table(Game.BLACKJACK)
+    for seat in (1, 2):
+        t.apply(AddCredits(seat, 1))
+        t.apply(PlaceBet(seat, 1))
+    t.apply(Lock())
+    assert t.apply(Results({1: ["AS", "AS", "AS", "AS"], 2: ["AS", "7D"]}))
+
+
+def test_cash_out_cannot_exceed_the_counter() -> None:
+    t = table()
+    t.apply(AddCredits(1, 2))
+    refused(t, CashOut(1, 3), Reason.INSUFFICIENT_CREDITS)
+    t.apply(CashOut(1, 2))
+    assert t.seats[1].credits == 0
+
+
+def test_sequence_resend_gets_the_same_answer_once() -> None:
+    t = Table("T1", Game.CARIBBEAN, LIMITS)
+    t.accept(1, OpenRound("R1"))
+    t.accept(2, AddCredits(1, 1))
+    t.accept(3, PlaceBet(1, 1))
+    first = t.accept(4, Lock())
+    again = t.accept(4, Lock())
+    assert again.duplicate
+    assert again.facts == first.facts
+    assert t.phase is Phase.LOCKED
+    with pytest.raises(DomainError) as replay:
+        t.accept(3, PlaceBet(1, 5))
+    assert replay.value.reason is Reason.SEQUENCE_REPLAYED
+    with pytest.raises(DomainError) as gap:
+        t.accept(6, Fold(1))
+    assert gap.value.reason is Reason.SEQUENCE_OUT_OF_ORDER
+    assert t.last_sequence == 4
+
+
+def test_a_refused_input_does_not_use_up_its_sequence() -> None:
+    t = Table("T1", Game.CARIBBEAN, LIMITS)
+    t.accept(1, OpenRound("R1"))
+    with pytest.raises(DomainError):
+        t.accept(2, PlaceBet(1, 1))  # no credits
+    assert t.last_sequence == 1
+    t.accept(2, AddCredits(1, 1))
+    assert t.last_sequence == 2
+
+
+def test_round_ids_must_be_new() -> None:
+    t = table()
+    t.apply(Lock())
+    t.apply(Results({}))
+    refused(t, OpenRound("R1"), Reason.INVALID_STATE)
+    refused(t, Lock(), Reason.INVALID_STATE)
+    t.apply(OpenRound("R2"))
+    refused(t, OpenRound("R3"), Reason.INVALID_STATE)
