@@ -1,0 +1,68 @@
+"""An asyncio gRPC server with the standard health and reflection services and a graceful stop.
+
+Shape of grpc/grpc examples/python/helloworld/async_greeter_server_with_graceful_shutdown.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+Registrar = Callable[[grpc.aio.Server], None]
+
+
+class GrpcServer:
+    """Owns one grpc.aio server: register servicers, start, mark serving, stop gracefully."""
+
+    def __init__(
+        self,
+        address: str,
+        registrars: Iterable[Registrar],
+        service_names: Iterable[str],
+        credentials: grpc.ServerCredentials | None = None,
+    ) -> None:
+        self._server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", 1 << 20),
+                ("grpc.keepalive_time_ms", 10_000),
+                ("grpc.keepalive_timeout_ms", 5_000),
+                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+                ("grpc.keepalive_permit_without_calls", 1),
+            ]
+        )
+        for register in registrars:
+            register(self._server)
+        self.health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
+        self._names = list(service_names)
+        reflection.enable_server_reflection(
+            [*self._names, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server
+        )
+        if credentials is None:
+            self.port = self._server.add_insecure_port(address)
+        else:
+            self.port = self._server.add_secure_port(address, credentials)
+
+    async def start(self) -> None:
+        await self._server.start()
+        await self.set_serving(True)
+
+    async def set_serving(self, serving: bool) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if serving
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in ["", *self._names]:
+            await self.health.set(name, status)
+
+    async def stop(self, grace_seconds: float = 5.0) -> None:
+        """Refuse new calls, let calls in flight finish for up to ``grace_seconds``."""
+        await self.set_serving(False)
+        await self._server.stop(grace_seconds)
+
+    async def wait_for_termination(self) -> None:
+        await self._server.wait_for_termination()

@@ -1,0 +1,330 @@
+"""Exact money (rules M1, M3, C2, C3, S3, S6): jackpot.domain.money."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jackpot.domain.config import load_config
+from jackpot.domain.engine import PotGroup
+from jackpot.domain.events import BetsCollected
+from jackpot.domain.money import (
+    MINOR_PER_PESO,
+    PPM,
+    MoneyError,
+    as_fraction,
+    floor_pesos,
+    format_amount,
+    format_percent,
+    parse_amount,
+    parse_percent,
+    percent_of_floored,
+    pesos,
+    split_equally,
+)
+
+# ------------------------------------------------------------------------ amounts (M1)
+
+
+@pytest.mark.parametrize(
+    ("text", "minor"),
+    [
+        (0, 0),
+        (1, MINOR_PER_PESO),
+        (500000, 500000 * MINOR_PER_PESO),
+        ("0", 0),
+        ("1000.75", 1000 * MINOR_PER_PESO + 750_000_000_000),
+        ("1000.750", 1000 * MINOR_PER_PESO + 750_000_000_000),
+        ("0.5", 500_000_000_000),
+        ("0.000000000001", 1),  # exactly one picopeso: 12 decimals is the finest allowed
+        ("123456789012.999999999999", 123456789012 * MINOR_PER_PESO + 999_999_999_999),
+    ],
+)
+def test_M1_parse_amount_is_exact(text: int | str, minor: int) -> None:
+    """M1: whole pesos or exact decimal strings become exact integer minor units."""
+    assert parse_amount(text) == minor
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ("1000.75", "1000.75"),
+        ("1000.750", "1000.75"),
+        (1000, "1000"),
+        ("500000", "500000"),
+        ("0", "0"),
+        ("0.000000000001", "0.000000000001"),
+        ("7.1", "7.1"),
+    ],
+)
+def test_M1_format_amount_round_trip(value: int | str, text: str) -> None:
+    """M1: format_amount(parse_amount(x)) is the canonical decimal, and parses back exactly."""
+    minor = parse_amount(value)
+    assert format_amount(minor) == text
+    assert parse_amount(format_amount(minor)) == minor
+
+
+def test_M1_format_amount_negative_and_fractions() -> None:
+    """M1: negative minor amounts format with a sign; no trailing zeros, no float artefacts."""
+    assert format_amount(-500_000_000_000) == "-0.5"
+    assert format_amount(-pesos(3)) == "-3"
+    assert format_amount(1) == "0.000000000001"
+    assert format_amount(pesos(1) // 3) == "0.333333333333"
+
+
+@given(st.integers(min_value=0, max_value=10**30))
+def test_M1_format_then_parse_round_trips_any_minor_amount(minor: int) -> None:
+    """M1: every non-negative minor amount has an exact decimal text that parses back."""
+    assert parse_amount(format_amount(minor)) == minor
+    assert as_fraction(minor) == Fraction(minor, MINOR_PER_PESO)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        -1,  # negative int
+        "-1",  # negative text
+        "-0.5",
+        1.5,  # a binary float, even a "nice" one
+        1000.0,
+        True,  # bool is an int subclass but never money
+        False,
+        "1.0000000000001",  # 13 decimals: finer than the picopeso
+        "0.0000000000001",
+        "",
+        "abc",
+        "1e3",
+        "1,000",
+        "1.",
+        ".5",
+        None,
+        [1],
+    ],
+)
+def test_M1_parse_amount_refuses(bad: Any) -> None:
+    """M1: negative, float, bool, too fine or non-numeric amounts are refused with MoneyError."""
+    with pytest.raises(MoneyError):
+        parse_amount(bad)
+
+
+def test_M1_money_error_is_a_value_error() -> None:
+    """Callers that catch ValueError also catch MoneyError (e.g. the resolve tool)."""
+    with pytest.raises(ValueError, match="more than 12 decimals"):
+        parse_amount("0.1234567890123")
+
+
+def test_M3_floor_pesos_never_rounds_up() -> None:
+    """M3: the whole-peso view of a balance is floored, never more than the balance holds."""
+    assert floor_pesos(parse_amount("1000.75")) == 1000
+    assert floor_pesos(parse_amount("1000.999999999999")) == 1000
+    assert floor_pesos(pesos(1000)) == 1000
+    assert floor_pesos(0) == 0
+    assert floor_pesos(MINOR_PER_PESO - 1) == 0
+
+
+# ---------------------------------------------------------------------------- percentages
+
+
+@pytest.mark.parametrize(
+    ("text", "ppm"),
+    [
+        ("12.5", 125_000),
+        ("87.5", 875_000),
+        (10, 100_000),
+        ("10", 100_000),
+        ("0", 0),
+        (0, 0),
+        ("100", PPM),
+        (100, PPM),
+        ("100.0000", PPM),
+        ("0.0001", 100),  # four decimals: the finest percentage is one hundredth of a basis point
+        ("33.3333", 333_333),
+        ("12.3456", 123_456),
+    ],
+)
+def test_C2_parse_percent(text: int | str, ppm: int) -> None:
+    """C2/C3: percentages are exact integers in parts per million."""
+    assert parse_percent(text) == ppm
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "12.34567",  # five decimals
+        "0.00001",
+        "100.0001",  # above 100
+        101,
+        "1000",
+        -1,
+        "-5",
+        12.5,  # float
+        True,
+        "",
+        "ten",
+        None,
+    ],
+)
+def test_C2_parse_percent_refuses(bad: Any) -> None:
+    """C2/C3: more than four decimals, above 100, negative, float or bool are refused."""
+    with pytest.raises(MoneyError):
+        parse_percent(bad)
+
+
+@given(st.integers(min_value=0, max_value=PPM))
+def test_C7_format_percent_round_trips(ppm: int) -> None:
+    """C7: a configuration written back (format_percent) reads back to the same ppm."""
+    assert parse_percent(format_percent(ppm)) == ppm
+
+
+def test_format_percent_examples() -> None:
+    assert format_percent(125_000) == "12.5"
+    assert format_percent(PPM) == "100"
+    assert format_percent(100) == "0.0001"
+    assert format_percent(333_333) == "33.3333"
+
+
+# --------------------------------------------------------------------- percentage prizes (S6)
+
+
+def test_S6_percent_of_floored_floors_to_whole_pesos() -> None:
+    """S6: a percentage prize is computed on the exact balance and floored; the fraction stays."""
+    main = parse_amount("1000.75")
+    # 100% of 1000.75 = 1000.75 -> 1000 pesos paid, 0.75 stays.
+    assert percent_of_floored(main, PPM) == 1000
+    # 10% of 1000.75 = 100.075 -> 100.
+    assert percent_of_floored(main, 100_000) == 100
+    # 12.5% of 1000.75 = 125.09375 -> 125.
+    assert percent_of_floored(main, 125_000) == 125
+    # 10% of 9.99 = 0.999 -> 0.
+    assert percent_of_floored(parse_amount("9.99"), 100_000) == 0
+    # 10% of 1_000_010 = 100_001 exactly.
+    assert percent_of_floored(pesos(1_000_010), 100_000) == 100_001
+    assert percent_of_floored(0, PPM) == 0
+
+
+@given(
+    st.integers(min_value=0, max_value=10**28),
+    st.integers(min_value=0, max_value=PPM),
+)
+def test_S6_percent_of_floored_is_the_exact_floor(minor: int, ppm: int) -> None:
+    """S6: result == floor(balance x percent) exactly, and never more than the balance."""
+    exact = Fraction(minor, MINOR_PER_PESO) * Fraction(ppm, PPM)
+    result = percent_of_floored(minor, ppm)
+    assert result == exact.numerator // exact.denominator
+    assert 0 <= exact - result < 1
+    assert pesos(result) <= minor
+
+
+# ---------------------------------------------------------------------------- splits (S3)
+
+
+def test_S3_split_odd_peso_goes_to_lowest_seat() -> None:
+    """S3: 1,000,001 between seats 5 and 3: seat 3 (nearest seat 1) gets the odd peso."""
+    assert split_equally(1_000_001, [5, 3]) == {3: 500_001, 5: 500_000}
+
+
+def test_S3_split_whole_remainder_to_lowest_seat() -> None:
+    """S3: 100,001 between seats 7, 2, 4: 33,333 each, remainder 2 all to seat 2."""
+    assert split_equally(100_001, [7, 2, 4]) == {2: 33_335, 4: 33_333, 7: 33_333}
+
+
+def test_S3_split_single_winner_and_zero() -> None:
+    assert split_equally(12_345, [6]) == {6: 12_345}
+    assert split_equally(0, [1, 2]) == {1: 0, 2: 0}
+    assert split_equally(2, [4, 3, 1]) == {1: 2, 3: 0, 4: 0}
+
+
+@given(
+    st.integers(min_value=0, max_value=10**15),
+    st.sets(st.integers(min_value=1, max_value=7), min_size=1, max_size=7),
+)
+def test_S3_split_properties(amount: int, seat_set: set[int]) -> None:
+    """S3: parts are equal whole pesos, the whole remainder (< n) goes to the lowest seat."""
+    seats = sorted(seat_set, reverse=True)  # order of the input must not matter
+    parts = split_equally(amount, seats)
+    n = len(seats)
+    assert set(parts) == seat_set
+    assert sum(parts.values()) == amount
+    lowest = min(seats)
+    share = amount // n
+    for seat, part in parts.items():
+        if seat == lowest:
+            assert part == share + amount % n
+            assert 0 <= part - share < n
+        else:
+            assert part == share
+
+
+# ----------------------------------------------------------- exactness identity (C2, C3)
+
+shares_strategy = st.lists(
+    st.integers(min_value=0, max_value=PPM), min_size=0, max_size=4
+).map(lambda cuts: _partition(cuts))
+
+
+def _partition(cuts: list[int]) -> list[int]:
+    """Random shares in ppm that sum to exactly 100 %."""
+    points = sorted({0, PPM, *cuts})
+    return [b - a for a, b in zip(points, points[1:], strict=False)]
+
+
+@given(
+    bets=st.lists(st.integers(min_value=1, max_value=10**9), min_size=1, max_size=7),
+    commission=st.integers(min_value=0, max_value=PPM - 1),
+    shares=shares_strategy,
+)
+def test_C2_C3_contribution_identity_is_exact(
+    bets: list[int], commission: int, shares: list[int]
+) -> None:
+    """money.py docstring: b*c*PPM + sum_i b*(PPM-c)*p_i == b * MINOR_PER_PESO, no rounding."""
+    assert sum(shares) == PPM
+    b = sum(bets)
+    commission_minor = b * commission * PPM
+    pots = [b * (PPM - commission) * p for p in shares]
+    assert commission_minor + sum(pots) == b * MINOR_PER_PESO
+    # And each piece is the exact rational share of the bets, in pesos.
+    assert as_fraction(commission_minor) == Fraction(b * commission, PPM)
+    for minor, p in zip(pots, shares, strict=True):
+        assert as_fraction(minor) == Fraction(b) * Fraction(PPM - commission, PPM) * Fraction(p, PPM)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    bets=st.lists(st.integers(min_value=1, max_value=10_000), min_size=1, max_size=7),
+    commission=st.integers(min_value=0, max_value=300_000).map(lambda v: v - v % 100),
+    shares=st.lists(st.integers(min_value=0, max_value=PPM // 100), max_size=2).map(
+        lambda cuts: _partition([c * 100 for c in cuts])
+    ),
+)
+def test_C2_C3_engine_collects_by_the_identity(
+    bets: list[int], commission: int, shares: list[int]
+) -> None:
+    """C2/C3: the engine's BetsCollected moves exactly the identity's amounts, nothing rounded."""
+    names = ["main", *(f"r{i}" for i in range(1, len(shares)))]
+    config = load_config(
+        {
+            "commission_percent": format_percent(commission),
+            "pots": [
+                {"name": n, "percent": format_percent(p)}
+                for n, p in zip(names, shares, strict=True)
+            ],
+            "min_bet": 1,
+            "max_bet": 10_000,
+            "credit_value": 1,
+        }
+    )
+    group, _ = PotGroup.open("G", config)
+    group.link_table("T1", "caribbean", min_bet=1, max_bet=10_000, credit_value=1)
+    events = group.lock_round("T1", "R1", {seat: bet for seat, bet in enumerate(bets, start=1)})
+    collected = next(e for e in events if isinstance(e, BetsCollected))
+    b = sum(bets)
+    assert collected.total_pesos == b
+    assert collected.commission == b * commission * PPM
+    expected = {n: b * (PPM - commission) * p for n, p in zip(names, shares, strict=True) if p}
+    assert dict(collected.increments) == expected
+    assert group.balances == {n: expected.get(n, 0) for n in names}
+    assert group.collected == pesos(b) == group.commission + sum(group.balances.values())
