@@ -6,7 +6,8 @@
 #   java -cp 'libs/*' kafka.Kafka server.properties     after     kafka.tools.StorageTool format
 #
 #   kafka.sh install                 fetch the jars (idempotent; fast when cached)
-#   kafka.sh up | down | status      one node on 127.0.0.1:9092
+#   kafka.sh up | down | status      one node on 127.0.0.1:9092 (KAFKA_PORT changes the port;
+#                                    the controller listens on the port after it)
 #   kafka.sh cluster-up | cluster-down | cluster-status
 #                                    three nodes on 127.0.0.1:9192,9292,9392 (RF 3, min ISR 2)
 #   kafka.sh kill NODE | start NODE  fault tests: SIGKILL / restart cluster node 1, 2 or 3
@@ -24,8 +25,9 @@ libs="$cache/kafka-$kafka_version/libs"
 state=${JACKPOT_STATE:-$repo/.run}
 heap=${KAFKA_HEAP_OPTS:--Xms128m -Xmx512m}
 ready_timeout=${KAFKA_READY_TIMEOUT:-90}
+single_port=${KAFKA_PORT:-9092}
 
-single_dir="$state/kafka/single"
+single_dir="$state/kafka/single-${KAFKA_PORT:-9092}"
 cluster_dir="$state/kafka/cluster"
 
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
@@ -186,13 +188,18 @@ case "$cmd" in
   install) install ;;
   up)
     install
-    write_config "$single_dir" 1 9092 9093 "1@127.0.0.1:9093" 1 1
-    start_node "$single_dir" "$(cluster_id_for "$single_dir/cluster.id")" 9092
+    write_config "$single_dir" 1 "$single_port" "$((single_port + 1))" \
+      "1@127.0.0.1:$((single_port + 1))" 1 1
+    start_node "$single_dir" "$(cluster_id_for "$single_dir/cluster.id")" "$single_port"
     ;;
   down) stop_nodes "$single_dir" ;;
   status)
     pid=$(node_pid "$single_dir")
-    if [ -n "$pid" ] && port_open 9092; then echo "running pid=$pid bootstrap=127.0.0.1:9092"; else echo "stopped"; exit 3; fi
+    if [ -n "$pid" ] && port_open "$single_port"; then
+      echo "running pid=$pid bootstrap=127.0.0.1:$single_port"
+    else
+      echo "stopped"; exit 3
+    fi
     ;;
   cluster-up)
     install
@@ -224,7 +231,7 @@ case "$cmd" in
     ;;
   start) start_cluster_node "${2:?node number 1-3}" ;;
   bootstrap)
-    if [ "${2:-}" = cluster ]; then echo "127.0.0.1:9192,127.0.0.1:9292,127.0.0.1:9392"; else echo "127.0.0.1:9092"; fi
+    if [ "${2:-}" = cluster ]; then echo "127.0.0.1:9192,127.0.0.1:9292,127.0.0.1:9392"; else echo "127.0.0.1:$single_port"; fi
     ;;
-  *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;
+  *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;
 esac

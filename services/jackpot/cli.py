@@ -16,6 +16,12 @@ def _resolve(args: argparse.Namespace) -> int:
     return run(args.files, check=args.check)
 
 
+def _gateway(args: argparse.Namespace) -> int:
+    from jackpot.gateway.main import main as gateway_main
+
+    return gateway_main(args.config)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jackpot", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -29,6 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="compare with each file's `expect`; PASS/FAIL per file"
     )
     resolve.set_defaults(handler=_resolve)
+
+    gateway = commands.add_parser(
+        "gateway", help="run a table gateway for a pit (device gRPC stream in, Kafka out)"
+    )
+    gateway.add_argument("--config", required=True, metavar="FILE", help="gateway JSON settings")
+    gateway.set_defaults(handler=_gateway)
     return parser
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from jackpot.domain.cards import Game
@@ -200,7 +202,8 @@ def test_sequence_resend_gets_the_same_answer_once() -> None:
     first = t.accept(4, Lock())
     again = t.accept(4, Lock())
     assert again.duplicate
-    assert again.facts == first.facts
+    assert first.facts
+    assert again.facts == ()  # nothing is published twice
     assert t.phase is Phase.LOCKED
     with pytest.raises(DomainError) as replay:
         t.accept(3, PlaceBet(1, 5))
@@ -229,3 +232,21 @@ def test_round_ids_must_be_new() -> None:
     refused(t, Lock(), Reason.INVALID_STATE)
     t.apply(OpenRound("R2"))
     refused(t, OpenRound("R3"), Reason.INVALID_STATE)
+
+
+def test_state_survives_a_restart_including_remembered_sequences() -> None:
+    t = Table("T1", Game.DRAW, LIMITS)
+    t.accept(1, OpenRound("R1"), "f1")
+    t.accept(2, AddCredits(6, 3), "f2")
+    t.accept(3, PlaceBet(6, 2), "f3")
+    t.accept(4, LampFault(2), "f4")
+    t.accept(5, Lock(), "f5")
+    restored = Table.from_state(json.loads(json.dumps(t.to_state())))
+    assert restored.to_state() == t.to_state()
+    assert restored.accept(5, Lock(), "f5").duplicate
+    with pytest.raises(DomainError) as replay:
+        restored.accept(5, Lock(), "other bytes")
+    assert replay.value.reason is Reason.SEQUENCE_REPLAYED
+    [forfeit] = restored.accept(6, ExchangeCards(6), "f6").facts
+    assert forfeit == SeatForfeitedFact("R1", 6, "CARD_EXCHANGE")
+    refused(restored, PlaceBet(2, 1), Reason.BET_AFTER_LOCK)

@@ -7,9 +7,11 @@ against that flow and the pot's limits and either raises :class:`DomainError` (n
 returns the facts to publish for the pot service.
 
 Device inputs carry a per-table sequence number. :meth:`Table.accept` makes a resend harmless: the
-same sequence with the same content returns the same outcome again without re-applying it, the same
-sequence with other content is ``SEQUENCE_REPLAYED``, and a gap or a step back is
-``SEQUENCE_OUT_OF_ORDER``.
+same sequence with the same content (compared by a fingerprint of the device's bytes) is accepted
+again as a duplicate without re-applying it or publishing anything, the same sequence with other
+content is ``SEQUENCE_REPLAYED``, and a gap or a step back is ``SEQUENCE_OUT_OF_ORDER``. A refused
+input does not use up its sequence number. :meth:`Table.to_state` / :meth:`Table.from_state` carry
+all of it (the remembered fingerprints too) across a gateway restart.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from jackpot.domain.cards import (
     GAME_RULES,
@@ -29,7 +32,7 @@ from jackpot.domain.cards import (
 )
 from jackpot.domain.errors import DomainError, Reason
 
-REMEMBERED_OUTCOMES = 256
+REMEMBERED_OUTCOMES = 1024
 
 
 class Phase(Enum):
@@ -215,7 +218,8 @@ class Table:
     seats: dict[int, Seat] = field(default_factory=dict)
     forfeited: dict[int, str] = field(default_factory=dict)
     last_sequence: int = 0
-    _outcomes: OrderedDict[int, tuple[object, Outcome]] = field(default_factory=OrderedDict)
+    published: int = 0  # sequence number of the last fact published for the pot service
+    _seen: OrderedDict[int, str] = field(default_factory=OrderedDict)  # sequence -> fingerprint
 
     def __post_init__(self) -> None:
         if not self.seats:
@@ -223,24 +227,24 @@ class Table:
 
     # ------------------------------------------------------------------------- sequencing
 
-    def accept(self, sequence: int, event: DeviceInput) -> Outcome:
+    def accept(self, sequence: int, event: DeviceInput, fingerprint: str | None = None) -> Outcome:
         """Apply one sequenced device input exactly once (see the module docstring)."""
+        fingerprint = repr(event) if fingerprint is None else fingerprint
         if sequence <= self.last_sequence:
-            remembered = self._outcomes.get(sequence)
+            remembered = self._seen.get(sequence)
             if remembered is None:
                 raise DomainError(
                     Reason.SEQUENCE_OUT_OF_ORDER,
                     f"table {self.table_id}: sequence {sequence} is older than the last "
                     f"{REMEMBERED_OUTCOMES} events (last {self.last_sequence})",
                 )
-            seen_event, outcome = remembered
-            if seen_event != event:
+            if remembered != fingerprint:
                 raise DomainError(
                     Reason.SEQUENCE_REPLAYED,
                     f"table {self.table_id}: sequence {sequence} was already used for another "
                     "event",
                 )
-            return Outcome(outcome.sequence, outcome.facts, duplicate=True)
+            return Outcome(sequence, (), duplicate=True)
         if sequence != self.last_sequence + 1:
             raise DomainError(
                 Reason.SEQUENCE_OUT_OF_ORDER,
@@ -249,10 +253,43 @@ class Table:
             )
         outcome = Outcome(sequence, tuple(self.apply(event)))
         self.last_sequence = sequence
-        self._outcomes[sequence] = (event, outcome)
-        while len(self._outcomes) > REMEMBERED_OUTCOMES:
-            self._outcomes.popitem(last=False)
+        self._seen[sequence] = fingerprint
+        while len(self._seen) > REMEMBERED_OUTCOMES:
+            self._seen.popitem(last=False)
         return outcome
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything needed to resume this table after a restart, as JSON-ready data."""
+        return {
+            "table_id": self.table_id,
+            "game": self.game.value,
+            "limits": [self.limits.min_bet, self.limits.max_bet, self.limits.credit_value],
+            "phase": self.phase.value,
+            "round_id": self.round_id,
+            "last_round_id": self.last_round_id,
+            "seats": {s: [st.credits, st.bet_credits, st.closed] for s, st in self.seats.items()},
+            "forfeited": self.forfeited,
+            "last_sequence": self.last_sequence,
+            "published": self.published,
+            "seen": list(self._seen.items()),
+        }
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any]) -> Table:
+        table = cls(
+            data["table_id"],
+            Game(data["game"]),
+            Limits(*data["limits"]),
+            phase=Phase(data["phase"]),
+            round_id=data["round_id"],
+            last_round_id=data["last_round_id"],
+            seats={int(s): Seat(c, b, closed) for s, (c, b, closed) in data["seats"].items()},
+            forfeited={int(s): r for s, r in data["forfeited"].items()},
+            last_sequence=data["last_sequence"],
+            published=data["published"],
+        )
+        table._seen = OrderedDict((int(s), f) for s, f in data["seen"])
+        return table
 
     # ---------------------------------------------------------------------------- rules
 

@@ -1,0 +1,20 @@
+"""The gateway's Prometheus metrics (no per-player labels)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+DEVICE_EVENTS = Counter(
+    "jackpot_gateway_device_events_total", "Device events received, by type", ["type"]
+)
+REJECTS = Counter("jackpot_gateway_rejects_total", "Device inputs refused, by reason", ["reason"])
+DUPLICATES = Counter("jackpot_gateway_duplicates_total", "Device events resent and ignored")
+PUBLISHED = Counter("jackpot_gateway_published_records_total", "Records the broker acknowledged")
+SPOOL_DEPTH = Gauge("jackpot_gateway_spool_depth_records", "Records waiting in the spool")
+TABLES_CLOSED = Gauge("jackpot_gateway_tables_closed", "Tables with progressive betting closed")
+CONNECTED = Gauge("jackpot_gateway_connected_tables", "Table controllers connected")
+PUBLISH_SECONDS = Histogram(
+    "jackpot_gateway_publish_seconds",
+    "From spooling a record to the broker acknowledging it",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)

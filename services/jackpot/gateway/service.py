@@ -1,0 +1,525 @@
+"""The gateway's service layer: device messages in, spooled table events out, fail-closed.
+
+``Gateway.handle_event`` validates one device event (size, decoding, table binding, the game's
+adapter, the table's round state machine), stores the table's new state and the resulting Kafka
+records in the spool in one SQLite transaction, and only then answers the device. Three tasks run
+beside it: the publisher drains the spool to Kafka in order; the pot watcher reads pot updates
+(limits, sign value, heartbeats); the watchdog closes progressive betting on a table whose pot
+group has been silent, or whose events wait unpublished, for longer than the heartbeat timeout
+(rule D5), and reopens it when healthy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+from aiokafka import AIOKafkaConsumer
+from google.protobuf.message import DecodeError
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from jackpot.domain.cards import GAME_RULES
+from jackpot.domain.errors import DomainError, Reason
+from jackpot.domain.table import (
+    Fact,
+    Limits,
+    RoundLockedFact,
+    RoundResultFact,
+    RoundVoidedFact,
+    SeatClosedFact,
+    SeatForfeitedFact,
+    SeatOpenedFact,
+    Table,
+)
+from jackpot.gateway import metrics
+from jackpot.gateway.adapters import ADAPTERS
+from jackpot.gateway.settings import GatewaySettings, TableSettings
+from jackpot.gateway.spool import Spool
+from jackpot.platform.deadletter import dead_letter, reject_reason
+from jackpot.platform.kafka import idempotent_producer
+from jackpot.v1 import common_pb2, device_pb2, pot_pb2, table_events_pb2
+
+log = structlog.get_logger("jackpot.gateway")
+
+EVENT_ID_NAMESPACE = uuid.UUID("5d1f0d3e-6a53-4b8e-9a8c-8f0b3c6d2a11")
+UNKNOWN_LIMITS = Limits(0, 0, 1)
+
+
+@dataclass(slots=True)
+class PotView:
+    """What the gateway caches of a pot group from its pot updates."""
+
+    limits: Limits
+    sign_value: int
+    seen_at: float  # time.monotonic() of the last update or heartbeat
+
+
+@dataclass(slots=True)
+class Session:
+    """A connected table controller: commands are queued here and written by one writer."""
+
+    table_id: str
+    outbox: asyncio.Queue[device_pb2.ConnectResponse | None] = field(
+        default_factory=lambda: asyncio.Queue(maxsize=1000)
+    )
+
+    def push(self, message: device_pb2.ConnectResponse | None) -> None:
+        with contextlib.suppress(asyncio.QueueFull):  # a stuck controller resyncs on reconnect
+            self.outbox.put_nowait(message)
+
+
+class HelloRefused(Exception):
+    def __init__(self, reason: Reason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+class Gateway:
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        spool: Spool,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.spool = spool
+        self._clock = clock
+        self._source = f"gateway:{settings.name}"
+        saved = spool.table_states()
+        self.tables: dict[str, Table] = {}
+        for table in settings.tables:
+            if table.table_id in saved:
+                restored = Table.from_state(saved[table.table_id])
+                restored.progressive_open = False  # until the pot group is heard from again
+                self.tables[table.table_id] = restored
+            else:
+                self.tables[table.table_id] = Table(
+                    table.table_id, table.game, UNKNOWN_LIMITS, progressive_open=False
+                )
+        self.pots: dict[str, PotView] = {}
+        self.closed_reason: dict[str, str] = {t.table_id: "starting" for t in settings.tables}
+        self.sessions: dict[str, Session] = {}
+        self._published = asyncio.Event()
+        self._spooled = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.publish_healthy = True
+
+    # ----------------------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        self._refresh_all()
+        self._tasks = [
+            asyncio.create_task(self._publisher(), name="gateway-publisher"),
+            asyncio.create_task(self._pot_watcher(), name="gateway-pot-watcher"),
+            asyncio.create_task(self._watchdog(), name="gateway-watchdog"),
+        ]
+
+    async def stop(self, flush_seconds: float = 5.0) -> None:
+        """Close sessions; let the publisher finish its batch and flush the spool, then stop.
+
+        A batch the broker may have acknowledged is never cut off half way when it can be
+        avoided: the records would be sent again at the next start (same event ids).
+        """
+        for session in self.sessions.values():
+            session.push(None)
+        self._stopping.set()
+        self._spooled.set()
+        publisher, *others = self._tasks
+        for task in others:
+            task.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(publisher), flush_seconds)
+        publisher.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    async def drained(self, within_seconds: float = 10.0) -> bool:
+        """Wait until the spool is empty (everything acknowledged by the broker)."""
+        deadline = self._clock() + within_seconds
+        while self.spool.depth():
+            if self._clock() > deadline:
+                return False
+            self._published.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._published.wait(), 0.2)
+        return True
+
+    # ------------------------------------------------------------------------------ sessions
+
+    def hello(self, raw: bytes) -> tuple[Session, device_pb2.ConnectResponse]:
+        """Authenticate a controller's first message; the session replaces any older one."""
+        try:
+            request = device_pb2.ConnectRequest.FromString(raw)
+        except DecodeError:
+            raise HelloRefused(
+                Reason.MALFORMED, "the first message is not a ConnectRequest"
+            ) from None
+        if request.WhichOneof("message") != "hello":
+            raise HelloRefused(Reason.NOT_AUTHENTICATED, "the first message must be a Hello")
+        hello = request.hello
+        configured = self.settings.table(hello.table_id)
+        if configured is None:
+            raise HelloRefused(
+                Reason.UNKNOWN_TABLE, f"table {hello.table_id!r} is not on this gateway"
+            )
+        if not _same_secret(hello.credential, configured.credential):
+            raise HelloRefused(
+                Reason.NOT_AUTHENTICATED, f"wrong credential for table {hello.table_id}"
+            )
+        if hello.game != common_pb2.Game.Value(f"GAME_{configured.game.name}"):
+            raise HelloRefused(
+                Reason.UNKNOWN_GAME,
+                f"table {hello.table_id} runs {configured.game.value}, not "
+                f"{common_pb2.Game.Name(hello.game)}",
+            )
+        old = self.sessions.get(hello.table_id)
+        if old is not None:
+            old.push(None)
+        session = Session(hello.table_id)
+        self.sessions[hello.table_id] = session
+        metrics.CONNECTED.set(len(self.sessions))
+        table = self.tables[hello.table_id]
+        log.info("device_connected", table=hello.table_id, device=hello.device_id)
+        welcome = device_pb2.Welcome(
+            table_id=table.table_id,
+            last_sequence=table.last_sequence,
+            round_id=table.round_id,
+            min_bet=table.limits.min_bet,
+            max_bet=table.limits.max_bet,
+            credit_value=table.limits.credit_value,
+            seats=GAME_RULES[table.game].seats,
+            progressive_open=table.progressive_open,
+        )
+        return session, device_pb2.ConnectResponse(welcome=welcome)
+
+    def disconnected(self, session: Session) -> None:
+        if self.sessions.get(session.table_id) is session:
+            del self.sessions[session.table_id]
+        metrics.CONNECTED.set(len(self.sessions))
+
+    def refuse_hello(self, raw: bytes, refused: HelloRefused) -> None:
+        metrics.REJECTS.labels(refused.reason.value).inc()
+        self._spool_dead_letter(raw, refused.reason, refused.detail, "")
+        log.warning("device_refused", reason=refused.reason.value, detail=refused.detail)
+
+    # -------------------------------------------------------------------------------- events
+
+    def handle_event(self, table_id: str, raw: bytes) -> list[device_pb2.ConnectResponse]:
+        """Apply one device message of an authenticated session; never raises for bad input."""
+        sequence = 0
+        try:
+            if len(raw) > self.settings.max_event_bytes:
+                raise DomainError(
+                    Reason.TOO_LARGE,
+                    f"message of {len(raw)} bytes; the limit is {self.settings.max_event_bytes}",
+                )
+            try:
+                request = device_pb2.ConnectRequest.FromString(raw)
+            except DecodeError:
+                raise DomainError(Reason.MALFORMED, "not a ConnectRequest") from None
+            if request.WhichOneof("message") != "event":
+                raise DomainError(Reason.INVALID_STATE, "expected a DeviceEvent after the Hello")
+            event = request.event
+            sequence = event.sequence
+            kind = event.WhichOneof("payload") or "none"
+            metrics.DEVICE_EVENTS.labels(kind).inc()
+            if event.table_id != table_id:
+                raise DomainError(
+                    Reason.TABLE_MISMATCH,
+                    f"event for table {event.table_id!r} on the session of table {table_id}",
+                )
+            table = self.tables[table_id]
+            device_input = ADAPTERS[table.game].to_input(event)
+            if kind != "round_opened" and event.round_id and event.round_id != table.round_id:
+                raise DomainError(
+                    Reason.INVALID_STATE,
+                    f"event for round {event.round_id!r}; the table's round is "
+                    f"{table.round_id or 'none'}",
+                )
+            before = table.to_state()
+            fingerprint = hashlib.sha256(event.SerializeToString(deterministic=True)).hexdigest()
+            outcome = table.accept(sequence, device_input, fingerprint)
+            if outcome.duplicate:
+                metrics.DUPLICATES.inc()
+                return [_reply(sequence, duplicate=True)]
+            records = [self._record(table, fact, event) for fact in outcome.facts]
+            try:
+                self.spool.commit(table_id, table.to_state(), [r for r in records if r is not None])
+            except Exception:
+                self.tables[table_id] = _restored(before, table)
+                log.exception("spool_write_failed", table=table_id, sequence=sequence)
+                raise
+            self._spooled.set()
+            responses = [_reply(sequence)]
+            responses.extend(_commands(outcome.facts))
+            return responses
+        except DomainError as error:
+            metrics.REJECTS.labels(error.reason.value).inc()
+            self._spool_dead_letter(raw, error.reason, error.detail, table_id)
+            log.info(
+                "device_event_refused",
+                table=table_id,
+                sequence=sequence,
+                reason=error.reason.value,
+                detail=error.detail,
+            )
+            return [_reply(sequence, error=error)]
+
+    def _record(
+        self, table: Table, fact: Fact, device_event: device_pb2.DeviceEvent
+    ) -> tuple[str, bytes, bytes] | None:
+        """A fact as a TableEvent for Kafka, keyed by pot group; None for gateway-only facts."""
+        if isinstance(fact, SeatOpenedFact):
+            return None
+        configured = self.settings.table(table.table_id)
+        assert configured is not None
+        table.published += 1
+        message = table_events_pb2.TableEvent(
+            event_id=str(uuid.uuid5(EVENT_ID_NAMESPACE, f"{table.table_id}/{table.published}")),
+            table_id=table.table_id,
+            round_id=getattr(fact, "round_id", "") or device_event.round_id,
+            sequence=table.published,
+            pot_group_id=configured.pot_group_id,
+            game=common_pb2.Game.Value(f"GAME_{table.game.name}"),  # type: ignore[arg-type]
+        )
+        if device_event.HasField("occurred_at"):
+            message.occurred_at.CopyFrom(device_event.occurred_at)
+        else:
+            message.occurred_at.CopyFrom(_now())
+        match fact:
+            case RoundLockedFact(_, bets):
+                message.round_locked.bets.extend(
+                    table_events_pb2.SeatBet(seat=s, bet=b) for s, b in bets
+                )
+            case SeatForfeitedFact(_, seat, reason):
+                message.seat_forfeited.seat = seat
+                message.seat_forfeited.reason = table_events_pb2.ForfeitReason.Value(  # type: ignore[assignment]
+                    f"FORFEIT_REASON_{reason}"
+                )
+            case RoundResultFact(_, hands, community):
+                message.round_result.hands.extend(
+                    table_events_pb2.SeatHand(seat=s, cards=list(cards)) for s, cards in hands
+                )
+                message.round_result.community_cards.extend(community)
+            case RoundVoidedFact(_, reason, _):
+                message.round_voided.reason = reason
+            case SeatClosedFact(seat, reason):
+                message.seat_closed.seat = seat
+                message.seat_closed.reason = reason
+        return (
+            self.settings.topics.table_events,
+            configured.pot_group_id.encode(),
+            message.SerializeToString(),
+        )
+
+    def _spool_dead_letter(self, raw: bytes, reason: Reason, detail: str, table_id: str) -> None:
+        letter = dead_letter(self._source, reason, detail, raw[:65536], table_id=table_id)
+        self.spool.commit(
+            None,
+            None,
+            [(self.settings.topics.dead_letter, self._source.encode(), letter.SerializeToString())],
+        )
+        self._spooled.set()
+
+    # ---------------------------------------------------------------- fail closed (rule D5)
+
+    def _refresh_all(self) -> None:
+        now = self._clock()
+        closed = 0
+        for configured in self.settings.tables:
+            reason = self._closed_reason(configured, now)
+            table = self.tables[configured.table_id]
+            pot = self.pots.get(configured.pot_group_id)
+            if pot is not None and table.limits != pot.limits and not table.round_id:
+                table.limits = pot.limits
+            is_open = reason is None
+            if is_open != table.progressive_open or reason != self.closed_reason.get(
+                table.table_id
+            ):
+                table.progressive_open = is_open
+                self.closed_reason[table.table_id] = reason or ""
+                log.warning(
+                    "progressive_opened" if is_open else "progressive_closed",
+                    table=table.table_id,
+                    pot_group=configured.pot_group_id,
+                    reason=reason,
+                )
+                session = self.sessions.get(table.table_id)
+                if session is not None:
+                    session.push(
+                        device_pb2.ConnectResponse(
+                            progressive_status=device_pb2.ProgressiveStatus(
+                                open=is_open, reason=reason or ""
+                            )
+                        )
+                    )
+            closed += 0 if is_open else 1
+        metrics.TABLES_CLOSED.set(closed)
+
+    def _closed_reason(self, configured: TableSettings, now: float) -> str | None:
+        timeout = self.settings.heartbeat_timeout_seconds
+        pot = self.pots.get(configured.pot_group_id)
+        if pot is None:
+            return f"no update from pot group {configured.pot_group_id} yet"
+        if now - pot.seen_at > timeout:
+            return f"pot group {configured.pot_group_id} silent for over {timeout:g} s"
+        if not self.publish_healthy:
+            return "events cannot be delivered to Kafka"
+        return None
+
+    async def _watchdog(self) -> None:
+        while True:
+            await asyncio.sleep(min(0.25, self.settings.heartbeat_timeout_seconds / 4))
+            depth = self.spool.depth()
+            metrics.SPOOL_DEPTH.set(depth)
+            self.publish_healthy = (
+                self.spool.oldest_age_seconds() <= self.settings.heartbeat_timeout_seconds
+            )
+            self._refresh_all()
+
+    def apply_pot_update(self, update: pot_pb2.PotUpdate) -> None:
+        limits = Limits(update.min_bet, update.max_bet, update.credit_value or 1)
+        previous = self.pots.get(update.pot_group_id)
+        self.pots[update.pot_group_id] = PotView(limits, update.sign_value, self._clock())
+        if previous is None or previous.sign_value != update.sign_value:
+            value = device_pb2.ConnectResponse(
+                pot_value=device_pb2.PotValue(
+                    pot_group_id=update.pot_group_id, sign_value=update.sign_value
+                )
+            )
+            for configured in self.settings.tables:
+                session = self.sessions.get(configured.table_id)
+                if configured.pot_group_id == update.pot_group_id and session is not None:
+                    session.push(value)
+        if previous is None or previous.limits != limits:
+            self._refresh_all()
+
+    async def _pot_watcher(self) -> None:
+        """Follow the pot updates topic from its end; no consumer group, nothing committed."""
+        topic = self.settings.topics.pot_updates
+        while True:
+            consumer = AIOKafkaConsumer(
+                topic,
+                bootstrap_servers=self.settings.bootstrap_servers,
+                group_id=None,  # every gateway sees every update; only the latest matters
+                isolation_level="read_committed",
+                enable_auto_commit=False,
+                auto_offset_reset="latest",
+                request_timeout_ms=5000,
+            )
+            try:
+                await consumer.start()
+                while True:
+                    batch = await consumer.getmany(timeout_ms=250)
+                    for records in batch.values():
+                        for record in records:
+                            try:
+                                self.apply_pot_update(pot_pb2.PotUpdate.FromString(record.value))
+                            except DecodeError:
+                                log.warning("pot_update_malformed", offset=record.offset)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the broker is away: retry; the watchdog closes tables
+                log.warning("pot_watcher_retry", error=repr(error))
+                await asyncio.sleep(1)
+            finally:
+                with contextlib.suppress(Exception):
+                    await consumer.stop()
+
+    # ------------------------------------------------------------------------- publishing
+
+    async def _publisher(self) -> None:
+        """Send the spool to Kafka in order; delete only what the broker acknowledged."""
+        producer = None
+        while True:
+            try:
+                if producer is None:
+                    producer = idempotent_producer(
+                        self.settings.bootstrap_servers, request_timeout_ms=5000
+                    )
+                    await producer.start()
+                records = self.spool.pending()
+                if not records:
+                    if self._stopping.is_set():
+                        await producer.stop()
+                        return
+                    self._published.set()
+                    self._spooled.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._spooled.wait(), 0.5)
+                    continue
+                futures = [await producer.send(r.topic, r.value, key=r.key) for r in records]
+                await asyncio.gather(*futures)
+                now_ns = time.time_ns()
+                for record in records:
+                    metrics.PUBLISH_SECONDS.observe((now_ns - record.created_ns) / 1e9)
+                self.spool.delete_through(records[-1].id)
+                metrics.PUBLISHED.inc(len(records))
+                metrics.SPOOL_DEPTH.set(self.spool.depth())
+                self._published.set()
+            except asyncio.CancelledError:
+                if producer is not None:
+                    with contextlib.suppress(Exception):
+                        await producer.stop()
+                raise
+            except Exception as error:  # keep the spool; a fresh producer retries in order
+                log.warning("publish_retry", error=repr(error), spool_depth=self.spool.depth())
+                if producer is not None:
+                    with contextlib.suppress(Exception):
+                        await producer.stop()
+                producer = None
+                await asyncio.sleep(0.5)
+
+
+def _same_secret(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _restored(state: dict[str, object], table: Table) -> Table:
+    restored = Table.from_state(state)
+    restored.progressive_open = table.progressive_open
+    return restored
+
+
+def _now() -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromNanoseconds(time.time_ns())
+    return stamp
+
+
+def _reply(
+    sequence: int, error: DomainError | None = None, duplicate: bool = False
+) -> device_pb2.ConnectResponse:
+    if error is None:
+        reply = device_pb2.EventReply(sequence=sequence, accepted=True, duplicate=duplicate)
+    else:
+        reply = device_pb2.EventReply(
+            sequence=sequence,
+            accepted=False,
+            reason=reject_reason(error.reason),  # type: ignore[arg-type]
+            detail=error.detail,
+        )
+    return device_pb2.ConnectResponse(reply=reply)
+
+
+def _commands(facts: tuple[Fact, ...]) -> list[device_pb2.ConnectResponse]:
+    commands = []
+    for fact in facts:
+        if isinstance(fact, SeatClosedFact):
+            status = device_pb2.SeatStatus(seat=fact.seat, open=False, reason=fact.reason)
+            commands.append(device_pb2.ConnectResponse(seat_status=status))
+        elif isinstance(fact, SeatOpenedFact):
+            status = device_pb2.SeatStatus(seat=fact.seat, open=True)
+            commands.append(device_pb2.ConnectResponse(seat_status=status))
+    return commands
