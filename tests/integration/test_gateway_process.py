@@ -1,0 +1,92 @@
+"""`jackpot gateway --config FILE` as a real process: health, a device session, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from jackpot.domain.cards import Game
+from tests.integration.gateway_harness import CREDENTIAL, Device, create_topics, settings_for
+
+pytestmark = pytest.mark.integration
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_gateway_process_serves_health_and_devices_and_stops_on_sigterm(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    settings = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite")
+    await create_topics(settings)
+    port = free_port()
+    config = {
+        "name": settings.name,
+        "bootstrap_servers": kafka_bootstrap,
+        "grpc_address": f"127.0.0.1:{port}",
+        "spool_path": settings.spool_path,
+        "topics": {
+            "table_events": settings.topics.table_events,
+            "pot_updates": settings.topics.pot_updates,
+            "dead_letter": settings.topics.dead_letter,
+        },
+        "tables": [
+            {
+                "table_id": "CAR-1",
+                "game": "caribbean",
+                "pot_group_id": "g",
+                "credential": CREDENTIAL,
+            }
+        ],
+    }
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps(config))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "jackpot.cli",
+        "gateway",
+        "--config",
+        str(path),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            for _ in range(100):
+                try:
+                    answer = await health.Check(
+                        health_pb2.HealthCheckRequest(service="jackpot.v1.TableDeviceService"),
+                        timeout=1,
+                    )
+                    if answer.status == health_pb2.HealthCheckResponse.SERVING:
+                        break
+                except grpc.aio.AioRpcError:
+                    pass
+                await asyncio.sleep(0.1)
+            else:
+                raise AssertionError("the gateway never reported SERVING")
+        device = Device(f"127.0.0.1:{port}", "CAR-1", Game.CARIBBEAN)
+        welcome = await device.connect()
+        assert welcome.table_id == "CAR-1"
+        assert welcome.seats == 7
+        assert not welcome.progressive_open  # no pot update yet: fail closed (D5)
+        await device.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(process.wait(), 20)
+        stderr = (await process.stderr.read()).decode() if process.stderr else ""
+    assert code == 0, stderr
+    assert "gateway_stopped" in stderr
