@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -141,7 +142,8 @@ def test_M3_floor_pesos_never_rounds_up() -> None:
         ("100", PPM),
         (100, PPM),
         ("100.0000", PPM),
-        ("0.0001", 100),  # four decimals: the finest percentage is one hundredth of a basis point
+        ("0.0001", 1),  # four decimals: the finest percentage, 0.0001 % == 1 ppm
+        ("0.01", 100),
         ("33.3333", 333_333),
         ("12.3456", 123_456),
     ],
@@ -183,7 +185,8 @@ def test_C7_format_percent_round_trips(ppm: int) -> None:
 def test_format_percent_examples() -> None:
     assert format_percent(125_000) == "12.5"
     assert format_percent(PPM) == "100"
-    assert format_percent(100) == "0.0001"
+    assert format_percent(100) == "0.01"
+    assert format_percent(1) == "0.0001"
     assert format_percent(333_333) == "33.3333"
 
 
@@ -261,15 +264,15 @@ def test_S3_split_properties(amount: int, seat_set: set[int]) -> None:
 
 # ----------------------------------------------------------- exactness identity (C2, C3)
 
-shares_strategy = st.lists(
-    st.integers(min_value=0, max_value=PPM), min_size=0, max_size=4
-).map(lambda cuts: _partition(cuts))
+shares_strategy = st.lists(st.integers(min_value=0, max_value=PPM), min_size=0, max_size=4).map(
+    lambda cuts: _partition(cuts)
+)
 
 
 def _partition(cuts: list[int]) -> list[int]:
     """Random shares in ppm that sum to exactly 100 %."""
     points = sorted({0, PPM, *cuts})
-    return [b - a for a, b in zip(points, points[1:], strict=False)]
+    return [b - a for a, b in pairwise(points)]
 
 
 @given(
@@ -289,7 +292,9 @@ def test_C2_C3_contribution_identity_is_exact(
     # And each piece is the exact rational share of the bets, in pesos.
     assert as_fraction(commission_minor) == Fraction(b * commission, PPM)
     for minor, p in zip(pots, shares, strict=True):
-        assert as_fraction(minor) == Fraction(b) * Fraction(PPM - commission, PPM) * Fraction(p, PPM)
+        assert as_fraction(minor) == Fraction(b) * Fraction(PPM - commission, PPM) * Fraction(
+            p, PPM
+        )
 
 
 @settings(max_examples=100, deadline=None)

@@ -329,6 +329,8 @@ class PotGroup:
         for seat, bet in bets.items():
             if not 1 <= seat <= seats:
                 check_seat(table.game, seat)
+            if type(bet) is not int:  # M1: whole pesos only, never a float
+                raise DomainError(Reason.MALFORMED, f"seat {seat} bet {bet!r} is not whole pesos")
             if not config.min_bet <= bet <= config.max_bet or bet % config.credit_value:
                 raise DomainError(
                     Reason.BET_OUT_OF_LIMITS,
@@ -341,19 +343,23 @@ class PotGroup:
         if total == 0:
             return [BetsCollected(self.group_id, table_id, round_id, (), 0, 0, (), (), ())]
 
-        mystery_before = self.balances[config.mystery.pot] if config.mystery else 0
         commission = total * config.commission_ppm * PPM
         transfers: list[Transfer] = [("bets", "commission", commission)]
-        increments: list[tuple[str, int]] = []
         overflow: list[tuple[str, str, int]] = []
-        balances = self.balances
-        for pot, multiplier, ceiling, overflow_to in self._allocation:
-            amount = total * multiplier
-            if ceiling is None or balances[pot] + amount <= ceiling:
-                balances[pot] += amount
-                increments.append((pot, amount))
-            else:
-                increments.extend(self._credit(pot, amount, ceiling, overflow_to, overflow))
+        mystery_winner = None
+        if config.mystery is None:
+            increments = self._allocate(total, overflow)
+        else:
+            # X2: allocate bet by bet (seat 1 first) to find the bet whose contribution, overflow
+            # included, takes the mystery pot across its hidden trigger.
+            credited: dict[str, int] = {}
+            trigger = self._mystery_trigger()
+            for seat, bet in ordered:
+                for pot, amount in self._allocate(bet, overflow):
+                    credited[pot] = credited.get(pot, 0) + amount
+                if mystery_winner is None and self.balances[config.mystery.pot] >= trigger:
+                    mystery_winner = seat
+            increments = list(credited.items())
         transfers.extend(("bets", f"pot:{pot}", amount) for pot, amount in increments)
         self.collected += total * MINOR_PER_PESO
         self.commission += commission
@@ -370,10 +376,25 @@ class PotGroup:
                 tuple(transfers),
             )
         ]
-        if config.mystery is not None:
-            events.extend(self._mystery_check(table_id, round_id, ordered, mystery_before))
+        if mystery_winner is not None:
+            events.extend(self._pay_mystery(table_id, round_id, mystery_winner))
         self.check_conservation()
         return events
+
+    def _allocate(
+        self, pesos_collected: int, overflow: list[tuple[str, str, int]]
+    ) -> list[tuple[str, int]]:
+        """Credit each pot its exact share of ``pesos_collected`` after commission (C3, C5)."""
+        increments: list[tuple[str, int]] = []
+        balances = self.balances
+        for pot, multiplier, ceiling, overflow_to in self._allocation:
+            amount = pesos_collected * multiplier
+            if ceiling is None or balances[pot] + amount <= ceiling:
+                balances[pot] += amount
+                increments.append((pot, amount))
+            else:
+                increments.extend(self._credit(pot, amount, ceiling, overflow_to, overflow))
+        return increments
 
     def _credit(
         self,
@@ -599,12 +620,13 @@ class PotGroup:
             return []
         config = self.pending[-1][0]  # the newest version wins; older pending ones never applied
         self.pending.clear()
+        previous_mystery = self.config.mystery
         self.config = config
         self._allocation = _allocation(config)
         for pot in config.pots:
             self.balances.setdefault(pot.name, 0)
         events: list[Event] = [ConfigActivated(self.group_id, config.version, config.to_config())]
-        if config.mystery is not None and self.mystery is None:
+        if config.mystery != previous_mystery:  # a new range needs a new hidden trigger (X2)
             events.extend(self._draw_mystery())
         return events
 
@@ -619,29 +641,18 @@ class PotGroup:
         self.mystery = MysteryState(value, salt, commitment(value, salt))
         return [MysteryCommitted(self.group_id, spec.pot, self.mystery.commitment)]
 
-    def _mystery_check(
-        self,
-        table_id: str,
-        round_id: str,
-        bets: tuple[tuple[int, int], ...],
-        before: int,
-    ) -> list[Event]:
-        """Pay the mystery prize to the bet whose contribution crossed the hidden trigger."""
+    def _mystery_trigger(self) -> int:
+        state = self.mystery
+        assert state is not None
+        return pesos(state.trigger_pesos)
+
+    def _pay_mystery(self, table_id: str, round_id: str, winner: int) -> list[Event]:
+        """Pay the mystery prize (the trigger value) to the seat whose bet crossed it (X2)."""
         spec = self.config.mystery
         state = self.mystery
         assert spec is not None
         assert state is not None
         trigger = pesos(state.trigger_pesos)
-        if self.balances[spec.pot] < trigger:
-            return []
-        share = next(m for pot, m, _, _ in self._allocation if pot == spec.pot)
-        running = before
-        winner = bets[-1][0]
-        for seat, bet in bets:
-            running += bet * share
-            if running >= trigger:
-                winner = seat
-                break
         self.balances[spec.pot] -= trigger
         self.awarded += trigger
         self.hits["MYSTERY"] = self.hits.get("MYSTERY", 0) + 1
