@@ -12,14 +12,19 @@ KAFKA := deploy/local/kafka.sh
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= ../shared/scenarios
 
-.PHONY: help setup proto proto-lint lint test test-unit test-integration test-cluster bench \
+.PHONY: help setup browser proto proto-lint lint test test-unit test-integration test-cluster bench \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed $(PROTO_OUT)/.generated tools/node_modules/.installed ## Python venv, generated protobuf code, build tools (idempotent)
+setup: $(VENV)/.installed $(PROTO_OUT)/.generated tools/node_modules/.installed browser ## Python venv, protobuf code, build tools, Kafka, Chromium (idempotent)
 	@$(KAFKA) install
+
+browser: ## Debian's Chromium for the sign's browser test (Playwright drives it; no browser download)
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" != 0 ]; then echo "install Debian's chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,10 +64,11 @@ test-integration: setup ## tests against a real Kafka broker (started if needed)
 test-cluster: setup ## fault tests against the local three-node cluster (slow)
 	$(PYTEST) -m cluster -q
 
-test: lint ## lint + unit + integration + scenario check: what CI runs
+test: lint k8s-tools ## lint + unit + golden rounds + integration + cluster + k8s validation: what CI runs
 	$(PYTEST) -m unit -q
 	$(BIN)/jackpot resolve --check $(SCENARIOS)/*.json
 	$(PYTEST) -m 'integration or cluster' -q
+	$(PYTEST) -m deploy -q tests/deploy
 
 bench: setup ## benchmarks that print figures
 	$(BIN)/python -m loadtest.bench
@@ -84,6 +90,8 @@ kafka-cluster-up: ## three local brokers on 127.0.0.1:9192,9292,9392
 	$(KAFKA) cluster-up
 kafka-cluster-down:
 	$(KAFKA) cluster-down
+
+include deploy/k8s/k8s.mk
 
 clean: ## remove the venv, generated code and local state (stops brokers first)
 	-$(KAFKA) down

@@ -22,6 +22,31 @@ def _gateway(args: argparse.Namespace) -> int:
     return gateway_main(args.config)
 
 
+def _pot(args: argparse.Namespace) -> int:
+    from jackpot.pot.main import main as pot_main
+
+    return pot_main()
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from jackpot.pot.settings import PotSettings
+    from jackpot.tools.audit import run
+
+    settings = PotSettings.from_env()
+    return run(
+        args.bootstrap_servers or settings.bootstrap_servers,
+        args.ledger_topic or settings.ledger_topic,
+        args.pot_updates_topic or settings.pot_updates_topic,
+        args.group,
+    )
+
+
+def _display(args: argparse.Namespace) -> int:
+    from jackpot.display.main import main as display_main
+
+    return display_main()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jackpot", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -41,6 +66,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gateway.add_argument("--config", required=True, metavar="FILE", help="gateway JSON settings")
     gateway.set_defaults(handler=_gateway)
+
+    display = commands.add_parser(
+        "display", help="run the display service (jackpot signs: gRPC stream and web pages)"
+    )
+    display.set_defaults(handler=_display)
+
+    pot = commands.add_parser(
+        "pot",
+        help="run the pot service (settings from JACKPOT_* environment variables, see README)",
+    )
+    pot.set_defaults(handler=_pot)
+
+    audit = commands.add_parser(
+        "audit",
+        help="recompute every pot group from the ledger; check rule M2 and the latest pot update",
+    )
+    audit.add_argument("--bootstrap-servers", help="default: JACKPOT_BOOTSTRAP_SERVERS")
+    audit.add_argument("--ledger-topic", help="default: JACKPOT_LEDGER_TOPIC")
+    audit.add_argument("--pot-updates-topic", help="default: JACKPOT_POT_UPDATES_TOPIC")
+    audit.add_argument(
+        "--group", action="append", default=[], metavar="ID", help="only this pot group (repeat)"
+    )
+    audit.set_defaults(handler=_audit)
     return parser
 
 

@@ -1,0 +1,143 @@
+"""What every sign shows, per pot group: pure state, fed by pot updates, awards and the clock.
+
+Rules: the amount is the pot service's sign value, the main pot floored to whole pesos, and never
+more than the main pot holds (M3); a winner banner stays up for a configured time after a hit
+(D2); a group not heard from for longer than the stale limit is shown closed, never a stale amount
+as if live (D5), and comes back by itself with the next update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from jackpot.domain.money import MINOR_PER_PESO
+
+
+@dataclass(frozen=True, slots=True)
+class Winner:
+    table_id: str
+    seat: int
+    prize: str
+    amount: int
+    cards: tuple[str, ...]
+    award_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Sign:
+    pot_group_id: str
+    amount: int = 0
+    increment: int = 0
+    min_bet: int = 0
+    max_bet: int = 0
+    live: bool = False
+    closed_reason: str = "waiting for the pot service"
+    winner: Winner | None = None
+    winner_until: float = 0.0
+    updated_at: float = 0.0  # wall-clock seconds of the last update (for display)
+    heard_at: float = field(default=0.0, compare=False)  # monotonic seconds
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pot_group_id": self.pot_group_id,
+            "amount": self.amount,
+            "increment": self.increment,
+            "min_bet": self.min_bet,
+            "max_bet": self.max_bet,
+            "live": self.live,
+            "closed_reason": self.closed_reason,
+            "winner": None
+            if self.winner is None
+            else {
+                "table_id": self.winner.table_id,
+                "seat": self.winner.seat,
+                "prize": self.winner.prize,
+                "amount": self.winner.amount,
+                "cards": list(self.winner.cards),
+                "award_id": self.winner.award_id,
+            },
+            "updated_at": self.updated_at,
+        }
+
+
+Listener = Callable[[str], None]
+
+
+class Board:
+    """Every known group's sign; listeners hear which group changed."""
+
+    def __init__(self, stale_after: float, winner_seconds: float) -> None:
+        self.stale_after = stale_after
+        self.winner_seconds = winner_seconds
+        self.signs: dict[str, Sign] = {}
+        self._listeners: list[Listener] = []
+
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Listener) -> None:
+        self._listeners.remove(listener)
+
+    def _set(self, sign: Sign) -> None:
+        if self.signs.get(sign.pot_group_id) == sign:
+            return
+        self.signs[sign.pot_group_id] = sign
+        for listener in list(self._listeners):
+            listener(sign.pot_group_id)
+
+    def pot_update(
+        self,
+        pot_group_id: str,
+        sign_value: int,
+        main_minor: int | None,
+        increment: int,
+        min_bet: int,
+        max_bet: int,
+        now: float,
+        wall: float,
+    ) -> None:
+        amount = sign_value
+        if main_minor is not None:  # M3: never more than the pot holds
+            amount = min(amount, main_minor // MINOR_PER_PESO)
+        old = self.signs.get(pot_group_id, Sign(pot_group_id))
+        self._set(
+            replace(
+                old,
+                amount=amount,
+                increment=increment if increment else old.increment,
+                min_bet=min_bet,
+                max_bet=max_bet,
+                live=True,
+                closed_reason="",
+                updated_at=wall,
+                heard_at=now,
+            )
+        )
+
+    def award(self, pot_group_id: str, winner: Winner, now: float) -> None:
+        old = self.signs.get(pot_group_id, Sign(pot_group_id))
+        self._set(replace(old, winner=winner, winner_until=now + self.winner_seconds))
+
+    def tick(self, now: float) -> None:
+        """Close stale signs (D5) and take down expired winner banners (D2)."""
+        for sign in list(self.signs.values()):
+            updated = sign
+            if sign.live and now - sign.heard_at > self.stale_after:
+                updated = replace(
+                    updated,
+                    live=False,
+                    closed_reason=f"no update from the pot for over {self.stale_after:g} s",
+                )
+            if sign.winner is not None and now >= sign.winner_until:
+                updated = replace(updated, winner=None, winner_until=0.0)
+            if updated is not sign:
+                self._set(updated)
+
+    def view(self, groups: Iterable[str] | None = None) -> list[Sign]:
+        wanted = sorted(self.signs) if groups is None else list(groups)
+        return [self.signs.get(g, Sign(g)) for g in wanted]
+
+    def stale_count(self) -> int:
+        return sum(1 for s in self.signs.values() if not s.live)

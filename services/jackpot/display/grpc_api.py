@@ -1,0 +1,60 @@
+"""``jackpot.v1.SignService``: a server stream per sign controller."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+
+from jackpot.display import metrics
+from jackpot.display.board import Board, Sign
+from jackpot.display.fanout import Subscription
+from jackpot.v1 import display_pb2, display_pb2_grpc
+
+SERVICE_NAME = "jackpot.v1.SignService"
+
+
+def to_proto(sign: Sign) -> display_pb2.SignState:
+    state = display_pb2.SignState(
+        pot_group_id=sign.pot_group_id,
+        amount=sign.amount,
+        increment=sign.increment,
+        min_bet=sign.min_bet,
+        max_bet=sign.max_bet,
+        live=sign.live,
+        closed_reason=sign.closed_reason,
+    )
+    if sign.updated_at:
+        state.updated_at.FromNanoseconds(int(sign.updated_at * 1e9))
+    if sign.winner is not None:
+        w = sign.winner
+        state.winner.CopyFrom(
+            display_pb2.Winner(
+                table_id=w.table_id,
+                seat=w.seat,
+                prize=w.prize,
+                amount=w.amount,
+                cards=list(w.cards),
+                award_id=w.award_id,
+            )
+        )
+    return state
+
+
+class SignServicer(display_pb2_grpc.SignServiceServicer):
+    def __init__(self, board: Board, max_rate: float) -> None:
+        self._board = board
+        self._max_rate = max_rate
+
+    def register(self, server: grpc.aio.Server) -> None:
+        display_pb2_grpc.add_SignServiceServicer_to_server(self, server)  # type: ignore[no-untyped-call]
+
+    async def WatchSigns(
+        self, request: display_pb2.WatchSignsRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[display_pb2.WatchSignsResponse]:
+        groups = list(request.pot_group_ids) or None
+        with Subscription(self._board, groups, self._max_rate) as subscription:
+            while True:
+                for sign in await subscription.next():
+                    metrics.UPDATES_SENT.labels("grpc").inc()
+                    yield display_pb2.WatchSignsResponse(sign=to_proto(sign))

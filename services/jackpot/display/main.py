@@ -1,0 +1,68 @@
+"""`jackpot display`: the composition root of the display service (stateless; scale at will)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+
+import structlog
+from aiohttp import web
+
+from jackpot.display.board import Board
+from jackpot.display.feed import clock, follow
+from jackpot.display.grpc_api import SERVICE_NAME, SignServicer
+from jackpot.display.settings import DisplaySettings
+from jackpot.display.web import build_app
+from jackpot.platform.grpc_server import GrpcServer
+from jackpot.platform.logging import configure_logging
+from jackpot.platform.metrics import serve_metrics
+
+log = structlog.get_logger("jackpot.display")
+
+
+async def run_display(settings: DisplaySettings, stop: asyncio.Event) -> None:
+    board = Board(settings.stale_seconds, settings.winner_seconds)
+    grpc_server = GrpcServer(
+        settings.grpc_address, [SignServicer(board, settings.max_rate).register], [SERVICE_NAME]
+    )
+    runner = web.AppRunner(
+        build_app(board, settings.max_rate, settings.write_timeout_seconds), shutdown_timeout=1
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, settings.http_host, settings.http_port)
+    tasks = [asyncio.create_task(follow(board, settings)), asyncio.create_task(clock(board))]
+    await site.start()
+    await grpc_server.start()
+    log.info(
+        "display_started",
+        http=f"http://{settings.http_host}:{settings.http_port}/",
+        grpc=settings.grpc_address,
+    )
+    try:
+        await stop.wait()
+    finally:
+        await grpc_server.stop(grace_seconds=1)
+        await runner.cleanup()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        log.info("display_stopped")
+
+
+def main() -> int:
+    settings = DisplaySettings.from_env()
+    configure_logging()
+    serve_metrics(settings.metrics_port)
+
+    async def _run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await run_display(settings, stop)
+
+    asyncio.run(_run())
+    return 0

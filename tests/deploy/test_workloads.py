@@ -1,0 +1,187 @@
+"""Every workload: probes, resources, security context, disruption budgets, graceful termination."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.deploy.k8s import (
+    LONG_RUNNING_KINDS,
+    OVERLAYS,
+    WORKLOAD_KINDS,
+    Obj,
+    app_name,
+    containers,
+    kind,
+    name,
+    pod_labels,
+    pod_spec,
+    selects,
+)
+
+UID = 10001
+
+# The port convention (deploy/k8s/README.md, "Ports").
+PORTS = {
+    "gateway": {"grpc": 50051, "metrics": 9101},
+    "pot": {"grpc": 50052, "metrics": 9102},
+    "payout": {"grpc": 50053, "metrics": 9103},
+    "display": {"grpc": 50054, "http": 8080, "metrics": 9104},
+}
+# The gRPC service each readiness probe asks about (grpc.health.v1; "" is the whole server).
+GRPC_SERVICES = {
+    "gateway": "jackpot.v1.TableDeviceService",
+    "pot": "jackpot.v1.PotService",
+    "payout": "jackpot.v1.PayoutService",
+    "display": "jackpot.v1.SignService",
+}
+
+
+def workloads(rendered: dict[str, list[Obj]], *kinds: str) -> list[tuple[str, Obj]]:
+    return [(overlay, w) for overlay, objects in rendered.items() for w in kind(objects, *kinds)]
+
+
+def effective(workload: Obj, container: Obj, key: str) -> object:
+    """A security setting as Kubernetes applies it: the container's, else the pod's."""
+    own = (container.get("securityContext") or {}).get(key)
+    return own if own is not None else (pod_spec(workload).get("securityContext") or {}).get(key)
+
+
+def test_every_container_has_grpc_readiness_and_liveness_probes(
+    rendered: dict[str, list[Obj]],
+) -> None:
+    checked = 0
+    for overlay, workload in workloads(rendered, *LONG_RUNNING_KINDS):
+        app = app_name(workload)
+        for container in containers(workload, init=False):
+            where = f"{overlay} {workload['kind']}/{name(workload)} {container['name']}"
+            ports = {p["name"]: p["containerPort"] for p in container.get("ports", [])}
+            assert ports == PORTS[app], where
+            for probe_name in ("readinessProbe", "livenessProbe", "startupProbe"):
+                probe = container.get(probe_name)
+                assert probe, f"{where}: no {probe_name}"
+                assert "grpc" in probe, f"{where}: {probe_name} is not a gRPC probe"
+                assert probe["grpc"]["port"] == PORTS[app]["grpc"], where
+            assert container["readinessProbe"]["grpc"]["service"] == GRPC_SERVICES[app], where
+            # Liveness asks about the whole server: a service that is only not ready (a broker
+            # away) must not be restarted for it.
+            assert container["livenessProbe"]["grpc"].get("service", "") == "", where
+            checked += 1
+    assert checked >= 4 * len(OVERLAYS)
+
+
+def test_every_container_has_requests_and_limits(rendered: dict[str, list[Obj]]) -> None:
+    for overlay, workload in workloads(rendered, *WORKLOAD_KINDS):
+        for container in containers(workload):
+            resources = container.get("resources") or {}
+            for bound in ("requests", "limits"):
+                assert {"cpu", "memory"} <= set(resources.get(bound) or {}), (
+                    f"{overlay} {name(workload)} {container['name']}: {bound}"
+                )
+
+
+def test_every_container_runs_locked_down(rendered: dict[str, list[Obj]]) -> None:
+    for overlay, workload in workloads(rendered, *WORKLOAD_KINDS):
+        spec = pod_spec(workload)
+        assert spec.get("automountServiceAccountToken") is False, name(workload)
+        assert not spec.get("hostNetwork"), name(workload)
+        assert not spec.get("hostPID"), name(workload)
+        for container in containers(workload):
+            where = f"{overlay} {name(workload)} {container['name']}"
+            own = container.get("securityContext") or {}
+            assert effective(workload, container, "runAsNonRoot") is True, where
+            assert effective(workload, container, "runAsUser") == UID, where
+            assert effective(workload, container, "seccompProfile") == {"type": "RuntimeDefault"}
+            assert own.get("readOnlyRootFilesystem") is True, where
+            assert own.get("allowPrivilegeEscalation") is False, where
+            assert own.get("privileged") in (None, False), where
+            assert own.get("capabilities") == {"drop": ["ALL"]}, where
+            mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
+            assert "/tmp" in mounts, f"{where}: /tmp must be an emptyDir (read-only root)"
+
+
+def test_every_workload_uses_the_one_image(rendered: dict[str, list[Obj]]) -> None:
+    for overlay, objects in rendered.items():
+        images = {c["image"] for w in kind(objects, *WORKLOAD_KINDS) for c in containers(w)}
+        assert len(images) == 1, f"{overlay}: {images}"
+        (image,) = images
+        assert ":" in image.rsplit("/", 1)[-1], f"{overlay}: image {image} has no tag"
+
+
+def test_every_long_running_workload_has_a_disruption_budget(
+    rendered: dict[str, list[Obj]],
+) -> None:
+    for overlay, objects in rendered.items():
+        budgets = kind(objects, "PodDisruptionBudget")
+        for workload in kind(objects, *LONG_RUNNING_KINDS):
+            covering = [
+                b
+                for b in budgets
+                if selects(b["spec"]["selector"]["matchLabels"], pod_labels(workload))
+            ]
+            assert len(covering) == 1, f"{overlay} {name(workload)}: {len(covering)} budgets"
+            budget = covering[0]["spec"]
+            # A budget that allows no disruption would block every node drain.
+            if "minAvailable" in budget:
+                assert budget["minAvailable"] < workload["spec"].get("replicas", 1)
+            else:
+                assert budget["maxUnavailable"] >= 1
+
+
+def test_graceful_termination(rendered: dict[str, list[Obj]]) -> None:
+    for overlay, workload in workloads(rendered, *LONG_RUNNING_KINDS):
+        spec = pod_spec(workload)
+        grace = spec.get("terminationGracePeriodSeconds")
+        assert grace is not None, f"{overlay} {name(workload)}"
+        assert grace >= 15, f"{overlay} {name(workload)}"
+        for container in containers(workload, init=False):
+            pre_stop = (container.get("lifecycle") or {}).get("preStop")
+            assert pre_stop, f"{overlay} {name(workload)}: no preStop"
+            sleep = pre_stop["exec"]["command"]
+            assert sleep[0] == "sleep"
+            assert int(sleep[1]) < grace
+
+
+def test_display_is_scaled_by_an_autoscaler(rendered: dict[str, list[Obj]]) -> None:
+    for overlay, objects in rendered.items():
+        targets = {
+            h["spec"]["scaleTargetRef"]["name"] for h in kind(objects, "HorizontalPodAutoscaler")
+        }
+        displays = {name(d) for d in kind(objects, "Deployment") if app_name(d) == "display"}
+        assert displays, overlay
+        assert targets == displays, overlay
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_gateway_spool_is_on_its_persistent_volume(
+    rendered: dict[str, list[Obj]], overlay: str
+) -> None:
+    objects = rendered[overlay]
+    maps = {name(m): m for m in kind(objects, "ConfigMap")}
+    gateways = kind(objects, "StatefulSet")
+    assert gateways
+    for gateway in gateways:
+        claims = {c["metadata"]["name"] for c in gateway["spec"]["volumeClaimTemplates"]}
+        (container,) = pod_spec(gateway)["containers"]
+        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+        assert "spool" in claims
+        assert mounts["spool"] == "/var/lib/jackpot"
+        template = next(
+            v["configMap"]["name"] for v in pod_spec(gateway)["volumes"] if "configMap" in v
+        )
+        settings = json.loads(maps[template]["data"]["gateway.json"])
+        assert settings["spool_path"].startswith("/var/lib/jackpot/")
+        assert settings["grpc_address"] == f"0.0.0.0:{PORTS['gateway']['grpc']}"
+        assert settings["metrics_port"] == PORTS["gateway"]["metrics"]
+        assert all("credential" not in table for table in settings["tables"]), (
+            "device credentials belong in the Secret, not the ConfigMap"
+        )
+
+
+def test_services_expose_the_port_convention(rendered: dict[str, list[Obj]]) -> None:
+    for overlay, objects in rendered.items():
+        for service in kind(objects, "Service"):
+            app = app_name(service)
+            for port in service["spec"]["ports"]:
+                assert PORTS[app][port["name"]] == port["port"], f"{overlay} {name(service)}"

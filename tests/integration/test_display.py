@@ -1,0 +1,228 @@
+"""The display service against real Kafka: gRPC sign stream, web page in a real browser (#6).
+
+The browser test drives Debian's Chromium with Playwright (installed by `make setup`) and saves
+a screenshot under build/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import urllib.request
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+
+from jackpot.display.main import run_display
+from jackpot.display.settings import DisplaySettings
+from jackpot.platform.kafka import ensure_topics, idempotent_producer
+from jackpot.topics import TopicSpec
+from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc, pot_pb2
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+GROUP = "scl-main"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class DisplayUnderTest:
+    settings: DisplaySettings
+    producer: object
+    amount: int = 1_000_000
+    beating: bool = True
+
+    async def heartbeat(self) -> None:
+        """Re-send the current amount twice a second, as the pot service does, while beating."""
+        while True:
+            if self.beating:
+                await self.pot(self.amount)
+            await asyncio.sleep(0.5)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.settings.http_port}"
+
+    async def pot(self, amount: int, increment: int = 0) -> None:
+        self.amount = amount
+        update = pot_pb2.PotUpdate(
+            pot_group_id=GROUP,
+            sign_value=amount,
+            increment=increment,
+            min_bet=1000,
+            max_bet=5000,
+            credit_value=1000,
+            pots=[
+                pot_pb2.PotBalance(
+                    name="main", balance=common_pb2.ExactAmount(numerator=amount, denominator=1)
+                )
+            ],
+        )
+        await self.producer.send_and_wait(  # type: ignore[attr-defined]
+            self.settings.pot_updates_topic, update.SerializeToString(), key=GROUP.encode()
+        )
+
+    async def award(self, amount: int) -> None:
+        award = pot_pb2.Award(
+            award_id=f"{GROUP}/CAR-1/R7/4/ROYAL_FLUSH",
+            pot_group_id=GROUP,
+            table_id="CAR-1",
+            round_id="R7",
+            seat=4,
+            prize="ROYAL_FLUSH",
+            bet=1000,
+            amount=amount,
+            cards=["AS", "KS", "QS", "JS", "TS"],
+        )
+        await self.producer.send_and_wait(  # type: ignore[attr-defined]
+            self.settings.awards_topic, award.SerializeToString(), key=GROUP.encode()
+        )
+
+    async def signs(self) -> list[dict[str, object]]:
+        """GET /api/signs from another thread (the server runs on this test's event loop)."""
+
+        def get() -> list[dict[str, object]]:
+            with urllib.request.urlopen(f"{self.base_url}/api/signs", timeout=5) as answer:
+                data: list[dict[str, object]] = json.loads(answer.read())
+                return data
+
+        return await asyncio.to_thread(get)
+
+
+@pytest.fixture
+async def display(kafka_bootstrap: str, unique: str) -> AsyncIterator[DisplayUnderTest]:
+    settings = DisplaySettings(
+        bootstrap_servers=kafka_bootstrap,
+        grpc_address=f"127.0.0.1:{free_port()}",
+        http_port=free_port(),
+        metrics_port=0,
+        stale_seconds=2.0,
+        winner_seconds=3.0,
+        max_rate=10.0,
+        pot_updates_topic=f"test.pot-updates.{unique}",
+        awards_topic=f"test.awards.{unique}",
+    )
+    await ensure_topics(
+        kafka_bootstrap,
+        [TopicSpec(settings.pot_updates_topic, 1), TopicSpec(settings.awards_topic, 1)],
+    )
+    producer = idempotent_producer(kafka_bootstrap)
+    await producer.start()
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_display(settings, stop))
+    under_test = DisplayUnderTest(settings, producer)
+    beat = asyncio.create_task(under_test.heartbeat())
+    try:
+        for _ in range(100):  # the feed starts at the topics' end: beat until it is heard
+            await under_test.pot(1_000_000)
+            with contextlib.suppress(OSError):
+                if any(s["live"] for s in await under_test.signs()):
+                    break
+            await asyncio.sleep(0.1)
+        yield under_test
+    finally:
+        beat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beat
+        stop.set()
+        await task
+        await producer.stop()
+
+
+async def test_grpc_sign_stream_shows_amount_winner_and_closed(display: DisplayUnderTest) -> None:
+    async with grpc.aio.insecure_channel(display.settings.grpc_address) as channel:
+        stub = display_pb2_grpc.SignServiceStub(channel)
+        stream = stub.WatchSigns(display_pb2.WatchSignsRequest(pot_group_ids=[GROUP]))
+        first = (await stream.read()).sign
+        assert (first.pot_group_id, first.amount, first.live) == (GROUP, 1_000_000, True)
+        assert (first.min_bet, first.max_bet) == (1000, 5000)
+        await display.pot(1_000_850, increment=850)
+        seen = (await asyncio.wait_for(stream.read(), 5)).sign
+        assert (seen.amount, seen.increment) == (1_000_850, 850)
+        await display.award(1_000_850)
+        display.beating = False
+        banner = (await asyncio.wait_for(stream.read(), 5)).sign
+        assert banner.winner.prize == "ROYAL_FLUSH"
+        assert (banner.winner.table_id, banner.winner.seat) == ("CAR-1", 4)
+        closed = banner
+        while closed.live:  # no more updates: closed after the stale limit (D5)
+            closed = (await asyncio.wait_for(stream.read(), 5)).sign
+        assert "no update" in closed.closed_reason
+        stream.cancel()
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    assert Path(CHROMIUM).exists(), "make setup installs Debian's chromium"
+    folder = REPO / "build"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+async def test_sign_page_in_a_real_browser(display: DisplayUnderTest, artifacts: Path) -> None:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        try:
+            page = await browser.new_page(viewport={"width": 1200, "height": 700})
+            await page.goto(f"{display.base_url}/sign/{GROUP}")
+            amount = page.get_by_test_id("amount")
+            await page.wait_for_function(
+                "document.getElementById('amount').dataset.amount === '1000000'"
+            )
+            await page.wait_for_function(
+                "document.getElementById('amount').dataset.shown === '1000000'"
+            )
+            assert await page.evaluate("document.body.classList.contains('is-closed')") is False
+            assert "5.000" in await page.locator("#max").inner_text()
+
+            await display.pot(1_002_550, increment=2550)  # a round was locked: the pot rises
+            await page.wait_for_function(
+                "document.getElementById('amount').dataset.shown === '1002550'"
+            )
+            assert "2.550" in await page.get_by_test_id("increment").inner_text()
+            await asyncio.sleep(1.2)  # let the drums finish rolling for the picture
+            await page.screenshot(path=str(artifacts / "sign-live.png"))
+
+            await display.award(1_002_550)
+            winner = page.get_by_test_id("winner")
+            await winner.wait_for(state="visible", timeout=5000)
+            assert "ESCALERA REAL" in await winner.inner_text()
+            assert "CAR-1" in await winner.inner_text()
+            await page.screenshot(path=str(artifacts / "sign-winner.png"))
+
+            display.beating = False
+            closed = page.get_by_test_id("closed")
+            await closed.wait_for(state="visible", timeout=8000)  # updates stopped (D5)
+            assert "CERRADO" in await closed.inner_text()
+            await page.screenshot(path=str(artifacts / "sign-closed.png"))
+
+            display.beating = True  # and it recovers by itself
+            await closed.wait_for(state="hidden", timeout=5000)
+            assert await amount.get_attribute("data-amount") == "1002550"
+        finally:
+            await browser.close()
