@@ -47,6 +47,18 @@ def _display(args: argparse.Namespace) -> int:
     return display_main()
 
 
+def _payout(args: argparse.Namespace) -> int:
+    from jackpot.payout.main import main as payout_main
+
+    return payout_main()
+
+
+def _payouts(args: argparse.Namespace) -> int:
+    from jackpot.tools.payouts import run
+
+    return run(args.pending)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jackpot", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -71,6 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
         "display", help="run the display service (jackpot signs: gRPC stream and web pages)"
     )
     display.set_defaults(handler=_display)
+
+    payout = commands.add_parser(
+        "payout", help="run the payout service (one payout per award, dealer terminals, approvals)"
+    )
+    payout.set_defaults(handler=_payout)
+
+    payouts = commands.add_parser("payouts", help="list payouts from the payouts topic")
+    payouts.add_argument("--pending", action="store_true", help="only the unpaid ones, with age")
+    payouts.set_defaults(handler=_payouts)
 
     pot = commands.add_parser(
         "pot",

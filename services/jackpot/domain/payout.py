@@ -1,0 +1,124 @@
+"""The life of one prize after it is awarded (rules D3, S5): exactly one payout per award.
+
+States: ORDERED (the dealer may pay), AWAITING_APPROVAL (at or above the approval threshold:
+locked until a supervisor approves), APPROVED, PAID (the dealer's terminal confirmed), VOIDED
+(a supervisor's decision, with a reason). Every transition records who and when. PAID and VOIDED
+are final; nothing is ever paid twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from jackpot.domain.errors import DomainError, Reason
+
+
+class PayoutState(Enum):
+    ORDERED = "ORDERED"
+    AWAITING_APPROVAL = "AWAITING_APPROVAL"
+    APPROVED = "APPROVED"
+    PAID = "PAID"
+    VOIDED = "VOIDED"
+
+
+PAYABLE = frozenset({PayoutState.ORDERED, PayoutState.APPROVED})
+OPEN = frozenset({PayoutState.ORDERED, PayoutState.AWAITING_APPROVAL, PayoutState.APPROVED})
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    state: PayoutState
+    by: str
+    at_ns: int
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Payout:
+    award_id: str
+    pot_group_id: str
+    table_id: str
+    round_id: str
+    seat: int
+    prize: str
+    amount: int  # whole pesos
+    cards: tuple[str, ...]
+    order: int  # payment order (S5): the order the pot awarded the prizes
+    history: tuple[Transition, ...]
+
+    @property
+    def state(self) -> PayoutState:
+        return self.history[-1].state
+
+    @property
+    def ordered_at_ns(self) -> int:
+        return self.history[0].at_ns
+
+
+def order_payout(
+    *,
+    award_id: str,
+    pot_group_id: str,
+    table_id: str,
+    round_id: str,
+    seat: int,
+    prize: str,
+    amount: int,
+    cards: tuple[str, ...],
+    order: int,
+    approval_threshold: int,
+    at_ns: int,
+) -> Payout:
+    """The payout for a new award; large prizes wait for a supervisor."""
+    if amount < 0:
+        raise DomainError(Reason.MALFORMED, f"award {award_id} has a negative amount {amount}")
+    state = PayoutState.AWAITING_APPROVAL if amount >= approval_threshold else PayoutState.ORDERED
+    return Payout(
+        award_id,
+        pot_group_id,
+        table_id,
+        round_id,
+        seat,
+        prize,
+        amount,
+        cards,
+        order,
+        (Transition(state, "payout-service", at_ns),),
+    )
+
+
+def _move(payout: Payout, state: PayoutState, by: str, at_ns: int, reason: str = "") -> Payout:
+    return replace(payout, history=(*payout.history, Transition(state, by, at_ns, reason)))
+
+
+def approve(payout: Payout, supervisor: str, at_ns: int, note: str = "") -> Payout:
+    if not supervisor:
+        raise DomainError(Reason.NOT_AUTHENTICATED, "an approval needs the supervisor's name")
+    if payout.state is not PayoutState.AWAITING_APPROVAL:
+        raise DomainError(
+            Reason.INVALID_STATE,
+            f"payout {payout.award_id} is {payout.state.value}, not awaiting approval",
+        )
+    return _move(payout, PayoutState.APPROVED, supervisor, at_ns, note)
+
+
+def pay(payout: Payout, dealer: str, at_ns: int) -> Payout:
+    """The terminal confirmed the payment; only an ordered or approved payout can be paid."""
+    if payout.state not in PAYABLE:
+        raise DomainError(
+            Reason.INVALID_STATE,
+            f"payout {payout.award_id} is {payout.state.value}: it cannot be paid",
+        )
+    return _move(payout, PayoutState.PAID, dealer or "dealer-terminal", at_ns)
+
+
+def void(payout: Payout, supervisor: str, reason: str, at_ns: int) -> Payout:
+    if not supervisor or not reason:
+        raise DomainError(Reason.INVALID_STATE, "a void needs the supervisor's name and a reason")
+    if payout.state not in OPEN:
+        raise DomainError(
+            Reason.INVALID_STATE,
+            f"payout {payout.award_id} is {payout.state.value}: it cannot be voided",
+        )
+    return _move(payout, PayoutState.VOIDED, supervisor, at_ns, reason)

@@ -1,0 +1,1 @@
+"""The payout service: prize awards in, one payout each, dealer terminals and supervisors."""

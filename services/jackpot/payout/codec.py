@@ -1,0 +1,86 @@
+"""Payouts between the pure domain form and the protobuf contract (payout.proto)."""
+
+from __future__ import annotations
+
+from jackpot.domain.payout import Payout, PayoutState, Transition
+from jackpot.v1 import payout_pb2, pot_pb2
+
+LEDGER_TYPES = {
+    PayoutState.ORDERED: pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_ORDERED,
+    PayoutState.AWAITING_APPROVAL: pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_AWAITING_APPROVAL,
+    PayoutState.APPROVED: pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_APPROVED,
+    PayoutState.PAID: pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID,
+    PayoutState.VOIDED: pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED,
+}
+
+
+def state_to_proto(state: PayoutState) -> payout_pb2.PayoutState:
+    return payout_pb2.PayoutState.Value(f"PAYOUT_STATE_{state.value}")  # type: ignore[return-value]
+
+
+def to_proto(payout: Payout) -> payout_pb2.Payout:
+    message = payout_pb2.Payout(
+        award_id=payout.award_id,
+        pot_group_id=payout.pot_group_id,
+        table_id=payout.table_id,
+        round_id=payout.round_id,
+        seat=payout.seat,
+        prize=payout.prize,
+        amount=payout.amount,
+        cards=list(payout.cards),
+        state=state_to_proto(payout.state),
+        order=payout.order,
+    )
+    for step in payout.history:
+        transition = message.history.add(
+            state=state_to_proto(step.state),
+            by=step.by,
+            reason=step.reason,
+        )
+        transition.at.FromNanoseconds(step.at_ns)
+    return message
+
+
+def from_proto(message: payout_pb2.Payout) -> Payout:
+    return Payout(
+        award_id=message.award_id,
+        pot_group_id=message.pot_group_id,
+        table_id=message.table_id,
+        round_id=message.round_id,
+        seat=message.seat,
+        prize=message.prize,
+        amount=message.amount,
+        cards=tuple(message.cards),
+        order=message.order,
+        history=tuple(
+            Transition(
+                PayoutState(payout_pb2.PayoutState.Name(t.state).removeprefix("PAYOUT_STATE_")),
+                t.by,
+                t.at.ToNanoseconds(),
+                t.reason,
+            )
+            for t in message.history
+        ),
+    )
+
+
+def ledger_entry(payout: Payout) -> pot_pb2.LedgerEntry:
+    """The latest transition as a ledger entry: who, when, no money moved (it moved at award)."""
+    step = payout.history[-1]
+    entry = pot_pb2.LedgerEntry(
+        entry_id=f"payout:{payout.award_id}:{len(payout.history) - 1}",
+        pot_group_id=payout.pot_group_id,
+        ledger_sequence=0,
+        type=LEDGER_TYPES[step.state],
+        table_id=payout.table_id,
+        round_id=payout.round_id,
+        seat=payout.seat,
+        prize=payout.prize,
+        amount=payout.amount,
+        changed_by=step.by,
+        reason=step.reason,
+        source_event_id=payout.award_id,
+    )
+    entry.occurred_at.FromNanoseconds(step.at_ns)
+    entry.recorded_at.FromNanoseconds(step.at_ns)
+    return entry

@@ -1,0 +1,109 @@
+"""``jackpot.v1.PayoutService``: dealer terminals (D3) and supervisors' approvals and voids."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import AsyncIterator
+
+import grpc
+
+from jackpot.domain.errors import DomainError
+from jackpot.payout.codec import to_proto
+from jackpot.payout.service import PayoutService
+from jackpot.v1 import payout_pb2, payout_pb2_grpc
+
+SERVICE_NAME = "jackpot.v1.PayoutService"
+
+
+class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
+    def __init__(self, service: PayoutService) -> None:
+        self._service = service
+
+    def register(self, server: grpc.aio.Server) -> None:
+        payout_pb2_grpc.add_PayoutServiceServicer_to_server(self, server)  # type: ignore[no-untyped-call]
+
+    async def ListPayouts(
+        self, request: payout_pb2.ListPayoutsRequest, context: grpc.aio.ServicerContext
+    ) -> payout_pb2.ListPayoutsResponse:
+        listing = self._service.book.listing(request.pending_only)
+        return payout_pb2.ListPayoutsResponse(payouts=[to_proto(p) for p in listing])
+
+    async def ApprovePayout(
+        self, request: payout_pb2.ApprovePayoutRequest, context: grpc.aio.ServicerContext
+    ) -> payout_pb2.ApprovePayoutResponse:
+        try:
+            payout = await self._service.approve(
+                request.award_id, request.supervisor, request.reason
+            )
+        except DomainError as error:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
+        return payout_pb2.ApprovePayoutResponse(payout=to_proto(payout))
+
+    async def VoidPayout(
+        self, request: payout_pb2.VoidPayoutRequest, context: grpc.aio.ServicerContext
+    ) -> payout_pb2.VoidPayoutResponse:
+        try:
+            payout = await self._service.void(request.award_id, request.supervisor, request.reason)
+        except DomainError as error:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
+        return payout_pb2.VoidPayoutResponse(payout=to_proto(payout))
+
+    async def DealerTerminal(
+        self,
+        request_iterator: AsyncIterator[payout_pb2.DealerTerminalRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> AsyncIterator[payout_pb2.DealerTerminalResponse]:
+        requests = aiter(request_iterator)
+        first = await anext(requests, None)
+        if first is None or first.WhichOneof("message") != "hello":
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED, "the first message must be a hello"
+            )
+        assert first is not None
+        hello = first.hello
+        credentials = self._service.settings.terminal_credentials
+        if credentials is not None:
+            expected = credentials.get(hello.table_id)
+            if expected is None or not hmac.compare_digest(
+                expected.encode(), hello.credential.encode()
+            ):
+                await context.abort(
+                    grpc.StatusCode.UNAUTHENTICATED, f"not a terminal of table {hello.table_id}"
+                )
+        changed = asyncio.Event()
+        refused: list[str] = []
+
+        def listener(table_id: str) -> None:
+            if table_id == hello.table_id:
+                changed.set()
+
+        async def confirmations() -> None:
+            async for message in requests:
+                if message.WhichOneof("message") == "paid":
+                    try:
+                        await self._service.paid(
+                            hello.table_id, message.paid.award_id, hello.dealer
+                        )
+                    except DomainError as error:
+                        refused.append(str(error))
+                        changed.set()
+
+        self._service.book.subscribe(listener)
+        reader = asyncio.create_task(confirmations())
+        try:
+            while True:
+                open_payouts = self._service.book.open_for(hello.table_id)
+                yield payout_pb2.DealerTerminalResponse(
+                    open=[to_proto(p) for p in open_payouts],
+                    refused=refused.pop() if refused else "",
+                )
+                changed.clear()
+                waiter = asyncio.create_task(changed.wait())
+                done, _ = await asyncio.wait({waiter, reader}, return_when=asyncio.FIRST_COMPLETED)
+                if reader in done:
+                    waiter.cancel()
+                    return
+        finally:
+            self._service.book.unsubscribe(listener)
+            reader.cancel()

@@ -1,0 +1,58 @@
+"""`jackpot payout`: the composition root of the payout service (run one active instance)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import structlog
+
+from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
+from jackpot.payout.service import PayoutService
+from jackpot.payout.settings import PayoutSettings
+from jackpot.platform.grpc_server import GrpcServer
+from jackpot.platform.kafka import ensure_topics
+from jackpot.platform.logging import configure_logging
+from jackpot.platform.metrics import serve_metrics
+from jackpot.topics import AWARDS, LEDGER, PAYOUTS, TopicSpec
+
+log = structlog.get_logger("jackpot.payout")
+
+
+async def run_payout(settings: PayoutSettings, stop: asyncio.Event) -> None:
+    if settings.create_topics:
+        await ensure_topics(
+            settings.bootstrap_servers,
+            [
+                TopicSpec(settings.awards_topic, AWARDS.partitions, dict(AWARDS.config)),
+                TopicSpec(settings.payouts_topic, PAYOUTS.partitions, dict(PAYOUTS.config)),
+                TopicSpec(settings.ledger_topic, LEDGER.partitions, dict(LEDGER.config)),
+            ],
+        )
+    service = PayoutService(settings)
+    server = GrpcServer(settings.grpc_address, [PayoutServicer(service).register], [SERVICE_NAME])
+    await service.start()
+    await server.start()
+    log.info("payout_serving", grpc=settings.grpc_address, port=server.port)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop(grace_seconds=5)
+        await service.stop()
+        log.info("payout_stopped")
+
+
+def main() -> int:
+    settings = PayoutSettings.from_env()
+    configure_logging()
+    serve_metrics(settings.metrics_port, settings.metrics_host)
+
+    async def _run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await run_payout(settings, stop)
+
+    asyncio.run(_run())
+    return 0

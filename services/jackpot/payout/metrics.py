@@ -1,0 +1,20 @@
+"""The payout service's Prometheus metrics."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge
+
+PENDING = Gauge("jackpot_payout_pending_awards", "Payouts not yet paid or voided")
+OLDEST_PENDING = Gauge(
+    "jackpot_payout_oldest_pending_seconds", "Age of the oldest payout not yet paid or voided"
+)
+PAID = Counter("jackpot_payout_paid_total", "Payouts confirmed paid by a dealer terminal")
+TRANSITIONS = Counter(
+    "jackpot_payout_transitions_total", "Payout state transitions, by state entered", ["state"]
+)
+DUPLICATE_AWARDS = Counter(
+    "jackpot_payout_duplicate_awards_total", "Awards seen again and ignored (already paid out)"
+)
+CONSUMER_LAG = Gauge(
+    "jackpot_payout_consumer_lag_records", "Awards not yet read, by partition", ["partition"]
+)

@@ -1,0 +1,73 @@
+"""The payout lifecycle (jackpot.domain.payout; rules D3, S5): states, who and when, finality."""
+
+from __future__ import annotations
+
+import pytest
+
+from jackpot.domain.errors import DomainError, Reason
+from jackpot.domain.payout import PayoutState, approve, order_payout, pay, void
+from jackpot.payout.codec import from_proto, ledger_entry, to_proto
+from jackpot.v1 import pot_pb2
+
+
+def ordered(amount: int, threshold: int = 1_000_000):  # type: ignore[no-untyped-def]
+    return order_payout(
+        award_id="g/T1/R1/2/FLUSH",
+        pot_group_id="g",
+        table_id="T1",
+        round_id="R1",
+        seat=2,
+        prize="FLUSH",
+        amount=amount,
+        cards=("2H", "5H", "8H", "JH", "KH"),
+        order=7,
+        approval_threshold=threshold,
+        at_ns=1_000,
+    )
+
+
+def test_small_prizes_are_ordered_and_large_ones_wait_for_a_supervisor() -> None:
+    assert ordered(999_999).state is PayoutState.ORDERED
+    assert ordered(1_000_000).state is PayoutState.AWAITING_APPROVAL
+
+
+def test_approval_then_payment_records_who_and_when() -> None:
+    payout = approve(ordered(2_000_000), "sup-luis", 2_000, "checked the cards")
+    payout = pay(payout, "dealer-ana", 3_000)
+    assert [(t.state, t.by, t.at_ns) for t in payout.history] == [
+        (PayoutState.AWAITING_APPROVAL, "payout-service", 1_000),
+        (PayoutState.APPROVED, "sup-luis", 2_000),
+        (PayoutState.PAID, "dealer-ana", 3_000),
+    ]
+    assert payout.history[1].reason == "checked the cards"
+
+
+def test_a_locked_payout_cannot_be_paid_and_nothing_is_paid_twice() -> None:
+    with pytest.raises(DomainError) as locked:
+        pay(ordered(2_000_000), "dealer", 2)
+    assert locked.value.reason is Reason.INVALID_STATE
+    paid = pay(ordered(10), "dealer", 2)
+    with pytest.raises(DomainError):
+        pay(paid, "dealer", 3)
+    with pytest.raises(DomainError):
+        void(paid, "sup", "too late", 3)
+
+
+def test_void_needs_a_supervisor_and_a_reason_and_is_final() -> None:
+    with pytest.raises(DomainError):
+        void(ordered(10), "sup", "", 2)
+    with pytest.raises(DomainError):
+        approve(ordered(2_000_000), "", 2)
+    voided = void(ordered(2_000_000), "sup", "misread hand", 2)
+    assert voided.state is PayoutState.VOIDED
+    with pytest.raises(DomainError):
+        approve(voided, "sup", 3)
+
+
+def test_protobuf_round_trip_and_ledger_entry() -> None:
+    payout = approve(ordered(2_000_000), "sup-luis", 2_000)
+    assert from_proto(to_proto(payout)) == payout
+    entry = ledger_entry(payout)
+    assert entry.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_APPROVED
+    assert (entry.changed_by, entry.ledger_sequence, len(entry.transfers)) == ("sup-luis", 0, 0)
+    assert entry.entry_id == "payout:g/T1/R1/2/FLUSH:1"
