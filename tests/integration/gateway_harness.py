@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import grpc
-
 from jackpot.domain.cards import Game
+from jackpot.gateway.client import DeviceClient
 from jackpot.gateway.grpc_api import SERVICE_NAME, TableDeviceServicer
 from jackpot.gateway.service import Gateway
 from jackpot.gateway.settings import GatewaySettings, TableSettings, Topics
@@ -23,7 +21,7 @@ from jackpot.gateway.spool import Spool
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import committed_consumer, ensure_topics, idempotent_producer
 from jackpot.topics import TopicSpec
-from jackpot.v1 import common_pb2, device_pb2, pot_pb2, table_events_pb2
+from jackpot.v1 import pot_pb2, table_events_pb2
 
 GROUP = "scl-main"
 CREDENTIAL = "device-secret-0123456789"
@@ -144,112 +142,11 @@ async def wait_until(predicate: Any, within: float = 10.0, step: float = 0.05) -
         await asyncio.sleep(step)
 
 
-@dataclass
-class Device:
-    """A table controller speaking the real device protocol over gRPC."""
+class Device(DeviceClient):
+    """A table controller with the test tables' credential."""
 
-    target: str
-    table_id: str
-    game: Game
-    sequence: int = 0
-    round_id: str = ""
-    responses: asyncio.Queue[device_pb2.ConnectResponse] = field(default_factory=asyncio.Queue)
-    commands: list[device_pb2.ConnectResponse] = field(default_factory=list)
-    welcome: device_pb2.Welcome | None = None
-
-    async def connect(self, credential: str = CREDENTIAL) -> device_pb2.Welcome:
-        self._channel = grpc.aio.insecure_channel(self.target)
-        self._outgoing: asyncio.Queue[bytes | None] = asyncio.Queue()
-        call = self._channel.stream_stream(
-            f"/{SERVICE_NAME}/Connect",
-            request_serializer=None,
-            response_deserializer=device_pb2.ConnectResponse.FromString,
-        )
-
-        async def requests() -> AsyncIterator[bytes]:
-            while (item := await self._outgoing.get()) is not None:
-                yield item
-
-        self._call = call(requests())
-        hello = device_pb2.ConnectRequest(
-            hello=device_pb2.Hello(
-                table_id=self.table_id,
-                game=common_pb2.Game.Value(f"GAME_{self.game.name}"),  # type: ignore[arg-type]
-                device_id=f"ctl-{self.table_id}",
-                credential=credential,
-            )
-        )
-        await self._outgoing.put(hello.SerializeToString())
-        first = await self._call.read()
-        assert first is not grpc.aio.EOF
-        self.welcome = first.welcome
-        self.sequence = self.welcome.last_sequence
-        self._reader = asyncio.create_task(self._read())
-        return self.welcome
-
-    async def _read(self) -> None:
-        with contextlib.suppress(grpc.aio.AioRpcError):
-            while (message := await self._call.read()) is not grpc.aio.EOF:
-                if message.WhichOneof("message") == "reply":
-                    await self.responses.put(message)
-                else:
-                    self.commands.append(message)
-
-    async def close(self) -> None:
-        await self._outgoing.put(None)
-        self._reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._reader
-        await self._channel.close()
-
-    async def send_raw(self, raw: bytes) -> device_pb2.EventReply:
-        await self._outgoing.put(raw)
-        message = await asyncio.wait_for(self.responses.get(), 10)
-        return message.reply
-
-    def event(
-        self, sequence: int | None = None, table_id: str | None = None, **payload: Any
-    ) -> device_pb2.DeviceEvent:
-        """A DeviceEvent with the next sequence; `payload` is its oneof, like dealer_lock=..."""
-        if sequence is None:
-            self.sequence += 1
-            sequence = self.sequence
-        return device_pb2.DeviceEvent(
-            sequence=sequence,
-            event_id=f"{self.table_id}-{sequence}",
-            table_id=table_id or self.table_id,
-            round_id=self.round_id,
-            **payload,
-        )
-
-    async def send_event(self, event: device_pb2.DeviceEvent) -> device_pb2.EventReply:
-        return await self.send_raw(device_pb2.ConnectRequest(event=event).SerializeToString())
-
-    async def send(self, **payload: Any) -> device_pb2.EventReply:
-        return await self.send_event(self.event(**payload))
-
-    async def open_round(self, round_id: str) -> device_pb2.EventReply:
-        self.round_id = round_id
-        return await self.send(round_opened=device_pb2.RoundOpened())
-
-    async def credits(self, seat: int, credits: int) -> device_pb2.EventReply:
-        return await self.send(credits_added=device_pb2.CreditsAdded(seat=seat, credits=credits))
-
-    async def bet(self, seat: int, credits: int) -> device_pb2.EventReply:
-        return await self.send(bet_placed=device_pb2.BetPlaced(seat=seat, credits=credits))
-
-    async def lock(self) -> device_pb2.EventReply:
-        return await self.send(dealer_lock=device_pb2.DealerLock())
-
-    async def results(
-        self, hands: dict[int, list[str]], community: list[str] | None = None
-    ) -> device_pb2.EventReply:
-        return await self.send(
-            hand_results=device_pb2.HandResults(
-                hands=[device_pb2.HandCards(seat=s, cards=c) for s, c in hands.items()],
-                community_cards=community or [],
-            )
-        )
+    def __init__(self, target: str, table_id: str, game: Game) -> None:
+        super().__init__(target, table_id, game, CREDENTIAL)
 
 
 async def read_topic(bootstrap: str, topic: str, expected: int, quiet_ms: int = 3000) -> list[Any]:

@@ -248,7 +248,7 @@ class Gateway:
                     f"{table.round_id or 'none'}",
                 )
             before = table.to_state()
-            fingerprint = hashlib.sha256(event.SerializeToString(deterministic=True)).hexdigest()
+            fingerprint = _fingerprint(event)
             outcome = table.accept(sequence, device_input, fingerprint)
             if outcome.duplicate:
                 metrics.DUPLICATES.inc()
@@ -480,6 +480,15 @@ class Gateway:
                         await producer.stop()
                 producer = None
                 await asyncio.sleep(0.5)
+
+
+def _fingerprint(event: device_pb2.DeviceEvent) -> str:
+    """What makes a resend the same event: everything but the device's timestamp and event id."""
+    content = device_pb2.DeviceEvent()
+    content.CopyFrom(event)
+    content.ClearField("occurred_at")
+    content.ClearField("event_id")
+    return hashlib.sha256(content.SerializeToString(deterministic=True)).hexdigest()
 
 
 def _same_secret(given: str, expected: str) -> bool:
