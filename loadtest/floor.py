@@ -1,0 +1,358 @@
+"""The floor simulator: table controllers, dealer terminals and sign watchers on the real protocols.
+
+Each simulated table speaks the device protocol to a real gateway (``DeviceClient``): it opens a
+round, tops up seat credits, places progressive bets, locks, lets players fold or exchange cards
+(their games permitting), deals real shuffled cards (one deck per round for the poker games, a
+six-deck shoe for blackjack) and reports the results. Hits therefore come at their true frequency
+unless ``rig_rate`` asks for a royal or straight flush in that share of rounds.
+
+Dealer terminals connect to the payout service and confirm every payable payout; a simulated
+supervisor approves those waiting for approval. Sign watchers follow the display service's sign
+stream and time two things: from a dealer's lock to the sign showing a new amount for that pot
+group, and from a winning result to the dealer terminal receiving the payout and to the sign
+showing the winner.
+
+The simulator counts the pesos the gateway acknowledged as bets at each accepted lock; the demo
+compares that count with what the ledger collected (nothing lost, nothing duplicated).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
+from jackpot.gateway.client import DeviceClient
+from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc, payout_pb2, payout_pb2_grpc
+
+DECK = [r + s for r in RANKS for s in SUITS]
+ROYAL = ["AS", "KS", "QS", "JS", "TS"]
+STRAIGHT_FLUSH = ["5H", "6H", "7H", "8H", "9H"]
+
+
+@dataclass(frozen=True, slots=True)
+class SimTable:
+    table_id: str
+    game: Game
+    pot_group_id: str
+    gateway: str  # host:port of its gateway
+    credential: str
+
+
+@dataclass
+class FloorConfig:
+    tables: list[SimTable]
+    payout_target: str = ""  # host:port of the payout service ("" to skip terminals)
+    display_target: str = ""  # host:port of the display's SignService ("" to skip watchers)
+    rounds_per_minute: float = 60.0  # per table
+    participation: float = 0.7  # chance a seat bets on the progressive
+    seats_in_play: int = 5
+    fold_rate: float = 0.15
+    exchange_rate: float = 0.25
+    rig_rate: float = 0.0  # share of rounds dealt a royal or straight flush
+    supervisor_delay: float = 0.5  # seconds before the simulated supervisor approves
+    seed: int | None = None
+
+
+@dataclass
+class Latencies:
+    samples: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.samples.setdefault(name, []).append(seconds)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        out = {}
+        for name, values in self.samples.items():
+            ordered = sorted(values)
+
+            def pct(p: float, ordered: list[float] = ordered) -> float:
+                return ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000
+
+            out[name] = {
+                "count": len(ordered),
+                "p50_ms": round(pct(0.50), 2),
+                "p95_ms": round(pct(0.95), 2),
+                "p99_ms": round(pct(0.99), 2),
+                "max_ms": round(ordered[-1] * 1000, 2),
+            }
+        return out
+
+
+@dataclass
+class FloorStats:
+    rounds: int = 0
+    device_events: int = 0
+    bets_accepted: int = 0  # pesos the gateway acknowledged as collected at lock
+    bets_accepted_by_group: Counter[str] = field(default_factory=Counter)
+    rejects: Counter[str] = field(default_factory=Counter)
+    payouts_received: int = 0
+    payouts_paid: int = 0
+    approvals: int = 0
+    winning_results: int = 0
+    latencies: Latencies = field(default_factory=Latencies)
+    started: float = field(default_factory=time.monotonic)
+
+    def report(self) -> dict[str, Any]:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        return {
+            "elapsed_seconds": round(elapsed, 2),
+            "rounds": self.rounds,
+            "rounds_per_second": round(self.rounds / elapsed, 2),
+            "device_events": self.device_events,
+            "device_events_per_second": round(self.device_events / elapsed, 2),
+            "bets_accepted": self.bets_accepted,
+            "bets_accepted_by_group": dict(self.bets_accepted_by_group),
+            "rejects": dict(self.rejects),
+            "winning_results": self.winning_results,
+            "payouts_received": self.payouts_received,
+            "payouts_paid": self.payouts_paid,
+            "approvals": self.approvals,
+            "latency": self.latencies.summary(),
+        }
+
+
+class Floor:
+    """Runs every simulated table, terminal and watcher until stopped."""
+
+    def __init__(self, config: FloorConfig) -> None:
+        self.config = config
+        self.stats = FloorStats()
+        self.rng = random.Random(config.seed)
+        self._stop = asyncio.Event()
+        self._locks: dict[str, list[tuple[float, int]]] = {}  # group -> [(t, shown amount)]
+        self._wins: dict[str, float] = {}  # award key (table/round/seat) -> result time
+        self._win_signs: dict[str, float] = {}  # "table/round" -> result time
+        self._shown: dict[str, int] = {}  # group -> amount the sign shows
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self, duration: float | None = None) -> FloorStats:
+        tasks = [asyncio.create_task(self._table(t)) for t in self.config.tables]
+        if self.config.payout_target:
+            tables = sorted({t.table_id for t in self.config.tables})
+            tasks += [asyncio.create_task(self._terminal(t)) for t in tables]
+            tasks.append(asyncio.create_task(self._supervisor()))
+        if self.config.display_target:
+            tasks.append(asyncio.create_task(self._watch_signs()))
+        try:
+            if duration is None:
+                await self._stop.wait()
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), duration)
+        finally:
+            self._stop.set()
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        return self.stats
+
+    # ------------------------------------------------------------------------------ tables
+
+    async def _table(self, table: SimTable) -> None:
+        client = DeviceClient(table.gateway, table.table_id, table.game, table.credential)
+        await client.connect()
+        try:
+            period = 60.0 / self.config.rounds_per_minute
+            number = 0
+            while not self._stop.is_set():
+                started = time.monotonic()
+                number += 1
+                await self._round(client, table, f"{table.table_id}-{int(time.time())}-{number}")
+                pause = period - (time.monotonic() - started)
+                if pause > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stop.wait(), pause)
+        finally:
+            await client.close()
+
+    async def _send(self, coroutine: Any) -> bool:
+        reply = await coroutine
+        self.stats.device_events += 1
+        if not reply.accepted:
+            self.stats.rejects[common_pb2.RejectReason.Name(reply.reason)] += 1
+        return bool(reply.accepted)
+
+    async def _round(self, client: DeviceClient, table: SimTable, round_id: str) -> None:
+        rules = GAME_RULES[table.game]
+        if not await self._send(client.open_round(round_id)):
+            return
+        welcome = client.welcome
+        assert welcome is not None
+        credit_value = welcome.credit_value or 1
+        max_credits = max(1, welcome.max_bet // credit_value)
+        min_credits = max(1, -(-welcome.min_bet // credit_value))
+        seats = self.rng.sample(
+            range(1, rules.seats + 1), min(self.config.seats_in_play, rules.seats)
+        )
+        bets: dict[int, int] = {}
+        if client.progressive_open:
+            for seat in sorted(seats):
+                if self.rng.random() > self.config.participation:
+                    continue
+                credits = self.rng.randint(min_credits, max_credits)
+                await self._send(client.credits(seat, credits))
+                if await self._send(client.bet(seat, credits)):
+                    bets[seat] = credits * credit_value
+        lock_time = time.monotonic()
+        if not await self._send(client.lock()):
+            return
+        self.stats.rounds += 1
+        if bets:
+            total = sum(bets.values())
+            self.stats.bets_accepted += total
+            self.stats.bets_accepted_by_group[table.pot_group_id] += total
+            shown = self._shown.get(table.pot_group_id, -1)
+            self._locks.setdefault(table.pot_group_id, []).append((lock_time, shown))
+        forfeited: set[int] = set()
+        for seat in sorted(bets):
+            if rules.can_exchange and self.rng.random() < self.config.exchange_rate:
+                if await self._send(client.exchange(seat)):
+                    forfeited.add(seat)
+            elif (
+                rules.can_fold
+                and table.game is not Game.GO_POKER
+                and self.rng.random() < self.config.fold_rate
+                and await self._send(client.fold(seat))
+            ):
+                forfeited.add(seat)
+        hands, community, rigged_seat = self._deal(table.game, sorted(bets))
+        result_time = time.monotonic()
+        if await self._send(client.results(hands, community)) and rigged_seat is not None:
+            seat = rigged_seat
+            if seat not in forfeited:
+                self.stats.winning_results += 1
+                self._wins[f"{table.table_id}/{round_id}/{seat}"] = result_time
+                self._win_signs[f"{table.table_id}/{round_id}"] = result_time
+
+    def _deal(
+        self, game: Game, seats: list[int]
+    ) -> tuple[dict[int, list[str]], list[str], int | None]:
+        """Real shuffled cards; in rigged rounds one seat (returned) gets a made hand."""
+        rigged = bool(seats) and self.rng.random() < self.config.rig_rate
+        if game is Game.BLACKJACK:
+            shoe = DECK * 6
+            self.rng.shuffle(shoe)
+            hands = {seat: [shoe.pop(), shoe.pop()] for seat in seats}
+            if rigged:
+                winner = self.rng.choice(seats)
+                hands[winner] = ["AS", "AS", "AS", "AS"]
+                return hands, [], winner
+            return hands, [], None
+        deck = DECK.copy()
+        self.rng.shuffle(deck)
+        made: list[str] | None = None
+        if rigged:
+            made = ROYAL if self.rng.random() < 0.3 else STRAIGHT_FLUSH
+            deck = [c for c in deck if c not in made]
+        own = GAME_RULES[game].own_cards[0]
+        community: list[str] = []
+        if game is Game.GO_POKER:
+            community = made[3:] if made else [deck.pop(), deck.pop()]
+        hands = {seat: [deck.pop() for _ in range(own)] for seat in seats}
+        if made:
+            winner = self.rng.choice(seats)
+            hands[winner] = made[:own] if game is Game.GO_POKER else list(made)
+            return hands, community, winner
+        return hands, community, None
+
+    # ----------------------------------------------------------- dealer terminals, supervisor
+
+    async def _terminal(self, table_id: str) -> None:
+        seen: set[str] = set()
+        while not self._stop.is_set():
+            try:
+                async with grpc.aio.insecure_channel(self.config.payout_target) as channel:
+                    stub = payout_pb2_grpc.PayoutServiceStub(channel)
+                    outgoing: asyncio.Queue[payout_pb2.DealerTerminalRequest] = asyncio.Queue()
+
+                    async def requests(
+                        outgoing: asyncio.Queue[payout_pb2.DealerTerminalRequest] = outgoing,
+                    ) -> AsyncIterator[payout_pb2.DealerTerminalRequest]:
+                        while True:
+                            yield await outgoing.get()
+
+                    await outgoing.put(
+                        payout_pb2.DealerTerminalRequest(
+                            hello=payout_pb2.TerminalHello(table_id=table_id, dealer="sim-dealer")
+                        )
+                    )
+                    async for message in stub.DealerTerminal(requests()):
+                        now = time.monotonic()
+                        for payout in message.open:
+                            if payout.award_id not in seen:
+                                seen.add(payout.award_id)
+                                self.stats.payouts_received += 1
+                                key = f"{payout.table_id}/{payout.round_id}/{payout.seat}"
+                                if key in self._wins:
+                                    self.stats.latencies.add(
+                                        "result_to_terminal", now - self._wins.pop(key)
+                                    )
+                            if payout.state in (
+                                payout_pb2.PAYOUT_STATE_ORDERED,
+                                payout_pb2.PAYOUT_STATE_APPROVED,
+                            ):
+                                await outgoing.put(
+                                    payout_pb2.DealerTerminalRequest(
+                                        paid=payout_pb2.PaymentConfirmed(award_id=payout.award_id)
+                                    )
+                                )
+                                self.stats.payouts_paid += 1
+            except grpc.aio.AioRpcError:
+                await asyncio.sleep(0.5)
+
+    async def _supervisor(self) -> None:
+        async with grpc.aio.insecure_channel(self.config.payout_target) as channel:
+            stub = payout_pb2_grpc.PayoutServiceStub(channel)
+            while not self._stop.is_set():
+                await asyncio.sleep(self.config.supervisor_delay)
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    listing = await stub.ListPayouts(
+                        payout_pb2.ListPayoutsRequest(pending_only=True)
+                    )
+                    for payout in listing.payouts:
+                        if payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL:
+                            await stub.ApprovePayout(
+                                payout_pb2.ApprovePayoutRequest(
+                                    award_id=payout.award_id, supervisor="sim-supervisor"
+                                )
+                            )
+                            self.stats.approvals += 1
+
+    # ------------------------------------------------------------------------ sign watchers
+
+    async def _watch_signs(self) -> None:
+        while not self._stop.is_set():
+            try:
+                async with grpc.aio.insecure_channel(self.config.display_target) as channel:
+                    stub = display_pb2_grpc.SignServiceStub(channel)
+                    async for message in stub.WatchSigns(display_pb2.WatchSignsRequest()):
+                        self._sign(message.sign, time.monotonic())
+            except grpc.aio.AioRpcError:
+                await asyncio.sleep(0.5)
+
+    def _sign(self, sign: display_pb2.SignState, now: float) -> None:
+        group = sign.pot_group_id
+        if sign.live and sign.amount != self._shown.get(group):
+            self._shown[group] = sign.amount
+            pending = self._locks.get(group, [])
+            # every lock made before this new amount appeared is now reflected on the sign
+            for lock_time, _ in pending:
+                self.stats.latencies.add("lock_to_sign", now - lock_time)
+            self._locks[group] = []
+        if sign.HasField("winner"):
+            key = f"{sign.winner.table_id}/{sign.winner.award_id.split('/')[2]}"
+            if key in self._win_signs:
+                self.stats.latencies.add("result_to_sign_winner", now - self._win_signs.pop(key))
