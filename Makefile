@@ -12,7 +12,7 @@ KAFKA := deploy/local/kafka.sh
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= ../shared/scenarios
 
-.PHONY: help setup browser proto proto-lint lint test test-unit test-integration test-cluster bench \
+.PHONY: help setup browser proto demo-report proto-lint lint test test-unit test-integration test-cluster bench \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down clean
 
 help: ## list the targets
@@ -73,14 +73,12 @@ test: lint k8s-tools ## lint + unit + golden rounds + integration + cluster + k8
 bench: setup ## benchmarks that print figures
 	$(BIN)/python -m loadtest.bench
 
-demo: setup ## run what is built so far (see README: the full floor demo is not built yet)
-	$(KAFKA) up
-	$(BIN)/python -c 'import asyncio; from jackpot.platform.kafka import ensure_topics; \
-	  from jackpot.topics import ALL_TOPICS; asyncio.run(ensure_topics("127.0.0.1:9092", ALL_TOPICS))'
-	@echo "Kafka is up on 127.0.0.1:9092 with the jackpot topics; the golden rounds resolve as:"
-	$(BIN)/jackpot resolve --check $(SCENARIOS)/*.json
-	@echo "Not built yet: gateways, pot, payout and display services, floor simulator (issues 4-7)."
-	@echo "Stop the broker with: make kafka-down"
+demo: setup ## the whole floor: Kafka, every service, ~20 simulated tables; Ctrl-C stops it
+	$(BIN)/jackpot demo
+
+demo-report: setup ## headless demo for 60 s; writes build/demo-report.json (exit 0 only if audit passes)
+	@mkdir -p build
+	$(BIN)/jackpot demo --duration 60 --report build/demo-report.json
 
 kafka-up: ## one local broker on 127.0.0.1:9092
 	$(KAFKA) up

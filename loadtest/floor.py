@@ -275,7 +275,7 @@ class Floor:
         while not self._stop.is_set():
             try:
                 async with grpc.aio.insecure_channel(self.config.payout_target) as channel:
-                    stub = payout_pb2_grpc.PayoutServiceStub(channel)
+                    stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
                     outgoing: asyncio.Queue[payout_pb2.DealerTerminalRequest] = asyncio.Queue()
 
                     async def requests(
@@ -315,7 +315,7 @@ class Floor:
 
     async def _supervisor(self) -> None:
         async with grpc.aio.insecure_channel(self.config.payout_target) as channel:
-            stub = payout_pb2_grpc.PayoutServiceStub(channel)
+            stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
             while not self._stop.is_set():
                 await asyncio.sleep(self.config.supervisor_delay)
                 with contextlib.suppress(grpc.aio.AioRpcError):
@@ -337,7 +337,7 @@ class Floor:
         while not self._stop.is_set():
             try:
                 async with grpc.aio.insecure_channel(self.config.display_target) as channel:
-                    stub = display_pb2_grpc.SignServiceStub(channel)
+                    stub = display_pb2_grpc.SignServiceStub(channel)  # type: ignore[no-untyped-call]
                     async for message in stub.WatchSigns(display_pb2.WatchSignsRequest()):
                         self._sign(message.sign, time.monotonic())
             except grpc.aio.AioRpcError:

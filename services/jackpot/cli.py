@@ -59,6 +59,12 @@ def _payouts(args: argparse.Namespace) -> int:
     return run(args.pending)
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from jackpot.tools.demo import main as demo_main
+
+    return demo_main(args.duration, args.report, args.tables, args.rig_rate, args.rounds_per_minute)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jackpot", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -92,6 +98,18 @@ def build_parser() -> argparse.ArgumentParser:
     payouts = commands.add_parser("payouts", help="list payouts from the payouts topic")
     payouts.add_argument("--pending", action="store_true", help="only the unpaid ones, with age")
     payouts.set_defaults(handler=_payouts)
+
+    demo = commands.add_parser(
+        "demo", help="the whole floor locally: Kafka, every service, ~20 simulated tables"
+    )
+    demo.add_argument("--duration", type=float, help="play this many seconds, then report")
+    demo.add_argument("--report", metavar="FILE", help="write the JSON report here")
+    demo.add_argument("--tables", type=int, default=20, help="simulated tables (default 20)")
+    demo.add_argument(
+        "--rig-rate", type=float, default=0.02, help="share of rounds dealt a made hand"
+    )
+    demo.add_argument("--rounds-per-minute", type=float, default=30, help="per table (default 30)")
+    demo.set_defaults(handler=_demo)
 
     pot = commands.add_parser(
         "pot",

@@ -9,6 +9,7 @@
 | JACKPOT_DISPLAY_STALE_SECONDS | 5 | show "closed" after this long without a pot update (D5) |
 | JACKPOT_DISPLAY_WINNER_SECONDS | 15 | how long a winner banner stays up (D2) |
 | JACKPOT_DISPLAY_MAX_RATE | 4 | updates per second per sign at most |
+| JACKPOT_DISPLAY_{POT_UPDATES,AWARDS}_TOPIC | jackpot.<name>.v1 | topic names |
 """
 
 from __future__ import annotations
@@ -47,4 +48,6 @@ class DisplaySettings:
             stale_seconds=float(environ.get("JACKPOT_DISPLAY_STALE_SECONDS", "5")),
             winner_seconds=float(environ.get("JACKPOT_DISPLAY_WINNER_SECONDS", "15")),
             max_rate=float(environ.get("JACKPOT_DISPLAY_MAX_RATE", "4")),
+            pot_updates_topic=environ.get("JACKPOT_DISPLAY_POT_UPDATES_TOPIC", POT_UPDATES.name),
+            awards_topic=environ.get("JACKPOT_DISPLAY_AWARDS_TOPIC", AWARDS.name),
         )

@@ -10,6 +10,7 @@
 | JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX | jackpot-payout | transactional id (fences a zombie) |
 | JACKPOT_PAYOUT_TERMINALS_FILE | (none) | JSON {table_id: credential}; unset: any table (dev) |
 | JACKPOT_PAYOUT_CREATE_TOPICS | true | create missing topics at start |
+| JACKPOT_PAYOUT_{AWARDS,PAYOUTS,LEDGER}_TOPIC | jackpot.<name>.v1 | topic names |
 """
 
 from __future__ import annotations
@@ -57,4 +58,7 @@ class PayoutSettings:
             ),
             terminal_credentials=credentials,
             create_topics=environ.get("JACKPOT_PAYOUT_CREATE_TOPICS", "true").lower() != "false",
+            awards_topic=environ.get("JACKPOT_PAYOUT_AWARDS_TOPIC", AWARDS.name),
+            payouts_topic=environ.get("JACKPOT_PAYOUT_PAYOUTS_TOPIC", PAYOUTS.name),
+            ledger_topic=environ.get("JACKPOT_PAYOUT_LEDGER_TOPIC", LEDGER.name),
         )

@@ -1,0 +1,431 @@
+"""`jackpot demo`: the whole floor on this machine, and a headless run with a report.
+
+It starts (or reuses) Kafka, then the pot, payout and display services and two table gateways
+(site A and site B) as real processes, creates two pot groups through the pot service's admin API
+— `scl-poker`, linking the poker tables of both sites, and `scl-blackjack` — and runs the floor
+simulator (about 20 tables of mixed games) against them. Every run uses its own topic names
+(`demo-<run>.…`), so its ledger holds only its own rounds.
+
+Interactive (`make demo`): prints the URLs of the signs, the gRPC endpoints and the metrics, and
+stops everything on Ctrl-C. Headless (`--duration S --report FILE`): plays for S seconds, lets the
+pipeline drain, audits the ledger and writes a JSON report; the exit status is 0 only when the
+audit passed and the pesos the devices were told were accepted equal the pesos the ledger
+collected (nothing lost, nothing duplicated).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from jackpot.domain.cards import Game
+from jackpot.domain.money import MINOR_PER_PESO, format_amount
+from jackpot.platform.kafka import ensure_topics
+from jackpot.topics import ALL_TOPICS, TopicSpec
+from jackpot.v1 import (
+    payout_pb2,
+    payout_pb2_grpc,
+    pot_pb2,
+    pot_pb2_grpc,
+    table_events_pb2,
+)
+
+REPO = Path(__file__).resolve().parents[3]
+KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
+PORTS = {"gateway-a": 50051, "pot": 50052, "payout": 50053, "display": 50054, "gateway-b": 50055}
+METRICS = {"gateway-a": 9101, "pot": 9102, "payout": 9103, "display": 9104, "gateway-b": 9105}
+HTTP_PORT = 8080
+
+POKER_GROUP = "scl-poker"
+BLACKJACK_GROUP = "scl-blackjack"
+LIMITS = {"min_bet": 1000, "max_bet": 5000, "credit_value": 1000}
+POKER_CONFIG = {
+    "version": 1,
+    "commission_percent": "10",
+    "base": 500_000,
+    "pots": [
+        {"name": "main", "percent": "75"},
+        {"name": "reserve1", "percent": "20", "ceiling": 20_000_000, "overflow_to": "main"},
+        {"name": "mystery", "percent": "5"},
+    ],
+    "paytable": "scj-poker",
+    "mystery": {"pot": "mystery", "min": 20_000, "max": 60_000},
+    **LIMITS,
+}
+BLACKJACK_CONFIG = {
+    "version": 1,
+    "commission_percent": "12.5",
+    "base": 200_000,
+    "pots": [{"name": "main", "percent": "80"}, {"name": "reserve1", "percent": "20"}],
+    "paytable": "bj-aces-sevens",
+    **LIMITS,
+}
+
+
+@dataclass(frozen=True)
+class DemoTable:
+    table_id: str
+    game: Game
+    site: str
+    group: str
+
+    @property
+    def credential(self) -> str:
+        return f"demo-credential-{self.table_id.lower()}"
+
+
+def floor_tables(count: int) -> list[DemoTable]:
+    """About two thirds at site A, the rest at site B; one table in five is blackjack (site A)."""
+    kinds = [Game.CARIBBEAN, Game.DRAW, Game.GO_POKER, Game.CARIBBEAN, Game.BLACKJACK]
+    tables = []
+    for n in range(count):
+        game = kinds[n % len(kinds)]
+        site = "A" if game is Game.BLACKJACK or n % 3 != 2 else "B"
+        group = BLACKJACK_GROUP if game is Game.BLACKJACK else POKER_GROUP
+        prefix = {Game.CARIBBEAN: "CAR", Game.DRAW: "DRW", Game.GO_POKER: "GOP"}.get(game, "BJ")
+        tables.append(DemoTable(f"{site}-{prefix}-{n + 1:02d}", game, site, group))
+    return tables
+
+
+class Demo:
+    def __init__(self, tables: int, state_dir: Path, run_id: str) -> None:
+        self.tables = floor_tables(tables)
+        self.state = state_dir
+        self.run_id = run_id
+        self.prefix = f"demo-{run_id}"
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.started_kafka = False
+        self.bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "")
+
+    # ----------------------------------------------------------------------------- topics
+
+    def topic(self, name: str) -> str:
+        return f"{self.prefix}.{name}"
+
+    # ------------------------------------------------------------------------- processes
+
+    def start_kafka(self) -> None:
+        if self.bootstrap:
+            return
+        status = subprocess.run([str(KAFKA_SH), "status"], capture_output=True)
+        if status.returncode != 0:
+            subprocess.run([str(KAFKA_SH), "up"], check=True)
+            self.started_kafka = True
+        self.bootstrap = "127.0.0.1:9092"
+
+    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
+        log = open(self.state / f"{name}.log", "ab")  # noqa: SIM115 (the child owns it)
+        self.processes[name] = subprocess.Popen(
+            [sys.executable, "-m", "jackpot.cli", *args],
+            env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap, **env},
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+
+    async def create_topics(self) -> None:
+        """Every topic of the run's namespace, with the real ones' partitions and retention."""
+        await ensure_topics(
+            self.bootstrap,
+            [
+                TopicSpec(
+                    self.topic(t.name.removeprefix("jackpot.").removesuffix(".v1")),
+                    t.partitions,
+                    dict(t.config),
+                )
+                for t in ALL_TOPICS
+            ],
+        )
+
+    def start_services(self) -> None:
+        self.state.mkdir(parents=True, exist_ok=True)
+        self._spawn(
+            "pot",
+            ["pot"],
+            {
+                "JACKPOT_BOOTSTRAP_SERVERS": self.bootstrap,
+                "JACKPOT_GRPC_ADDRESS": f"127.0.0.1:{PORTS['pot']}",
+                "JACKPOT_METRICS_PORT": str(METRICS["pot"]),
+                "JACKPOT_CONSUMER_GROUP": f"{self.prefix}-pot",
+                "JACKPOT_TRANSACTIONAL_ID_PREFIX": f"{self.prefix}-pot",
+                "JACKPOT_TABLE_EVENTS_TOPIC": self.topic("table-events"),
+                "JACKPOT_POT_UPDATES_TOPIC": self.topic("pot-updates"),
+                "JACKPOT_AWARDS_TOPIC": self.topic("awards"),
+                "JACKPOT_LEDGER_TOPIC": self.topic("ledger"),
+                "JACKPOT_STATE_TOPIC": self.topic("pot-state"),
+                "JACKPOT_DEAD_LETTER_TOPIC": self.topic("dead-letter"),
+            },
+        )
+        self._spawn(
+            "payout",
+            ["payout"],
+            {
+                "JACKPOT_PAYOUT_GRPC": f"127.0.0.1:{PORTS['payout']}",
+                "JACKPOT_PAYOUT_METRICS_PORT": str(METRICS["payout"]),
+                "JACKPOT_PAYOUT_CONSUMER_GROUP": f"{self.prefix}-payout",
+                "JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX": f"{self.prefix}-payout",
+                "JACKPOT_PAYOUT_AWARDS_TOPIC": self.topic("awards"),
+                "JACKPOT_PAYOUT_PAYOUTS_TOPIC": self.topic("payouts"),
+                "JACKPOT_PAYOUT_LEDGER_TOPIC": self.topic("ledger"),
+            },
+        )
+        self._spawn(
+            "display",
+            ["display"],
+            {
+                "JACKPOT_DISPLAY_GRPC": f"127.0.0.1:{PORTS['display']}",
+                "JACKPOT_DISPLAY_HTTP": f"127.0.0.1:{HTTP_PORT}",
+                "JACKPOT_DISPLAY_METRICS_PORT": str(METRICS["display"]),
+                "JACKPOT_DISPLAY_POT_UPDATES_TOPIC": self.topic("pot-updates"),
+                "JACKPOT_DISPLAY_AWARDS_TOPIC": self.topic("awards"),
+            },
+        )
+        for site in ("A", "B"):
+            name = f"gateway-{site.lower()}"
+            config = {
+                "name": f"site-{site.lower()}-pit-1",
+                "grpc_address": f"127.0.0.1:{PORTS[name]}",
+                "metrics_port": METRICS[name],
+                "spool_path": str(self.state / f"{name}.sqlite"),
+                "topics": {
+                    "table_events": self.topic("table-events"),
+                    "pot_updates": self.topic("pot-updates"),
+                    "dead_letter": self.topic("dead-letter"),
+                },
+                "tables": [
+                    {
+                        "table_id": t.table_id,
+                        "game": t.game.value,
+                        "pot_group_id": t.group,
+                        "credential": t.credential,
+                    }
+                    for t in self.tables
+                    if t.site == site
+                ],
+            }
+            path = self.state / f"{name}.json"
+            path.write_text(json.dumps(config, indent=2))
+            self._spawn(name, ["gateway", "--config", str(path)], {})
+
+    async def wait_healthy(self, within_seconds: float = 60) -> None:
+        deadline = time.monotonic() + within_seconds
+        for name, port in PORTS.items():
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                stub = health_pb2_grpc.HealthStub(channel)
+                while True:
+                    process = self.processes[name]
+                    if process.poll() is not None:
+                        raise RuntimeError(
+                            f"{name} exited ({process.returncode}); see {self.state}/{name}.log"
+                        )
+                    with contextlib.suppress(grpc.aio.AioRpcError):
+                        answer = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                        if answer.status == health_pb2.HealthCheckResponse.SERVING:
+                            break
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{name} not healthy after {within_seconds:.0f} s")
+                    await asyncio.sleep(0.2)
+
+    async def create_groups(self) -> None:
+        admin = pot_pb2.AdminContext(requested_by="demo", reason="demo floor")
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{PORTS['pot']}") as channel:
+            pot = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
+            for group, config in ((POKER_GROUP, POKER_CONFIG), (BLACKJACK_GROUP, BLACKJACK_CONFIG)):
+                await pot.CreatePotGroup(
+                    pot_pb2.CreatePotGroupRequest(
+                        pot_group_id=group, config_json=json.dumps(config), admin=admin
+                    ),
+                    timeout=30,
+                )
+            for table in self.tables:
+                await pot.LinkTable(
+                    pot_pb2.LinkTableRequest(
+                        pot_group_id=table.group,
+                        table=table_events_pb2.LinkTable(
+                            table_id=table.table_id,
+                            game=f"GAME_{table.game.name}",
+                            site=f"site-{table.site.lower()}",
+                            **LIMITS,
+                        ),
+                        admin=admin,
+                    ),
+                    timeout=30,
+                )
+
+    def stop_services(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        for process in self.processes.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(max(0.1, deadline - time.monotonic()))
+            if process.poll() is None:
+                process.kill()
+        if self.started_kafka:
+            subprocess.run([str(KAFKA_SH), "down"], check=False)
+
+    def urls(self) -> list[str]:
+        return [
+            f"floor overview      http://127.0.0.1:{HTTP_PORT}/",
+            f"sign {POKER_GROUP:14} http://127.0.0.1:{HTTP_PORT}/sign/{POKER_GROUP}",
+            f"sign {BLACKJACK_GROUP:14} http://127.0.0.1:{HTTP_PORT}/sign/{BLACKJACK_GROUP}",
+            *(f"gRPC {name:14} 127.0.0.1:{port}" for name, port in PORTS.items()),
+            *(
+                f"metrics {name:11} http://127.0.0.1:{port}/metrics"
+                for name, port in METRICS.items()
+            ),
+            f"Kafka               {self.bootstrap} (topics {self.prefix}.*)",
+            f"logs                {self.state}/",
+        ]
+
+
+def sim_config(demo: Demo, rig_rate: float, rounds_per_minute: float) -> Any:
+    from loadtest.floor import FloorConfig, SimTable
+
+    gateway = {"A": PORTS["gateway-a"], "B": PORTS["gateway-b"]}
+    return FloorConfig(
+        tables=[
+            SimTable(t.table_id, t.game, t.group, f"127.0.0.1:{gateway[t.site]}", t.credential)
+            for t in demo.tables
+        ],
+        payout_target=f"127.0.0.1:{PORTS['payout']}",
+        display_target=f"127.0.0.1:{PORTS['display']}",
+        rounds_per_minute=rounds_per_minute,
+        rig_rate=rig_rate,
+    )
+
+
+async def wait_progressive_open(demo: Demo, within_seconds: float = 30) -> None:
+    """The gateways open betting once they hear the new pot groups' updates."""
+    from jackpot.gateway.client import DeviceClient
+
+    deadline = time.monotonic() + within_seconds
+    gateway = {"A": PORTS["gateway-a"], "B": PORTS["gateway-b"]}
+    for table in (demo.tables[0], demo.tables[2], demo.tables[4]):
+        client = DeviceClient(
+            f"127.0.0.1:{gateway[table.site]}", table.table_id, table.game, table.credential
+        )
+        while True:
+            welcome = await client.connect()
+            await client.close()
+            if welcome.progressive_open:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"table {table.table_id} never opened for progressive bets")
+            await asyncio.sleep(0.5)
+
+
+async def report(demo: Demo, stats: Any) -> dict[str, Any]:
+    from jackpot.tools.audit import audit
+
+    accepted = stats.bets_accepted
+    groups: list[Any] = []
+    for _ in range(30):  # let the pipeline drain: the ledger catches up with the devices
+        groups = await audit(demo.bootstrap, demo.topic("ledger"), demo.topic("pot-updates"))
+        collected = sum(g.collected for g in groups) // MINOR_PER_PESO
+        if collected >= accepted:
+            break
+        await asyncio.sleep(1)
+    collected_minor = sum(g.collected for g in groups)
+    collected = collected_minor // MINOR_PER_PESO
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{PORTS['payout']}") as channel:
+        stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
+        listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest())
+    states = Counter(payout_pb2.PayoutState.Name(p.state) for p in listing.payouts)
+    awards: Counter[str] = Counter()
+    for group in groups:
+        awards.update(group.hits)
+    floor = stats.report()
+    return {
+        "run": demo.run_id,
+        "tables": len(demo.tables),
+        "rounds": stats.rounds,
+        "bets_accepted": accepted,
+        "collected": collected,
+        "commission": sum(g.accounts["commission"] for g in groups) // MINOR_PER_PESO,
+        "pots": {g.group_id: {k: format_amount(v) for k, v in g.pots.items()} for g in groups},
+        "awards": dict(awards),
+        "payouts_paid": states.get("PAYOUT_STATE_PAID", 0),
+        "payouts_pending": sum(
+            states.get(s, 0)
+            for s in (
+                "PAYOUT_STATE_ORDERED",
+                "PAYOUT_STATE_AWAITING_APPROVAL",
+                "PAYOUT_STATE_APPROVED",
+            )
+        ),
+        "audit_ok": bool(groups) and not any(g.problems for g in groups),
+        "audit_problems": [p for g in groups for p in g.problems][:20],
+        "lost": max(0, accepted - collected),
+        "duplicated": max(0, collected - accepted),
+        "floor": floor,
+    }
+
+
+async def run_demo(
+    duration: float | None,
+    report_path: str | None,
+    tables: int,
+    rig_rate: float,
+    rounds_per_minute: float,
+) -> int:
+    from loadtest.floor import Floor
+
+    run_id = uuid.uuid4().hex[:8]
+    demo = Demo(tables, REPO / ".run" / "demo" / run_id, run_id)
+    demo.start_kafka()
+    await demo.create_topics()
+    demo.start_services()
+    floor = None
+    try:
+        await demo.wait_healthy()
+        await demo.create_groups()
+        await wait_progressive_open(demo)
+        print("jackpot demo is running:")
+        for line in demo.urls():
+            print("  " + line)
+        floor = Floor(sim_config(demo, rig_rate, rounds_per_minute))
+        if duration is None:
+            print("Ctrl-C stops everything.")
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, floor.stop)
+        stats = await floor.run(duration)
+        result = await report(demo, stats)
+        text = json.dumps(result, indent=2)
+        if report_path:
+            await asyncio.to_thread(Path(report_path).write_text, text + "\n")
+        print(
+            f"rounds {result['rounds']}, bets accepted {result['bets_accepted']}, collected "
+            f"{result['collected']}, audit {'OK' if result['audit_ok'] else 'FAILED'}, lost "
+            f"{result['lost']}, duplicated {result['duplicated']}"
+        )
+        ok = result["audit_ok"] and result["lost"] == 0 and result["duplicated"] == 0
+        return 0 if ok else 1
+    finally:
+        demo.stop_services()
+
+
+def main(
+    duration: float | None,
+    report_path: str | None,
+    tables: int = 20,
+    rig_rate: float = 0.02,
+    rounds_per_minute: float = 30,
+) -> int:
+    return asyncio.run(run_demo(duration, report_path, tables, rig_rate, rounds_per_minute))
