@@ -12,7 +12,7 @@ KAFKA := deploy/local/kafka.sh
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= ../shared/scenarios
 
-.PHONY: help setup browser proto demo-report proto-lint lint test test-unit test-integration test-cluster bench \
+.PHONY: help setup browser proto demo-report test-e2e proto-lint lint test test-unit test-integration test-cluster bench \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down clean
 
 help: ## list the targets
@@ -61,14 +61,18 @@ test-unit: setup ## pure tests, no I/O (seconds)
 test-integration: setup ## tests against a real Kafka broker (started if needed)
 	$(PYTEST) -m integration -q
 
+test-e2e: setup ## the whole floor as processes: headless demo, audit, nothing lost
+	$(PYTEST) -m e2e -q tests/e2e
+
 test-cluster: setup ## fault tests against the local three-node cluster (slow)
 	$(PYTEST) -m cluster -q
 
-test: lint k8s-tools ## lint + unit + golden rounds + integration + cluster + k8s validation: what CI runs
+test: lint k8s-tools ## lint + unit + golden rounds + integration + cluster + k8s + e2e: what CI runs
 	$(PYTEST) -m unit -q
 	$(BIN)/jackpot resolve --check $(SCENARIOS)/*.json
 	$(PYTEST) -m 'integration or cluster' -q
 	$(PYTEST) -m deploy -q tests/deploy
+	$(PYTEST) -m e2e -q tests/e2e
 
 bench: setup ## benchmarks that print figures
 	$(BIN)/python -m loadtest.bench
