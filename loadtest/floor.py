@@ -137,7 +137,13 @@ class Floor:
         self._stop.set()
 
     async def run(self, duration: float | None = None) -> FloorStats:
-        tasks = [asyncio.create_task(self._table(t)) for t in self.config.tables]
+        """Play until stopped (or for ``duration`` seconds); tables finish their round first.
+
+        A table is never cut off between sending an event and counting its reply, so the bets the
+        simulator counts as accepted are exactly the ones the gateway acknowledged.
+        """
+        playing = [asyncio.create_task(self._table(t)) for t in self.config.tables]
+        tasks: list[asyncio.Task[None]] = []
         if self.config.payout_target:
             tables = sorted({t.table_id for t in self.config.tables})
             tasks += [asyncio.create_task(self._terminal(t)) for t in tables]
@@ -152,9 +158,11 @@ class Floor:
                     await asyncio.wait_for(self._stop.wait(), duration)
         finally:
             self._stop.set()
-            for task in tasks:
+            if playing:
+                await asyncio.wait(playing, timeout=30)
+            for task in playing + tasks:
                 task.cancel()
-            for task in tasks:
+            for task in playing + tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         return self.stats
@@ -272,6 +280,7 @@ class Floor:
 
     async def _terminal(self, table_id: str) -> None:
         seen: set[str] = set()
+        confirmed: set[str] = set()
         while not self._stop.is_set():
             try:
                 async with grpc.aio.insecure_channel(self.config.payout_target) as channel:
@@ -300,10 +309,11 @@ class Floor:
                                     self.stats.latencies.add(
                                         "result_to_terminal", now - self._wins.pop(key)
                                     )
-                            if payout.state in (
+                            if payout.award_id not in confirmed and payout.state in (
                                 payout_pb2.PAYOUT_STATE_ORDERED,
                                 payout_pb2.PAYOUT_STATE_APPROVED,
                             ):
+                                confirmed.add(payout.award_id)
                                 await outgoing.put(
                                     payout_pb2.DealerTerminalRequest(
                                         paid=payout_pb2.PaymentConfirmed(award_id=payout.award_id)

@@ -33,8 +33,11 @@ def _audit(args: argparse.Namespace) -> int:
     from jackpot.tools.audit import run
 
     settings = PotSettings.from_env()
+    options = settings.kafka_options()
+    if args.bootstrap_servers:
+        options["bootstrap_servers"] = args.bootstrap_servers
     return run(
-        args.bootstrap_servers or settings.bootstrap_servers,
+        options,
         args.ledger_topic or settings.ledger_topic,
         args.pot_updates_topic or settings.pot_updates_topic,
         args.group,

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
+from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import PayoutState
 from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
 from jackpot.payout.service import PayoutService
@@ -212,3 +213,24 @@ async def test_approval_flow_terminal_payment_and_no_double_payout_after_restart
     assert (other_table.award_id, "LEDGER_ENTRY_TYPE_PAYOUT_VOIDED") in trail
     voided_entry = next(e for e in ledger if e.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED)
     assert (voided_entry.changed_by, voided_entry.reason) == ("sup-luis", "misread hand")
+
+
+async def test_two_confirmations_of_one_payment_pay_it_once(settings: PayoutSettings) -> None:
+    prize = award("R9", 1, "FLUSH", 50_000)
+    await publish(settings, prize)
+    async with Running(settings) as running:
+        service = running.service
+        await wait_until(lambda: prize.award_id in service.book.payouts)
+        outcomes = await asyncio.gather(
+            service.paid("T1", prize.award_id, "dealer-1"),
+            service.paid("T1", prize.award_id, "dealer-2"),
+            return_exceptions=True,
+        )
+    assert sum(1 for o in outcomes if not isinstance(o, BaseException)) == 1
+    assert sum(1 for o in outcomes if isinstance(o, DomainError)) == 1
+    ledger = [
+        pot_pb2.LedgerEntry.FromString(r.value)
+        for r in await read_topic(settings.bootstrap_servers, settings.ledger_topic, 3)
+    ]
+    paid = [e for e in ledger if e.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID]
+    assert len(paid) == 1

@@ -1368,3 +1368,29 @@ def test_snapshot_round_trip_and_unknown_format() -> None:
         PotGroup.from_snapshot(data.replace(b'"format":1', b'"format":2'))
     assert caught.value.reason is Reason.MALFORMED
     assert MINOR_PER_PESO == 10**12
+
+
+def test_C1_a_settled_round_cannot_be_locked_and_collected_again() -> None:
+    """C1: each round's bets are collected once, even if its lock is sent again later."""
+    config = load_config(
+        {
+            "pots": [{"name": "main", "percent": 100}],
+            "min_bet": 1000,
+            "max_bet": 5000,
+            "credit_value": 1000,
+        }
+    )
+    group, _ = PotGroup.open("g", config)
+    group.link_table("T1", "caribbean", min_bet=1000, max_bet=5000, credit_value=1000)
+    group.lock_round("T1", "R1", {1: 1000})
+    group.resolve_round("T1", "R1", {})
+    before = group.snapshot()
+    with pytest.raises(DomainError) as again:
+        group.lock_round("T1", "R1", {1: 1000})
+    assert again.value.reason is Reason.INVALID_STATE
+    assert group.snapshot() == before
+    restored = PotGroup.from_snapshot(before)
+    with pytest.raises(DomainError):
+        restored.lock_round("T1", "R1", {1: 1000})
+    restored.lock_round("T1", "R2", {1: 1000})
+    assert restored.collected == 2000 * 10**12

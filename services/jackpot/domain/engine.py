@@ -65,6 +65,7 @@ from jackpot.domain.money import (
 from jackpot.domain.mystery import TriggerSource, commitment, secure_trigger
 
 FORFEIT_REASONS = ("FOLD", "CARD_EXCHANGE")
+SETTLED_ROUNDS_REMEMBERED = 64  # per table: a round settled this recently cannot lock again
 SNAPSHOT_FORMAT = 1
 
 
@@ -120,6 +121,7 @@ class PotGroup:
         self.overflow = 0
         self.tables: dict[str, LinkedTable] = {}
         self.locked: dict[str, LockedRound] = {}
+        self.settled: dict[str, list[str]] = {}  # table -> its most recent settled round ids
         self.hits: dict[str, int] = {}
         self.wins: dict[str, int] = {}  # prize -> whole pesos awarded
         self.last_awards: list[dict[str, Any]] = []
@@ -183,6 +185,7 @@ class PotGroup:
                 }
                 for table, r in self.locked.items()
             },
+            "settled": self.settled,
             "hits": self.hits,
             "wins": self.wins,
             "last_awards": self.last_awards,
@@ -213,6 +216,7 @@ class PotGroup:
             )
             for table, r in state["locked"].items()
         }
+        group.settled = {t: list(rounds) for t, rounds in state.get("settled", {}).items()}
         group.hits = {k: int(v) for k, v in state["hits"].items()}
         group.wins = {k: int(v) for k, v in state["wins"].items()}
         group.last_awards = list(state["last_awards"])
@@ -322,6 +326,11 @@ class PotGroup:
                 Reason.INVALID_STATE,
                 f"table {table_id} still has round {self.locked[table_id].round_id} locked; "
                 f"round {round_id} cannot lock before it is settled",
+            )
+        if round_id in self.settled.get(table_id, ()):
+            raise DomainError(
+                Reason.INVALID_STATE,
+                f"round {round_id} of table {table_id} is already settled: its bets were collected",
             )
         config = self.config
         seats = GAME_RULES[table.game].seats
@@ -535,6 +544,9 @@ class PotGroup:
             jackpot_hit = jackpot_hit or prize.percent_ppm == PPM
 
         del self.locked[table_id]
+        recent = self.settled.setdefault(table_id, [])
+        recent.append(round_id)
+        del recent[:-SETTLED_ROUNDS_REMEMBERED]
         below_base = bool(award_ids) and self.balances[MAIN] < self.config.base
         if jackpot_hit or below_base:  # a reset of the main pot
             events.extend(self._activate_pending())

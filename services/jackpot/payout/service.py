@@ -147,6 +147,10 @@ class PayoutService:
             await consumer.stop()
 
     async def _apply_batch(self, batch: dict[TopicPartition, list]) -> None:  # type: ignore[type-arg]
+        async with self._lock:
+            await self._apply_batch_locked(batch)
+
+    async def _apply_batch_locked(self, batch: dict[TopicPartition, list]) -> None:  # type: ignore[type-arg]
         created: list[Payout] = []
         now = time.time_ns()
         order = self.book.next_order
@@ -184,40 +188,42 @@ class PayoutService:
     async def _commit(
         self, payouts: list[Payout], offsets: dict[TopicPartition, int] | None = None
     ) -> None:
-        """Write payouts and their ledger entries (and consumed offsets) in one transaction."""
+        """Write payouts and their ledger entries (and consumed offsets) in one transaction.
+
+        The caller holds ``_lock``: a transition is decided and written as one step, so two
+        confirmations of the same payment can never both pass the "not yet paid" check.
+        """
         producer = self._producer
         assert producer is not None
-        async with self._lock:
-            async with producer.transaction():
-                for payout in payouts:
-                    await producer.send(
-                        self.settings.payouts_topic,
-                        to_proto(payout).SerializeToString(),
-                        key=payout.award_id.encode(),
-                    )
-                    await producer.send(
-                        self.settings.ledger_topic,
-                        ledger_entry(payout).SerializeToString(),
-                        key=payout.pot_group_id.encode(),
-                    )
-                if offsets:
-                    await producer.send_offsets_to_transaction(
-                        offsets, self.settings.consumer_group
-                    )
-            for payout in payouts:  # committed: now it is true
-                self.book.put(payout)
-                metrics.TRANSITIONS.labels(payout.state.value).inc()
-                if payout.state is PayoutState.PAID:
-                    metrics.PAID.inc()
-                log.info(
-                    "payout_transition",
-                    award=payout.award_id,
-                    table=payout.table_id,
-                    round=payout.round_id,
-                    pot_group=payout.pot_group_id,
-                    state=payout.state.value,
-                    by=payout.history[-1].by,
+        assert self._lock.locked()
+        async with producer.transaction():
+            for payout in payouts:
+                await producer.send(
+                    self.settings.payouts_topic,
+                    to_proto(payout).SerializeToString(),
+                    key=payout.award_id.encode(),
                 )
+                await producer.send(
+                    self.settings.ledger_topic,
+                    ledger_entry(payout).SerializeToString(),
+                    key=payout.pot_group_id.encode(),
+                )
+            if offsets:
+                await producer.send_offsets_to_transaction(offsets, self.settings.consumer_group)
+        for payout in payouts:  # committed: now it is true
+            self.book.put(payout)
+            metrics.TRANSITIONS.labels(payout.state.value).inc()
+            if payout.state is PayoutState.PAID:
+                metrics.PAID.inc()
+            log.info(
+                "payout_transition",
+                award=payout.award_id,
+                table=payout.table_id,
+                round=payout.round_id,
+                pot_group=payout.pot_group_id,
+                state=payout.state.value,
+                by=payout.history[-1].by,
+            )
 
     def _get(self, award_id: str) -> Payout:
         payout = self.book.payouts.get(award_id)
@@ -225,22 +231,29 @@ class PayoutService:
             raise DomainError(Reason.INVALID_STATE, f"no payout for award {award_id!r}")
         return payout
 
+    async def _transition(self, award_id: str, change: Callable[[Payout], Payout]) -> Payout:
+        async with self._lock:
+            payout = change(self._get(award_id))
+            await self._commit([payout])
+            return payout
+
     async def approve(self, award_id: str, supervisor: str, note: str = "") -> Payout:
-        payout = approve(self._get(award_id), supervisor, time.time_ns(), note)
-        await self._commit([payout])
-        return payout
+        return await self._transition(
+            award_id, lambda p: approve(p, supervisor, time.time_ns(), note)
+        )
 
     async def void(self, award_id: str, supervisor: str, reason: str) -> Payout:
-        payout = void(self._get(award_id), supervisor, reason, time.time_ns())
-        await self._commit([payout])
-        return payout
+        return await self._transition(
+            award_id, lambda p: void(p, supervisor, reason, time.time_ns())
+        )
 
     async def paid(self, table_id: str, award_id: str, dealer: str) -> Payout:
-        current = self._get(award_id)
-        if current.table_id != table_id:
-            raise DomainError(
-                Reason.TABLE_MISMATCH, f"award {award_id} is paid at {current.table_id}, not here"
-            )
-        payout = pay(current, dealer, time.time_ns())
-        await self._commit([payout])
-        return payout
+        def confirm(current: Payout) -> Payout:
+            if current.table_id != table_id:
+                raise DomainError(
+                    Reason.TABLE_MISMATCH,
+                    f"award {award_id} is paid at {current.table_id}, not at {table_id}",
+                )
+            return pay(current, dealer, time.time_ns())
+
+        return await self._transition(award_id, confirm)

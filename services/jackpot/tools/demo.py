@@ -190,6 +190,7 @@ class Demo:
                 "JACKPOT_DISPLAY_GRPC": f"127.0.0.1:{PORTS['display']}",
                 "JACKPOT_DISPLAY_HTTP": f"127.0.0.1:{HTTP_PORT}",
                 "JACKPOT_DISPLAY_METRICS_PORT": str(METRICS["display"]),
+                "JACKPOT_DISPLAY_MAX_RATE": "20",
                 "JACKPOT_DISPLAY_POT_UPDATES_TOPIC": self.topic("pot-updates"),
                 "JACKPOT_DISPLAY_AWARDS_TOPIC": self.topic("awards"),
             },
@@ -336,7 +337,9 @@ async def report(demo: Demo, stats: Any) -> dict[str, Any]:
     accepted = stats.bets_accepted
     groups: list[Any] = []
     for _ in range(30):  # let the pipeline drain: the ledger catches up with the devices
-        groups = await audit(demo.bootstrap, demo.topic("ledger"), demo.topic("pot-updates"))
+        groups = await audit(
+            {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger"), demo.topic("pot-updates")
+        )
         collected = sum(g.collected for g in groups) // MINOR_PER_PESO
         if collected >= accepted:
             break

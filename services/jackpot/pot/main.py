@@ -1,0 +1,148 @@
+"""`jackpot pot`: the pot service's composition root.
+
+Reads :class:`~jackpot.pot.settings.PotSettings` from JACKPOT_* variables, configures logging,
+serves Prometheus metrics, creates the topics it needs, then runs the processing service, the
+state view and the gRPC API (with health and reflection) until SIGTERM or SIGINT, and stops them
+gracefully: the API first (calls in flight may finish), then processing (the transaction in flight
+completes and the consumer leaves its group), then the view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import signal
+
+import structlog
+from prometheus_client import REGISTRY
+
+from jackpot.platform.grpc_server import GrpcServer
+from jackpot.platform.kafka import ensure_topics
+from jackpot.platform.logging import configure_logging
+from jackpot.platform.metrics import serve_metrics
+from jackpot.pot.api import SERVICE_NAME, CommandPublisher, PotApi
+from jackpot.pot.metrics import PotMetrics
+from jackpot.pot.service import PotService
+from jackpot.pot.settings import PotSettings
+from jackpot.pot.view import PotStateView
+from jackpot.topics import (
+    AWARDS,
+    DEAD_LETTER,
+    LEDGER,
+    POT_STATE,
+    POT_UPDATES,
+    TABLE_EVENTS,
+    TopicSpec,
+)
+
+log = structlog.get_logger("jackpot.pot.main")
+
+STOP_TIMEOUT_SECONDS = 30.0
+
+
+def pot_topics(settings: PotSettings) -> list[TopicSpec]:
+    """The topics the pot service reads and writes, named as the settings say."""
+
+    def named(spec: TopicSpec, name: str) -> TopicSpec:
+        partitions = settings.topic_partitions or spec.partitions
+        if spec is DEAD_LETTER:
+            partitions = spec.partitions
+        return dataclasses.replace(spec, name=name, partitions=partitions)
+
+    return [
+        named(TABLE_EVENTS, settings.table_events_topic),
+        named(POT_UPDATES, settings.pot_updates_topic),
+        named(AWARDS, settings.awards_topic),
+        named(LEDGER, settings.ledger_topic),
+        named(POT_STATE, settings.state_topic),
+        named(DEAD_LETTER, settings.dead_letter_topic),
+    ]
+
+
+class PotServer:
+    """Everything ``jackpot pot`` runs, in one object: tests start it in-process the same way."""
+
+    def __init__(self, settings: PotSettings, metrics: PotMetrics) -> None:
+        self.settings = settings
+        self.view = PotStateView(settings)
+        self.publisher = CommandPublisher(settings)
+        self.service = PotService(settings, metrics)
+        self.api = PotApi(settings, self.view, self.publisher)
+        self.server = GrpcServer(settings.grpc_address, [self.api.register], [SERVICE_NAME])
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def grpc_port(self) -> int:
+        return int(self.server.port)
+
+    async def start(self) -> None:
+        settings = self.settings
+        if settings.create_topics:
+            await ensure_topics(
+                settings.bootstrap_servers, pot_topics(settings), settings.replication_factor
+            )
+        await self.view.start()
+        await self.publisher.start()
+        await self.server.start()
+        self._tasks = {
+            asyncio.create_task(self.service.run(), name="pot-service"),
+            asyncio.create_task(self.view.run(), name="pot-view"),
+        }
+        log.info(
+            "pot_serving",
+            grpc_port=self.grpc_port,
+            metrics_port=settings.metrics_port,
+            instance=settings.instance_id,
+        )
+
+    async def wait(self, stop: asyncio.Event) -> int:
+        """Until ``stop`` is set (0) or a part ends on its own (1)."""
+        stopper = asyncio.create_task(stop.wait(), name="stop")
+        try:
+            done, _ = await asyncio.wait(
+                {*self._tasks, stopper}, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            stopper.cancel()
+        status = 0
+        for task in done & self._tasks:
+            error = None if task.cancelled() else task.exception()
+            log.error("pot_part_ended", part=task.get_name(), error=repr(error))
+            status = 1
+        return status
+
+    async def stop(self) -> None:
+        """API first (calls in flight may finish), then processing, then the view."""
+        self.view.end_watches()
+        await self.server.stop(self.settings.grpc_grace_seconds)
+        await self.service.stop()
+        for task in self._tasks:
+            if task.get_name() == "pot-view":
+                task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, STOP_TIMEOUT_SECONDS)
+        await self.view.stop()
+        await self.publisher.stop()
+        log.info("pot_stopped")
+
+
+async def _main(settings: PotSettings) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    serve_metrics(settings.metrics_port, settings.metrics_host)
+    server = PotServer(settings, PotMetrics(REGISTRY))
+    await server.start()
+    try:
+        return await server.wait(stop)
+    finally:
+        await server.stop()
+
+
+def main() -> int:
+    settings = PotSettings.from_env()
+    configure_logging(settings.log_level, settings.log_json)
+    return asyncio.run(_main(settings))

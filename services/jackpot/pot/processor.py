@@ -1,0 +1,707 @@
+"""The pot service's processing core: table events in; pot updates, awards, ledger, state out.
+
+No Kafka here: the service (``jackpot.pot.service``) feeds the records of one input partition to a
+:class:`PotProcessor` and writes what it returns in one Kafka transaction. The processor
+
+- decodes each ``TableEvent`` and refuses, with a specific :class:`~jackpot.domain.errors.Reason`,
+  anything malformed, for an unknown pot group or table, or refused by the domain engine: the
+  refusal becomes a dead letter and changes nothing;
+- ignores an event already applied, recognised by its per-table sequence or its event id, and
+  counts it; the idempotency state lives in the group's state snapshot, so it survives restarts;
+- applies the rest to the group's :class:`~jackpot.domain.engine.PotGroup` in partition order
+  (rule S9) and maps the domain events to ``LedgerEntry`` and ``Award`` records;
+- after a batch returns one ``PotUpdate`` and one ``PotGroupState`` snapshot per group it changed.
+
+A batch whose transaction fails is undone with :meth:`PotProcessor.rollback`, which rebuilds the
+touched groups from their last committed snapshots.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, TypeVar
+
+import structlog
+from google.protobuf.message import DecodeError
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from jackpot.domain.config import load_config
+from jackpot.domain.engine import PotGroup
+from jackpot.domain.errors import DomainError, Reason
+from jackpot.domain.events import (
+    BetsCollected,
+    ConfigActivated,
+    ConfigProposed,
+    Event,
+    MysteryAwarded,
+    MysteryCommitted,
+    PotGroupOpened,
+    PotReseeded,
+    PrizeAwarded,
+    RoundSettled,
+    SeatForfeited,
+    TableLinked,
+    TableUnlinked,
+)
+from jackpot.domain.mystery import TriggerSource, secure_trigger
+from jackpot.pot import records
+from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, table_events_pb2
+
+STATE_FORMAT = 1
+# State-topic key of a group's update-sequence mark: 0xFF never occurs in UTF-8, so it cannot
+# collide with a group id's key. Heartbeats write this 40-byte mark instead of the whole state.
+SEQUENCE_MARK_PREFIX = b"\xff"
+
+
+def state_key(group_id: str) -> bytes:
+    return group_id.encode()
+
+
+def sequence_mark_key(group_id: str) -> bytes:
+    return SEQUENCE_MARK_PREFIX + group_id.encode()
+
+
+LEDGER_TYPES: dict[type[Event], int] = {
+    PotGroupOpened: pot_pb2.LEDGER_ENTRY_TYPE_POT_GROUP_OPENED,
+    TableLinked: pot_pb2.LEDGER_ENTRY_TYPE_TABLE_LINKED,
+    TableUnlinked: pot_pb2.LEDGER_ENTRY_TYPE_TABLE_UNLINKED,
+    BetsCollected: pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED,
+    SeatForfeited: pot_pb2.LEDGER_ENTRY_TYPE_SEAT_FORFEITED,
+    PrizeAwarded: pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED,
+    PotReseeded: pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED,
+    RoundSettled: pot_pb2.LEDGER_ENTRY_TYPE_ROUND_SETTLED,
+    ConfigProposed: pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_PROPOSED,
+    ConfigActivated: pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED,
+    MysteryCommitted: pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_COMMITTED,
+    MysteryAwarded: pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED,
+}
+
+SeatValue = TypeVar("SeatValue")
+
+log = structlog.get_logger("jackpot.pot.processor")
+
+
+class IgnoreReason(Enum):
+    """Why an event was ignored rather than applied: it was applied before."""
+
+    DUPLICATE_SEQUENCE = "DUPLICATE_SEQUENCE"
+    DUPLICATE_EVENT_ID = "DUPLICATE_EVENT_ID"
+
+
+@dataclass(frozen=True, slots=True)
+class InputRecord:
+    """One consumed table-events record."""
+
+    value: bytes | None
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None = None
+
+
+@dataclass(slots=True)
+class Outputs:
+    """Everything one batch produces; the service writes it in one transaction."""
+
+    pot_updates: list[pot_pb2.PotUpdate] = field(default_factory=list)
+    awards: list[pot_pb2.Award] = field(default_factory=list)
+    ledger: list[pot_pb2.LedgerEntry] = field(default_factory=list)
+    dead_letters: list[dead_letter_pb2.DeadLetter] = field(default_factory=list)
+    snapshots: dict[str, bytes] = field(default_factory=dict)  # pot group id -> PotGroupState
+    # pot group id -> PotGroupState holding only update_sequence (heartbeats)
+    sequence_marks: dict[str, bytes] = field(default_factory=dict)
+    applied: int = 0
+    ignored: Counter[str] = field(default_factory=Counter)
+    rejected: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.pot_updates
+            or self.awards
+            or self.ledger
+            or self.dead_letters
+            or self.snapshots
+            or self.sequence_marks
+        )
+
+
+class Refused(Exception):
+    """An input the processor refuses before the domain sees it; nothing was changed."""
+
+    def __init__(self, reason: Reason, detail: str) -> None:
+        super().__init__(f"{reason.value}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(slots=True)
+class GroupRuntime:
+    """A pot group plus what the service keeps beside the engine state (all of it snapshotted)."""
+
+    group: PotGroup
+    table_sequences: dict[str, int] = field(default_factory=dict)
+    recent_event_ids: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
+    update_sequence: int = 0
+    last_sign_value: int = 0
+    last_increment: int = 0
+    ledger_sequence: int = 0
+    events_applied: int = 0
+    events_ignored: int = 0
+    last_update_monotonic: float = 0.0  # not snapshotted: a restored group beats at once
+
+    def remember(self, event_id: str, window: int) -> None:
+        self.recent_event_ids[event_id] = None
+        while len(self.recent_event_ids) > window:
+            del self.recent_event_ids[next(iter(self.recent_event_ids))]
+
+
+@dataclass(frozen=True, slots=True)
+class EventContext:
+    """Where a domain event came from, for the records it becomes."""
+
+    event_id: str
+    table_id: str
+    round_id: str
+    occurred_at: Timestamp
+    config_before: tuple[int, tuple[int, ...]]  # (version in force, pending versions)
+
+
+def decode_state(data: bytes) -> tuple[pot_pb2.PotGroupState, PotGroup]:
+    """A stored PotGroupState and its engine group; ValueError/DomainError when unreadable."""
+    state = pot_pb2.PotGroupState.FromString(data)
+    if state.format != STATE_FORMAT:
+        raise ValueError(f"unknown pot group state format {state.format}")
+    return state, PotGroup.from_snapshot(state.engine_snapshot)
+
+
+class PotProcessor:
+    """The pot groups of one table-events partition and the pure logic that changes them."""
+
+    def __init__(
+        self,
+        partition: int,
+        *,
+        source: str = "pot",
+        event_id_window: int = 256,
+        clock_ns: Callable[[], int] = time.time_ns,
+        monotonic: Callable[[], float] = time.monotonic,
+        trigger_source: TriggerSource = secure_trigger,
+    ) -> None:
+        self.partition = partition
+        self.source = source
+        self.event_id_window = event_id_window
+        self._clock_ns = clock_ns
+        self._monotonic = monotonic
+        self._trigger_source = trigger_source
+        self._groups: dict[str, GroupRuntime] = {}
+        self._committed: dict[str, bytes] = {}
+        self._committed_sequences: dict[str, int] = {}
+        self._dirty: set[str] = set()
+        self.next_offset = 0
+        self._committed_offset = 0
+
+    # ---------------------------------------------------------------------------- state
+
+    @property
+    def groups(self) -> Mapping[str, GroupRuntime]:
+        return self._groups
+
+    def restore(
+        self, states: Iterable[bytes], next_offset: int, sequence_marks: Iterable[bytes] = ()
+    ) -> None:
+        """Rebuild the partition's groups from their latest snapshots on the state topic.
+
+        ``sequence_marks`` are the groups' latest update-sequence marks (written by heartbeats);
+        a group continues from the higher of its snapshot's and its mark's update_sequence.
+        """
+        self._groups.clear()
+        self._committed.clear()
+        self._committed_sequences.clear()
+        self._dirty.clear()
+        for data in sequence_marks:
+            mark = pot_pb2.PotGroupState.FromString(data)
+            self._committed_sequences[mark.pot_group_id] = mark.update_sequence
+        for data in states:
+            runtime = self._runtime_from_state(data)
+            self._groups[runtime.group.group_id] = runtime
+            self._committed[runtime.group.group_id] = data
+        self.next_offset = self._committed_offset = next_offset
+
+    def _runtime_from_state(self, data: bytes) -> GroupRuntime:
+        state = pot_pb2.PotGroupState.FromString(data)
+        if state.format != STATE_FORMAT:
+            raise ValueError(f"unknown pot group state format {state.format}")
+        group = PotGroup.from_snapshot(state.engine_snapshot, self._trigger_source)
+        marked = self._committed_sequences.get(state.pot_group_id, 0)
+        return GroupRuntime(
+            group=group,
+            table_sequences=dict(state.table_sequences),
+            recent_event_ids=dict.fromkeys(state.recent_event_ids),
+            update_sequence=max(state.update_sequence, marked),
+            last_sign_value=state.last_sign_value,
+            last_increment=state.last_increment,
+            ledger_sequence=state.ledger_sequence,
+            events_applied=state.events_applied,
+            events_ignored=state.events_ignored,
+        )
+
+    def snapshot(self, group_id: str) -> bytes:
+        """The group's whole state, as the state topic stores it."""
+        runtime = self._groups[group_id]
+        return pot_pb2.PotGroupState(
+            format=STATE_FORMAT,
+            pot_group_id=group_id,
+            engine_snapshot=runtime.group.snapshot(),
+            table_sequences=runtime.table_sequences,
+            recent_event_ids=list(runtime.recent_event_ids),
+            update_sequence=runtime.update_sequence,
+            last_sign_value=runtime.last_sign_value,
+            last_increment=runtime.last_increment,
+            ledger_sequence=runtime.ledger_sequence,
+            events_applied=runtime.events_applied,
+            events_ignored=runtime.events_ignored,
+            input_partition=self.partition,
+            input_offset=self.next_offset,
+            written_at=records.timestamp_ns(self._clock_ns()),
+        ).SerializeToString(deterministic=True)  # map entries sorted: same state, same bytes
+
+    def sequence_mark(self, group_id: str) -> bytes:
+        """A state record holding only the group's update_sequence (keyed apart, see above)."""
+        return pot_pb2.PotGroupState(
+            format=STATE_FORMAT,
+            pot_group_id=group_id,
+            update_sequence=self._groups[group_id].update_sequence,
+            input_partition=self.partition,
+            input_offset=self.next_offset,
+            written_at=records.timestamp_ns(self._clock_ns()),
+        ).SerializeToString()
+
+    def commit(self, outputs: Outputs) -> None:
+        """The batch's transaction committed: its snapshots are the new rollback point."""
+        self._committed.update(outputs.snapshots)
+        for group_id in (*outputs.snapshots, *outputs.sequence_marks):
+            self._committed_sequences[group_id] = self._groups[group_id].update_sequence
+        self._dirty.clear()
+        self._committed_offset = self.next_offset
+
+    def rollback(self) -> None:
+        """The batch's transaction failed: rebuild what it touched from the committed snapshots."""
+        for group_id in self._dirty:
+            committed = self._committed.get(group_id)
+            if committed is None:
+                self._groups.pop(group_id, None)
+            else:
+                self._groups[group_id] = self._runtime_from_state(committed)
+        self._dirty.clear()
+        self.next_offset = self._committed_offset
+
+    # ------------------------------------------------------------------------- batches
+
+    def apply(
+        self, value: bytes | None, topic: str, partition: int, offset: int, key: bytes | None = None
+    ) -> Outputs:
+        """Apply one record; see :meth:`apply_batch`."""
+        return self.apply_batch([InputRecord(value, topic, partition, offset, key)])
+
+    def apply_batch(self, batch: Iterable[InputRecord]) -> Outputs:
+        """Apply records in order; one pot update and one snapshot per group changed."""
+        outputs = Outputs()
+        changed: dict[str, None] = {}
+        for record in batch:
+            group_id = self._apply_one(record, outputs)
+            if group_id is not None:
+                changed[group_id] = None
+            self.next_offset = record.offset + 1
+        now = self._monotonic()
+        for group_id in changed:
+            runtime = self._groups[group_id]
+            outputs.pot_updates.append(self._pot_update(runtime, heartbeat=False))
+            runtime.last_update_monotonic = now
+        for group_id in changed:
+            outputs.snapshots[group_id] = self.snapshot(group_id)
+        return outputs
+
+    def heartbeat_due(self, interval_seconds: float) -> list[str]:
+        """Groups whose last pot update is older than ``interval_seconds`` (rule D5)."""
+        now = self._monotonic()
+        return [
+            group_id
+            for group_id, runtime in self._groups.items()
+            if now - runtime.last_update_monotonic >= interval_seconds
+        ]
+
+    def heartbeat(self, group_ids: Iterable[str]) -> Outputs:
+        """A liveness pot update per group (rule D5), with the mark that keeps its sequence."""
+        outputs = Outputs()
+        now = self._monotonic()
+        for group_id in group_ids:
+            runtime = self._groups[group_id]
+            outputs.pot_updates.append(self._pot_update(runtime, heartbeat=True))
+            runtime.last_update_monotonic = now
+            self._dirty.add(group_id)
+            outputs.sequence_marks[group_id] = self.sequence_mark(group_id)
+        return outputs
+
+    # ---------------------------------------------------------------------- one record
+
+    def _apply_one(self, record: InputRecord, outputs: Outputs) -> str | None:
+        """Apply, ignore or refuse one record; the id of the group it changed, if any."""
+        event: table_events_pb2.TableEvent | None = None
+        try:
+            event = self._decode(record)
+            if event.WhichOneof("payload") == "pot_group_command":
+                return self._apply_command(event, outputs)
+            return self._apply_table_event(event, outputs)
+        except (Refused, DomainError) as refusal:
+            outputs.rejected[refusal.reason.value] += 1
+            outputs.dead_letters.append(self._dead_letter(record, event, refusal))
+            _bound(event).warning(
+                "event_refused",
+                reason=refusal.reason.value,
+                detail=refusal.detail,
+                event_id=event.event_id if event is not None else "",
+                partition=record.partition,
+                offset=record.offset,
+            )
+            return None
+
+    def _decode(self, record: InputRecord) -> table_events_pb2.TableEvent:
+        if record.value is None:
+            raise Refused(Reason.MALFORMED, "empty record (tombstone)")
+        try:
+            event = table_events_pb2.TableEvent.FromString(record.value)
+        except DecodeError as error:
+            raise Refused(Reason.MALFORMED, f"not a TableEvent: {error}") from None
+        if not event.event_id:
+            raise Refused(Reason.MALFORMED, "event_id is empty")
+        if not event.pot_group_id:
+            raise Refused(Reason.MALFORMED, f"event {event.event_id} has no pot_group_id")
+        if record.key is not None and record.key != event.pot_group_id.encode():
+            raise Refused(
+                Reason.MALFORMED,
+                f"record key {record.key!r} is not the event's pot group {event.pot_group_id!r}: "
+                "it would be on another group's partition",
+            )
+        if event.WhichOneof("payload") is None:
+            raise Refused(Reason.MALFORMED, f"event {event.event_id} has no payload")
+        return event
+
+    def _is_duplicate(
+        self, runtime: GroupRuntime, event: table_events_pb2.TableEvent, outputs: Outputs
+    ) -> bool:
+        reason: IgnoreReason | None = None
+        is_table_event = not event.HasField("pot_group_command")
+        if is_table_event and event.sequence <= runtime.table_sequences.get(event.table_id, 0):
+            reason = IgnoreReason.DUPLICATE_SEQUENCE
+        if reason is None and event.event_id in runtime.recent_event_ids:
+            reason = IgnoreReason.DUPLICATE_EVENT_ID
+        if reason is None:
+            return False
+        outputs.ignored[reason.value] += 1
+        runtime.events_ignored += 1  # snapshotted with the group's next change
+        self._dirty.add(event.pot_group_id)
+        _bound(event).info(
+            "event_ignored", event_id=event.event_id, sequence=event.sequence, reason=reason.value
+        )
+        return True
+
+    def _apply_command(self, event: table_events_pb2.TableEvent, outputs: Outputs) -> str | None:
+        command = event.pot_group_command
+        kind = command.WhichOneof("command")
+        group_id = event.pot_group_id
+        runtime = self._groups.get(group_id)
+        if runtime is not None and self._is_duplicate(runtime, event, outputs):
+            return None
+        if kind == "create":
+            if runtime is not None:
+                raise Refused(Reason.INVALID_STATE, f"pot group {group_id} exists already")
+            config = load_config(_config_json(command.create.config_json))
+            self._dirty.add(group_id)
+            group, domain_events = PotGroup.open(
+                group_id, config, trigger_source=self._trigger_source
+            )
+            runtime = GroupRuntime(group=group, last_sign_value=group.sign_value)
+            self._groups[group_id] = runtime
+            before: tuple[int, tuple[int, ...]] = (config.version, ())
+        else:
+            if runtime is None:
+                raise Refused(Reason.UNKNOWN_POT_GROUP, f"pot group {group_id} does not exist")
+            before = _config_versions(runtime.group)
+            self._dirty.add(group_id)
+            domain_events = self._group_command(runtime.group, command, kind)
+        context = EventContext(
+            event.event_id, event.table_id, event.round_id, event.occurred_at, before
+        )
+        self._record(runtime, event, domain_events, context, outputs)
+        _bound(event).info("command_applied", command=kind, requested_by=command.requested_by)
+        return group_id
+
+    def _group_command(
+        self, group: PotGroup, command: table_events_pb2.PotGroupCommand, kind: str | None
+    ) -> list[Event]:
+        if kind == "propose_config":
+            config = load_config(_config_json(command.propose_config.config_json))
+            return group.propose_config(config, command.requested_by, command.reason)
+        if kind == "link_table":
+            link = command.link_table
+            game = records.game_of(link.game)
+            if not link.table_id or game is None:
+                raise Refused(Reason.MALFORMED, "link_table needs a table_id and a known game")
+            return group.link_table(
+                link.table_id,
+                game,
+                link.site,
+                min_bet=link.min_bet,
+                max_bet=link.max_bet,
+                credit_value=link.credit_value,
+            )
+        if kind == "unlink_table":
+            if not command.unlink_table.table_id:
+                raise Refused(Reason.MALFORMED, "unlink_table needs a table_id")
+            return group.unlink_table(command.unlink_table.table_id)
+        raise Refused(Reason.MALFORMED, f"pot group command without a known command ({kind})")
+
+    def _apply_table_event(
+        self, event: table_events_pb2.TableEvent, outputs: Outputs
+    ) -> str | None:
+        if not event.table_id:
+            raise Refused(Reason.MALFORMED, f"event {event.event_id} has no table_id")
+        if event.sequence == 0:
+            raise Refused(Reason.MALFORMED, f"event {event.event_id} has no table sequence")
+        runtime = self._groups.get(event.pot_group_id)
+        if runtime is None:
+            raise Refused(
+                Reason.UNKNOWN_POT_GROUP, f"pot group {event.pot_group_id} does not exist"
+            )
+        if self._is_duplicate(runtime, event, outputs):
+            return None
+        group = runtime.group
+        table = group.tables.get(event.table_id)
+        if table is None:
+            raise Refused(
+                Reason.UNKNOWN_TABLE,
+                f"table {event.table_id} is not linked to pot group {event.pot_group_id}",
+            )
+        game = records.game_of(event.game)
+        if game != table.game:
+            raise Refused(
+                Reason.UNKNOWN_GAME,
+                f"event says game {common_pb2.Game.Name(event.game)}; table {event.table_id} is "
+                f"linked as {table.game.value}",
+            )
+        if not event.round_id:
+            raise Refused(Reason.MALFORMED, f"event {event.event_id} has no round_id")
+        before = _config_versions(group)
+        self._dirty.add(event.pot_group_id)  # before the engine runs: rollback must see it
+        domain_events = self._round_event(group, event)
+        last = runtime.table_sequences.get(event.table_id, 0)
+        if event.sequence != last + 1 and last:
+            _bound(event).warning("sequence_gap", previous=last, sequence=event.sequence)
+        runtime.table_sequences[event.table_id] = event.sequence
+        context = EventContext(
+            event.event_id, event.table_id, event.round_id, event.occurred_at, before
+        )
+        self._record(runtime, event, domain_events, context, outputs)
+        return event.pot_group_id
+
+    def _round_event(self, group: PotGroup, event: table_events_pb2.TableEvent) -> list[Event]:
+        kind = event.WhichOneof("payload")
+        table_id, round_id = event.table_id, event.round_id
+        if kind == "round_locked":
+            bets = _unique_seats((b.seat, b.bet) for b in event.round_locked.bets)
+            return group.lock_round(table_id, round_id, bets)
+        if kind == "seat_forfeited":
+            forfeit = event.seat_forfeited
+            if forfeit.reason == table_events_pb2.FORFEIT_REASON_UNSPECIFIED:
+                raise Refused(Reason.MALFORMED, f"seat {forfeit.seat} forfeit has no reason")
+            reason = table_events_pb2.ForfeitReason.Name(forfeit.reason).removeprefix(
+                "FORFEIT_REASON_"
+            )
+            return group.forfeit(table_id, round_id, forfeit.seat, reason)
+        if kind == "round_result":
+            result = event.round_result
+            hands = _unique_seats((h.seat, list(h.cards)) for h in result.hands)
+            return group.resolve_round(table_id, round_id, hands, list(result.community_cards))
+        if kind == "round_voided":
+            locked = group.locked.get(table_id)
+            if locked is not None and locked.round_id == round_id:
+                raise Refused(
+                    Reason.INVALID_STATE,
+                    f"round {round_id} is locked and its bets collected; only a round voided "
+                    "before lock is refunded (rule C1)",
+                )
+            return []  # never collected, nothing to refund from the pot
+        if kind == "seat_closed":
+            return []  # the gateway closes the seat (E5); the pot holds no seat state
+        raise Refused(Reason.MALFORMED, f"unknown table event payload {kind}")
+
+    # ------------------------------------------------------------------------- records
+
+    def _record(
+        self,
+        runtime: GroupRuntime,
+        event: table_events_pb2.TableEvent,
+        domain_events: Sequence[Event],
+        context: EventContext,
+        outputs: Outputs,
+    ) -> None:
+        runtime.remember(event.event_id, self.event_id_window)
+        runtime.events_applied += 1
+        outputs.applied += 1
+        self._ledger(runtime, domain_events, context, outputs)
+
+    def _ledger(
+        self,
+        runtime: GroupRuntime,
+        domain_events: Sequence[Event],
+        context: EventContext,
+        outputs: Outputs,
+    ) -> None:
+        """One ledger entry per domain event; one award per prize."""
+        group = runtime.group
+        recorded_at = records.timestamp_ns(self._clock_ns())
+        # Each entry states the configuration versions in force after it, not after the command.
+        version, pending_before = context.config_before
+        pending = list(pending_before)
+        bets_by_round: dict[int, int] = {}
+        for index, domain_event in enumerate(domain_events):
+            runtime.ledger_sequence += 1
+            if isinstance(domain_event, ConfigProposed):
+                pending.append(domain_event.version)
+            elif isinstance(domain_event, ConfigActivated):
+                version, pending = domain_event.version, []  # the engine drops older pending ones
+            detail = _detail(domain_event)
+            moved: tuple[tuple[str, str, int], ...] = getattr(domain_event, "transfers", ())
+            entry = pot_pb2.LedgerEntry(
+                entry_id=f"{context.event_id}:{index}",
+                pot_group_id=group.group_id,
+                ledger_sequence=runtime.ledger_sequence,
+                type=LEDGER_TYPES[type(domain_event)],  # type: ignore[arg-type]
+                transfers=records.transfers(moved),
+                config_version=version,
+                pending_config_versions=pending,
+                detail_json=records.canonical_json(detail),
+                source_event_id=context.event_id,
+                table_id=detail.get("table_id", context.table_id),
+                round_id=detail.get("round_id", context.round_id),
+                occurred_at=context.occurred_at,
+                recorded_at=recorded_at,
+            )
+            if isinstance(domain_event, BetsCollected):
+                entry.amount = domain_event.total_pesos
+                bets_by_round = dict(domain_event.bets)
+            elif isinstance(domain_event, PrizeAwarded | MysteryAwarded):
+                award = self._award(domain_event, bets_by_round, context)
+                entry.seat = award.seat
+                entry.prize = award.prize
+                entry.amount = award.amount
+                outputs.awards.append(award)
+            elif isinstance(domain_event, ConfigProposed):
+                entry.changed_by = domain_event.changed_by
+                entry.reason = domain_event.reason
+            outputs.ledger.append(entry)
+
+    def _award(
+        self,
+        domain_event: PrizeAwarded | MysteryAwarded,
+        bets: Mapping[int, int],
+        context: EventContext,
+    ) -> pot_pb2.Award:
+        award = records.award_from_dict(domain_event.to_dict())
+        if isinstance(domain_event, MysteryAwarded):
+            award.bet = bets.get(domain_event.seat, 0)
+        award.awarded_at.CopyFrom(context.occurred_at)
+        award.source_event_id = context.event_id
+        return award
+
+    def _pot_update(self, runtime: GroupRuntime, heartbeat: bool) -> pot_pb2.PotUpdate:
+        group = runtime.group
+        sign_value = group.sign_value
+        if not heartbeat:
+            runtime.last_increment = sign_value - runtime.last_sign_value
+            runtime.last_sign_value = sign_value
+        runtime.update_sequence += 1
+        config = group.config
+        return pot_pb2.PotUpdate(
+            pot_group_id=group.group_id,
+            sign_value=sign_value,
+            increment=runtime.last_increment,
+            pots=records.pot_balances(group),
+            min_bet=config.min_bet,
+            max_bet=config.max_bet,
+            credit_value=config.credit_value,
+            config_version=config.version,
+            table_ids=sorted(group.tables),
+            heartbeat=heartbeat,
+            produced_at=records.timestamp_ns(self._clock_ns()),
+            update_sequence=runtime.update_sequence,
+        )
+
+    def _dead_letter(
+        self,
+        record: InputRecord,
+        event: table_events_pb2.TableEvent | None,
+        refusal: Refused | DomainError,
+    ) -> dead_letter_pb2.DeadLetter:
+        return dead_letter_pb2.DeadLetter(
+            source=self.source,
+            reason=f"REJECT_REASON_{refusal.reason.value}",
+            detail=refusal.detail,
+            original=record.value or b"",
+            original_topic=record.topic,
+            original_partition=record.partition,
+            original_offset=record.offset,
+            table_id=event.table_id if event is not None else "",
+            rejected_at=records.timestamp_ns(self._clock_ns()),
+        )
+
+
+def _bound(event: table_events_pb2.TableEvent | None) -> Any:
+    """The module logger with the event's pot group, table and round bound (only when logging)."""
+    if event is None:
+        return log
+    return log.bind(pot_group=event.pot_group_id, table=event.table_id, round=event.round_id)
+
+
+def _detail(domain_event: Event) -> dict[str, Any]:
+    """The event's fields without its transfers (those are typed in the ledger entry)."""
+    names = _FIELD_NAMES.get(type(domain_event))
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(domain_event) if f.name != "transfers")
+        _FIELD_NAMES[type(domain_event)] = names
+    detail = {name: getattr(domain_event, name) for name in names}
+    detail["type"] = type(domain_event).__name__
+    return detail
+
+
+_FIELD_NAMES: dict[type[Event], tuple[str, ...]] = {}
+
+
+def _config_versions(group: PotGroup) -> tuple[int, tuple[int, ...]]:
+    return group.config.version, tuple(config.version for config, _, _ in group.pending)
+
+
+def _config_json(text: str) -> dict[str, object]:
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise Refused(Reason.INVALID_CONFIG, f"configuration is not JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise Refused(Reason.INVALID_CONFIG, "configuration JSON must be an object")
+    return data
+
+
+def _unique_seats(pairs: Iterable[tuple[int, SeatValue]]) -> dict[int, SeatValue]:
+    seats: dict[int, SeatValue] = {}
+    for seat, value in pairs:
+        if seat in seats:
+            raise Refused(Reason.MALFORMED, f"seat {seat} appears twice in the event")
+        seats[seat] = value
+    return seats

@@ -1,0 +1,189 @@
+"""Conversions between the domain engine's values and the jackpot.v1 messages the pot service emits.
+
+Pure functions, no I/O: used by the processor (pot updates, awards, ledger entries), the query API
+(pot groups, meters) and `jackpot audit`. Amounts inside the engine are picopesos (see
+``jackpot.domain.money``); on the wire they are whole pesos or :func:`exact_amount` fractions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from jackpot.domain.cards import Game
+from jackpot.domain.config import MAIN
+from jackpot.domain.engine import PotGroup
+from jackpot.domain.events import Transfer
+from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.v1 import common_pb2, pot_pb2
+
+INT64_MAX = 2**63 - 1
+MYSTERY_PRIZE = "MYSTERY"
+
+
+class AmountOverflowError(OverflowError):
+    """An exact amount does not fit the int64 fields of ExactAmount (a bug or an absurd pot)."""
+
+
+def exact_amount(minor: int) -> common_pb2.ExactAmount:
+    """Picopesos to an ExactAmount in lowest terms, never rounded.
+
+    Engine amounts are multiples of 10^4 picopesos (percentages have four decimals at most), so
+    the denominator divides 10^8 and int64 holds balances up to about 92 billion pesos; an amount
+    that does not fit raises rather than being rounded.
+    """
+    divisor = math.gcd(minor, MINOR_PER_PESO)
+    numerator, denominator = minor // divisor, MINOR_PER_PESO // divisor
+    if abs(numerator) > INT64_MAX:
+        raise AmountOverflowError(f"{minor} picopesos does not fit an int64 fraction")
+    return common_pb2.ExactAmount(numerator=numerator, denominator=denominator)
+
+
+def minor_units(amount: common_pb2.ExactAmount) -> int:
+    """An ExactAmount back to picopesos; ValueError when it is not a whole number of them."""
+    if amount.denominator <= 0:
+        raise ValueError(f"ExactAmount with denominator {amount.denominator}")
+    minor, remainder = divmod(amount.numerator * MINOR_PER_PESO, amount.denominator)
+    if remainder:
+        raise ValueError(f"{amount.numerator}/{amount.denominator} pesos is finer than a picopeso")
+    return minor
+
+
+def timestamp_ns(nanoseconds: int) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromNanoseconds(nanoseconds)
+    return stamp
+
+
+def transfers(items: Iterable[Transfer]) -> list[pot_pb2.Transfer]:
+    return [
+        pot_pb2.Transfer(source=source, target=target, amount=exact_amount(amount))
+        for source, target, amount in items
+    ]
+
+
+GAMES_BY_VALUE: dict[int, Game] = {
+    int(common_pb2.Game.Value(f"GAME_{game.value.upper()}")): game for game in Game
+}
+VALUES_BY_GAME = {game: value for value, game in GAMES_BY_VALUE.items()}
+
+
+def game_of(game: int) -> Game | None:
+    """The domain game of a jackpot.v1.Game value, or None for GAME_UNSPECIFIED/unknown values."""
+    return GAMES_BY_VALUE.get(game)
+
+
+def game_value(game: Game) -> int:
+    return VALUES_BY_GAME[game]
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def pot_balances(group: PotGroup) -> list[pot_pb2.PotBalance]:
+    """Every pot's exact balance, main first, then in configuration order."""
+    names = [MAIN] + [name for name in group.balances if name != MAIN]
+    return [
+        pot_pb2.PotBalance(name=name, balance=exact_amount(group.balances[name])) for name in names
+    ]
+
+
+def award_from_dict(award: Mapping[str, Any]) -> pot_pb2.Award:
+    """An Award message from the engine's remembered award (PrizeAwarded/MysteryAwarded dict)."""
+    mystery = award.get("type") == "MysteryAwarded"
+    message = pot_pb2.Award(
+        award_id=award["award_id"],
+        pot_group_id=award["group_id"],
+        table_id=award["table_id"],
+        round_id=award["round_id"],
+        seat=award["seat"],
+        prize=MYSTERY_PRIZE if mystery else award["prize"],
+        bet=award.get("bet_pesos", 0),
+        amount=award["amount_pesos"],
+        cards=list(award.get("cards", ())),
+        funded_by=transfers((s, t, int(a)) for s, t, a in award.get("transfers", ())),
+    )
+    if mystery:
+        message.mystery.CopyFrom(
+            pot_pb2.MysteryReveal(
+                trigger=award["trigger_pesos"],
+                salt_hex=award["salt_hex"],
+                commitment=award["commitment"],
+            )
+        )
+    return message
+
+
+def linked_tables(group: PotGroup) -> list[pot_pb2.LinkedTable]:
+    return [
+        pot_pb2.LinkedTable(
+            table_id=table.table_id,
+            game=game_value(table.game),  # type: ignore[arg-type]
+            site=table.site,
+            locked_round_id=group.locked[table.table_id].round_id
+            if table.table_id in group.locked
+            else "",
+        )
+        for table in sorted(group.tables.values(), key=lambda t: t.table_id)
+    ]
+
+
+def pot_group_message(state: pot_pb2.PotGroupState, group: PotGroup) -> pot_pb2.PotGroup:
+    """What the query API shows of one group (never the hidden mystery trigger)."""
+    config = group.config
+    return pot_pb2.PotGroup(
+        pot_group_id=group.group_id,
+        sign_value=group.sign_value,
+        pots=pot_balances(group),
+        config_version=config.version,
+        config_json=canonical_json(config.to_config()),
+        pending_configs=[
+            pot_pb2.PendingConfig(
+                version=pending.version,
+                config_json=canonical_json(pending.to_config()),
+                changed_by=who,
+                reason=why,
+            )
+            for pending, who, why in group.pending
+        ],
+        tables=linked_tables(group),
+        min_bet=config.min_bet,
+        max_bet=config.max_bet,
+        credit_value=config.credit_value,
+        mystery_commitment=group.mystery.commitment if group.mystery else "",
+        update_sequence=state.update_sequence,
+        ledger_sequence=state.ledger_sequence,
+        state_written_at=state.written_at,
+    )
+
+
+def prize_meters(group: PotGroup) -> list[pot_pb2.PrizeMeter]:
+    """Hits and wins per prize: paytable order (fixed, then percentage), then the mystery prize."""
+    paytable = group.config.paytable
+    order = [*paytable.fixed_order, *paytable.percent_order, MYSTERY_PRIZE]
+    names = order + sorted(set(group.hits) - set(order))
+    return [
+        pot_pb2.PrizeMeter(prize=name, hits=group.hits.get(name, 0), wins=group.wins.get(name, 0))
+        for name in names
+        if name in group.hits or name != MYSTERY_PRIZE
+    ]
+
+
+def meters_message(group: PotGroup) -> pot_pb2.Meters:
+    return pot_pb2.Meters(
+        pot_group_id=group.group_id,
+        collected=exact_amount(group.collected),
+        commission=exact_amount(group.commission),
+        pots=pot_balances(group),
+        overflow=exact_amount(group.overflow),
+        prizes=prize_meters(group),
+        house_advances=exact_amount(group.house_advance),
+        awarded=exact_amount(group.awarded),
+        last_awards=[award_from_dict(award) for award in group.last_awards],
+        config_version=group.config.version,
+    )

@@ -1,0 +1,742 @@
+"""The pot service against a real broker: exactly-once through crashes, takeovers and admin calls.
+
+Every test gets its own topics, consumer group and transactional ids (``PotSettings`` carries the
+names). The oracle for "nothing lost, nothing twice" is the same event stream applied by an
+in-memory :class:`PotProcessor`: the ledger in Kafka must equal its ledger entry for entry, every
+award must appear exactly once, and ``jackpot audit`` must pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import json
+import os
+import random
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+
+import grpc
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from loadtest.rounds import CONFIG, ROYAL_FLUSH, interleaved_rounds, simulated_tables
+
+from jackpot.domain.cards import Game
+from jackpot.platform.kafka import ensure_topics, idempotent_producer
+from jackpot.pot import commands, records
+from jackpot.pot.main import PotServer, pot_topics
+from jackpot.pot.metrics import PotMetrics
+from jackpot.pot.partitions import key_partition, topic_partitions
+from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.pot.service import PotService
+from jackpot.pot.settings import PotSettings
+from jackpot.tools.audit import GroupAudit, audit
+from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, pot_pb2_grpc, table_events_pb2
+
+pytestmark = pytest.mark.integration
+
+POKER_GAMES = [Game.CARIBBEAN, Game.DRAW, Game.GO_POKER]
+SETTLE_TIMEOUT = 60.0
+
+
+def pot_settings(
+    kafka_bootstrap: str, unique: str, partitions: int = 2, **extra: object
+) -> PotSettings:
+    values: dict[str, object] = {
+        "bootstrap_servers": kafka_bootstrap,
+        "consumer_group": f"test-pot-{unique}",
+        "transactional_id_prefix": f"test-pot-{unique}",
+        "table_events_topic": f"test.pot.table-events.{unique}",
+        "pot_updates_topic": f"test.pot.updates.{unique}",
+        "awards_topic": f"test.pot.awards.{unique}",
+        "ledger_topic": f"test.pot.ledger.{unique}",
+        "state_topic": f"test.pot.state.{unique}",
+        "dead_letter_topic": f"test.pot.dead-letter.{unique}",
+        "topic_partitions": partitions,
+        "metrics_port": 0,
+        "grpc_address": "127.0.0.1:0",
+        "session_timeout_ms": 6_000,
+        "heartbeat_ms": 1_000,
+        "retry_backoff_ms": 100,
+        "log_json": False,
+        **extra,
+    }
+    return PotSettings(**values)  # type: ignore[arg-type]
+
+
+def environment(settings: PotSettings) -> dict[str, str]:
+    """The JACKPOT_* variables that make `jackpot pot` run with these settings."""
+    env = dict(os.environ)
+    for name in (
+        "bootstrap_servers",
+        "consumer_group",
+        "transactional_id_prefix",
+        "table_events_topic",
+        "pot_updates_topic",
+        "awards_topic",
+        "ledger_topic",
+        "state_topic",
+        "dead_letter_topic",
+        "topic_partitions",
+        "metrics_port",
+        "grpc_address",
+        "session_timeout_ms",
+        "heartbeat_ms",
+        "retry_backoff_ms",
+    ):
+        env[f"JACKPOT_{name.upper()}"] = str(getattr(settings, name))
+    env["JACKPOT_LOG_LEVEL"] = "WARNING"
+    return env
+
+
+def group_names(count: int, partitions: int) -> list[str]:
+    """Pot group ids that land on distinct partitions (when count <= partitions)."""
+    names: list[str] = []
+    seen: set[int] = set()
+    n = 0
+    while len(names) < count:
+        name = f"group-{n}"
+        partition = key_partition(name, partitions)
+        if partition not in seen or len(seen) == partitions:
+            seen.add(partition)
+            names.append(name)
+        n += 1
+    return names
+
+
+def scripted_events(
+    group_ids: Sequence[str], rounds_per_table: int, seed: int, royal_rate: float = 0.004
+) -> list[table_events_pb2.TableEvent]:
+    """Create each group, link one table per poker game, then interleaved rounds."""
+    rng = random.Random(seed)
+    events: list[table_events_pb2.TableEvent] = []
+    per_group = []
+    for group_id in group_ids:
+        tables = simulated_tables(group_id, POKER_GAMES, rng, prefix=f"{group_id}-T")
+        for table in tables:
+            table.royal_rate = royal_rate
+        events.append(commands.create_group(group_id, CONFIG))
+        events.extend(table.link_command() for table in tables)
+        per_group.append(interleaved_rounds(tables, rounds_per_table, rng))
+    # Interleave the groups too, keeping each group's order.
+    cursors = [0] * len(per_group)
+    while any(cursor < len(stream) for cursor, stream in zip(cursors, per_group, strict=True)):
+        index = rng.choice([i for i, s in enumerate(per_group) if cursors[i] < len(s)])
+        take = rng.randint(1, 6)
+        events.extend(per_group[index][cursors[index] : cursors[index] + take])
+        cursors[index] += take
+    return events
+
+
+def oracle(
+    events: Iterable[table_events_pb2.TableEvent], partitions: int
+) -> tuple[dict[str, list[pot_pb2.LedgerEntry]], list[pot_pb2.Award]]:
+    """The ledger and awards an uninterrupted, in-memory run produces."""
+    processors: dict[int, PotProcessor] = {}
+    ledger: dict[str, list[pot_pb2.LedgerEntry]] = {}
+    awards: list[pot_pb2.Award] = []
+    for offset, event in enumerate(events):
+        partition = key_partition(event.pot_group_id, partitions)
+        processor = processors.setdefault(partition, PotProcessor(partition))
+        out = processor.apply_batch(
+            [
+                InputRecord(
+                    event.SerializeToString(),
+                    "oracle",
+                    partition,
+                    offset,
+                    event.pot_group_id.encode(),
+                )
+            ]
+        )
+        assert not out.dead_letters, out.dead_letters
+        processor.commit(out)
+        for entry in out.ledger:
+            ledger.setdefault(entry.pot_group_id, []).append(entry)
+        awards.extend(out.awards)
+    return ledger, awards
+
+
+def comparable(entry: pot_pb2.LedgerEntry) -> tuple[object, ...]:
+    """A ledger entry without the wall-clock time it was recorded at."""
+    return (
+        entry.entry_id,
+        entry.ledger_sequence,
+        entry.type,
+        tuple((t.source, t.target, records.minor_units(t.amount)) for t in entry.transfers),
+        entry.config_version,
+        entry.detail_json,
+    )
+
+
+async def produce(settings: PotSettings, events: Iterable[table_events_pb2.TableEvent]) -> None:
+    producer = idempotent_producer(settings.bootstrap_servers)
+    await producer.start()
+    try:
+        sent = [
+            await producer.send(
+                settings.table_events_topic,
+                event.SerializeToString(),
+                key=event.pot_group_id.encode(),
+            )
+            for event in events
+        ]
+        await asyncio.gather(*sent)
+    finally:
+        await producer.stop()
+
+
+async def read_topic(settings: PotSettings, topic: str) -> list[bytes]:
+    """Every committed value of a topic, in partition order."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap_servers,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+    )
+    counts = await topic_partitions(settings.kafka_options(), [topic])
+    tps = [TopicPartition(topic, p) for p in range(counts[topic])]
+    await consumer.start()
+    try:
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        ends = await consumer.end_offsets(tps)
+        values: dict[TopicPartition, list[bytes]] = {tp: [] for tp in tps}
+        todo = {tp for tp in tps if ends[tp]}
+        while todo:
+            batch = await consumer.getmany(*todo, timeout_ms=1000)
+            for tp, batch_records in batch.items():
+                values[tp].extend(r.value for r in batch_records if r.offset < ends[tp])
+            for tp in list(todo):
+                if await consumer.position(tp) >= ends[tp]:
+                    todo.discard(tp)
+        return [value for tp in tps for value in values[tp]]
+    finally:
+        await consumer.stop()
+
+
+async def processed_fraction(settings: PotSettings) -> float:
+    """Committed offsets of the pot's consumer group over the input's end offsets."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap_servers)
+    await admin.start()
+    await consumer.start()
+    try:
+        committed = await admin.list_consumer_group_offsets(settings.consumer_group)
+        topic = settings.table_events_topic
+        counts = await topic_partitions(settings.kafka_options(), [topic])
+        tps = [TopicPartition(topic, p) for p in range(counts[topic])]
+        ends = await consumer.end_offsets(tps)
+        total = sum(ends.values())
+        done = sum(
+            min(committed[tp].offset, ends[tp]) for tp in tps if tp in committed and ends[tp]
+        )
+        return done / total if total else 1.0
+    finally:
+        await consumer.stop()
+        await admin.close()
+
+
+async def wait_processed(settings: PotSettings, fraction: float = 1.0) -> None:
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    while await processed_fraction(settings) < fraction:
+        assert time.monotonic() < deadline, "the pot service did not process the input in time"
+        await asyncio.sleep(0.2)
+
+
+async def assert_exactly_once(
+    settings: PotSettings, events: Sequence[table_events_pb2.TableEvent], partitions: int
+) -> list[GroupAudit]:
+    """Kafka's ledger equals the oracle's, each award once, and the audit passes."""
+    expected_ledger, expected_awards = oracle(events, partitions)
+    entries = [
+        pot_pb2.LedgerEntry.FromString(v) for v in await read_topic(settings, settings.ledger_topic)
+    ]
+    by_group: dict[str, list[pot_pb2.LedgerEntry]] = {}
+    for entry in entries:
+        by_group.setdefault(entry.pot_group_id, []).append(entry)
+    assert set(by_group) == set(expected_ledger)
+    for group_id, expected in expected_ledger.items():
+        got = by_group[group_id]
+        assert len(got) == len(expected), (
+            f"{group_id}: {len(got)} entries, expected {len(expected)}"
+        )
+        assert [comparable(e) for e in got] == [comparable(e) for e in expected]
+
+    awards = [
+        pot_pb2.Award.FromString(v) for v in await read_topic(settings, settings.awards_topic)
+    ]
+    counts = Counter(a.award_id for a in awards)
+    assert all(n == 1 for n in counts.values()), [a for a, n in counts.items() if n > 1]
+    assert sorted((a.award_id, a.amount) for a in awards) == sorted(
+        (a.award_id, a.amount) for a in expected_awards
+    )
+    assert expected_awards, "the script should produce prizes"
+
+    updates: dict[str, list[int]] = {}
+    for value in await read_topic(settings, settings.pot_updates_topic):
+        update = pot_pb2.PotUpdate.FromString(value)
+        updates.setdefault(update.pot_group_id, []).append(update.update_sequence)
+    for group_id, sequences in updates.items():
+        # Heartbeats included, across restarts and takeovers: 1, 2, 3... (PotUpdate contract).
+        assert sequences == list(range(1, len(sequences) + 1)), group_id
+
+    groups = await audit(
+        settings.kafka_options(), settings.ledger_topic, settings.pot_updates_topic
+    )
+    assert [g.group_id for g in groups] == sorted(expected_ledger)
+    for group in groups:
+        assert group.problems == [], group.problems
+    return groups
+
+
+@contextlib.asynccontextmanager
+async def running(service: PotService) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(service.run())
+    try:
+        yield task
+    finally:
+        await service.stop()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, 30)
+
+
+async def create_topics(settings: PotSettings) -> None:
+    await ensure_topics(settings.bootstrap_servers, pot_topics(settings))
+
+
+async def until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    while not await condition():
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.1)
+
+
+# ------------------------------------------------------------------------------- tests
+
+
+async def test_rounds_of_several_games_into_one_group_audit_cleanly(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    settings = pot_settings(kafka_bootstrap, unique, partitions=2)
+    await create_topics(settings)
+    events = scripted_events(["scl-main"], rounds_per_table=120, seed=1)
+    await produce(settings, events)
+    stray = commands.table_event(
+        "nowhere", "T9", "R1", 1, common_pb2.GAME_DRAW, round_locked=commands.locked({1: 1000})
+    )
+    await produce(settings, [stray, events[-1]])  # an unknown group, and a duplicate
+    producer = idempotent_producer(settings.bootstrap_servers)
+    await producer.start()
+    await producer.send_and_wait(settings.table_events_topic, b"\x00garbage", key=b"scl-main")
+    await producer.stop()
+    metrics = PotMetrics()
+    service = PotService(settings, metrics)
+    sample = metrics.registry.get_sample_value
+    async with running(service):
+        await wait_processed(settings)
+        assert service.owned_groups() == ["scl-main"]
+        balance = sample("jackpot_pot_balance_pesos", {"pot_group": "scl-main", "pot": "main"})
+        partition = str(key_partition("scl-main", 2))
+
+        async def caught_up() -> bool:
+            return sample("jackpot_consumer_lag_records", {"partition": partition}) == 0
+
+        await until(caught_up, "the consumer lag gauge never reached 0")
+    groups = await assert_exactly_once(settings, events, partitions=2)
+    (group,) = groups
+    assert group.collected > 0
+    assert sum(group.hits.values()) > 0
+    assert group.update is not None
+
+    letters = [
+        dead_letter_pb2.DeadLetter.FromString(v)
+        for v in await read_topic(settings, settings.dead_letter_topic)
+    ]
+    reasons = sorted(common_pb2.RejectReason.Name(letter.reason) for letter in letters)
+    assert reasons == ["REJECT_REASON_MALFORMED", "REJECT_REASON_UNKNOWN_POT_GROUP"]
+    assert sample("jackpot_events_applied_total") == len(events)
+    assert sample("jackpot_events_ignored_total", {"reason": "DUPLICATE_SEQUENCE"}) == 1
+    assert sample("jackpot_events_rejected_total", {"reason": "MALFORMED"}) == 1
+    assert sample("jackpot_events_rejected_total", {"reason": "UNKNOWN_POT_GROUP"}) == 1
+    assert (sample("jackpot_transaction_seconds_count", {"kind": "batch"}) or 0) >= 1
+    assert balance == group.update.sign_value
+
+
+async def test_service_cancelled_mid_stream_and_restarted_loses_and_repeats_nothing(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    settings = pot_settings(kafka_bootstrap, unique, partitions=2, max_batch_records=16)
+    await create_topics(settings)
+    events = scripted_events(group_names(2, 2), rounds_per_table=150, seed=2)
+    await produce(settings, events)
+    rng = random.Random(unique)
+    for stop_at in sorted(rng.uniform(0.1, 0.9) for _ in range(3)):
+        service = PotService(settings, PotMetrics())
+        task = asyncio.create_task(service.run())
+        await wait_processed(settings, stop_at)
+        await asyncio.sleep(rng.uniform(0, 0.05))
+        task.cancel()  # abrupt: whatever transaction is open stays open until fenced
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    async with running(PotService(settings, PotMetrics())):
+        await wait_processed(settings)
+    await assert_exactly_once(settings, events, partitions=2)
+
+
+async def test_two_instances_share_partitions_and_one_takes_over_from_the_other(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    partitions = 4
+    settings = pot_settings(kafka_bootstrap, unique, partitions=partitions, max_batch_records=16)
+    await create_topics(settings)
+    groups = group_names(4, partitions)
+    events = scripted_events(groups, rounds_per_table=80, seed=3)
+    half = len(events) // 2
+    first = PotService(pot_settings(kafka_bootstrap, unique, partitions, instance_id="a"))
+    second = PotService(pot_settings(kafka_bootstrap, unique, partitions, instance_id="b"))
+    async with running(first), running(second) as second_task:
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while not (
+            first.owned_partitions
+            and second.owned_partitions
+            and len(first.owned_partitions) + len(second.owned_partitions) == partitions
+        ):
+            assert time.monotonic() < deadline, "the two instances never shared the partitions"
+            await asyncio.sleep(0.1)
+        await produce(settings, events[:half])
+        await wait_processed(settings, 0.5)
+        taken_from_second = set(second.owned_groups())
+        assert taken_from_second
+        # Stop the second instance while the rest of the stream is being published.
+        rest = asyncio.create_task(produce(settings, events[half:]))
+        await second.stop()
+        await second_task
+        await rest
+        while first.owned_partitions != list(range(partitions)):
+            assert time.monotonic() < deadline, "the first instance never took over"
+            await asyncio.sleep(0.1)
+        await wait_processed(settings)
+        assert taken_from_second <= set(first.owned_groups())
+    await assert_exactly_once(settings, events, partitions=partitions)
+
+
+NO_PRIZE = ["2C", "7D", "9S", "JC", "4H"]
+
+
+class ScriptedTable:
+    """One Caribbean table's rounds, numbered in sequence, with chosen hands."""
+
+    def __init__(self, group_id: str, table_id: str) -> None:
+        self.group_id = group_id
+        self.table_id = table_id
+        self.sequence = 0
+        self.rounds = 0
+
+    def round(
+        self, bets: dict[int, int], hands: dict[int, list[str]]
+    ) -> list[table_events_pb2.TableEvent]:
+        self.rounds += 1
+        round_id = f"R{self.rounds}"
+        events = []
+        for payload in (
+            {"round_locked": commands.locked(bets)},
+            {"round_result": commands.result(hands)},
+        ):
+            self.sequence += 1
+            events.append(
+                commands.table_event(
+                    self.group_id,
+                    self.table_id,
+                    round_id,
+                    self.sequence,
+                    common_pb2.GAME_CARIBBEAN,
+                    **payload,
+                )
+            )
+        return events
+
+
+async def test_config_change_takes_effect_only_at_the_next_reset_through_the_api(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    settings = pot_settings(kafka_bootstrap, unique, partitions=1)
+    server = PotServer(settings, PotMetrics())
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.grpc_port}")
+    stub = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
+    watched: list[pot_pb2.PotUpdate] = []
+
+    async def watch() -> None:
+        request = pot_pb2.WatchPotGroupsRequest(pot_group_ids=["scl"], include_heartbeats=True)
+        async for response in stub.WatchPotGroups(request):
+            watched.append(response.update)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        admin = pot_pb2.AdminContext(requested_by="ana", reason="opening")
+        created = await stub.CreatePotGroup(
+            pot_pb2.CreatePotGroupRequest(
+                pot_group_id="scl", config_json=json.dumps(CONFIG), admin=admin
+            )
+        )
+        assert created.pot_group.sign_value == 500_000
+        assert created.pot_group.config_version == 1
+        with pytest.raises(grpc.aio.AioRpcError) as exists:
+            await stub.CreatePotGroup(
+                pot_pb2.CreatePotGroupRequest(
+                    pot_group_id="scl", config_json=json.dumps(CONFIG), admin=admin
+                )
+            )
+        assert exists.value.code() == grpc.StatusCode.ALREADY_EXISTS
+        table = table_events_pb2.LinkTable(
+            table_id="T1",
+            game=common_pb2.GAME_CARIBBEAN,
+            site="SCL",
+            min_bet=1000,
+            max_bet=5000,
+            credit_value=1000,
+        )
+        mismatched = table_events_pb2.LinkTable()
+        mismatched.CopyFrom(table)
+        mismatched.table_id, mismatched.max_bet = "T2", 10_000
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.LinkTable(
+                pot_pb2.LinkTableRequest(pot_group_id="scl", table=mismatched, admin=admin)
+            )
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "E1" in (refused.value.details() or "")
+        linked = await stub.LinkTable(
+            pot_pb2.LinkTableRequest(pot_group_id="scl", table=table, admin=admin)
+        )
+        assert [t.table_id for t in linked.pot_group.tables] == ["T1"]
+
+        t1 = ScriptedTable("scl", "T1")
+        await produce(settings, t1.round({1: 1000}, {1: NO_PRIZE}))
+        v2 = {**CONFIG, "version": 2, "commission_percent": "20", "base": 800_000}
+        with pytest.raises(grpc.aio.AioRpcError) as no_reason:
+            await stub.UpdateConfig(
+                pot_pb2.UpdateConfigRequest(
+                    pot_group_id="scl",
+                    config_json=json.dumps(v2),
+                    admin=pot_pb2.AdminContext(requested_by="ana"),
+                )
+            )
+        assert no_reason.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        proposed = await stub.UpdateConfig(
+            pot_pb2.UpdateConfigRequest(
+                pot_group_id="scl",
+                config_json=json.dumps(v2),
+                admin=pot_pb2.AdminContext(
+                    requested_by="ana", reason="plan 2027 approved", request_id=f"v2-{unique}"
+                ),
+            )
+        )
+        assert proposed.pot_group.config_version == 1
+        assert [(p.version, p.changed_by) for p in proposed.pot_group.pending_configs] == [
+            (2, "ana")
+        ]
+        # The same request id again is the same command: applied once, answered at once.
+        again = await stub.UpdateConfig(
+            pot_pb2.UpdateConfigRequest(
+                pot_group_id="scl",
+                config_json=json.dumps(v2),
+                admin=pot_pb2.AdminContext(
+                    requested_by="ana", reason="plan 2027 approved", request_id=f"v2-{unique}"
+                ),
+            )
+        )
+        assert again.command_event_id == proposed.command_event_id
+
+        # Play on without a reset: still version 1 (12.5 % commission).
+        await produce(settings, t1.round({1: 2000}, {1: NO_PRIZE}))
+        # A royal flush pays 100 % of the main pot: a reset, version 2 takes effect (C7).
+        await produce(settings, t1.round({2: 1000}, {2: list(ROYAL_FLUSH)}))
+        await produce(settings, t1.round({3: 4000}, {3: NO_PRIZE}))
+        await wait_processed(settings)
+
+        async def get_group() -> pot_pb2.PotGroup:
+            request = pot_pb2.GetPotGroupRequest(pot_group_id="scl")
+            response: pot_pb2.GetPotGroupResponse = await stub.GetPotGroup(request)
+            return response.pot_group
+
+        async def settled() -> bool:
+            return (await get_group()).ledger_sequence >= 14
+
+        await until(settled, "the rounds were never applied")
+        group = await get_group()
+        assert group.config_version == 2
+        assert not group.pending_configs
+
+        entries: list[pot_pb2.LedgerEntry] = []
+        token = ""
+        while True:
+            page = await stub.ListLedger(
+                pot_pb2.ListLedgerRequest(pot_group_id="scl", page_size=5, page_token=token)
+            )
+            entries.extend(page.entries)
+            token = page.next_page_token
+            if not token:
+                break
+        assert [e.ledger_sequence for e in entries] == list(range(1, len(entries) + 1))
+        collected = [e for e in entries if e.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED]
+        commission = [
+            next(records.minor_units(t.amount) for t in e.transfers if t.target == "commission")
+            for e in collected
+        ]
+        pesos = records.minor_units(common_pb2.ExactAmount(numerator=1, denominator=1))
+        assert [c // pesos for c in commission] == [125, 250, 125, 800]  # 12.5 % x3, then 20 %
+        assert [e.config_version for e in collected] == [1, 1, 1, 2]
+        activated = [e for e in entries if e.type == pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED]
+        assert [e.round_id for e in activated] == ["R3"]
+        proposal = next(e for e in entries if e.type == pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_PROPOSED)
+        assert (proposal.changed_by, proposal.reason) == ("ana", "plan 2027 approved")
+
+        meters = (await stub.GetMeters(pot_pb2.GetMetersRequest(pot_group_id="scl"))).meters
+        royal = next(p for p in meters.prizes if p.prize == "ROYAL_FLUSH")
+        assert royal.hits == 1
+        assert [a.prize for a in meters.last_awards] == ["ROYAL_FLUSH"]
+        listed = await stub.ListPotGroups(pot_pb2.ListPotGroupsRequest())
+        assert [g.pot_group_id for g in listed.pot_groups] == ["scl"]
+
+        # Idle now: a heartbeat at least once per second (D5).
+        await asyncio.sleep(2.5)
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+            await watcher
+        await channel.close()
+        await server.stop()
+    beats = [u for u in watched if u.heartbeat]
+    assert len(beats) >= 2
+    times = [u.produced_at.ToNanoseconds() / 1e9 for u in watched]
+    last_seconds = [t for t in times if t >= times[-1] - 2.0]
+    gaps = [b - a for a, b in itertools.pairwise(last_seconds)]
+    assert gaps
+    assert max(gaps) < 1.0, gaps
+    sequences = [u.update_sequence for u in watched]
+    assert sequences == sorted(set(sequences))
+    (audited,) = await audit(
+        settings.kafka_options(), settings.ledger_topic, settings.pot_updates_topic
+    )
+    assert audited.problems == []
+
+
+async def test_kill_9_of_the_pot_process_at_random_points_loses_and_repeats_nothing(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    settings = pot_settings(kafka_bootstrap, unique, partitions=2, max_batch_records=16)
+    await create_topics(settings)
+    events = scripted_events(group_names(2, 2), rounds_per_table=320, seed=5)
+    await produce(settings, events)
+    env = environment(settings)
+    env["JACKPOT_MAX_BATCH_RECORDS"] = "16"
+    rng = random.Random(unique)
+    command = [sys.executable, "-m", "jackpot.cli", "pot"]
+    for _ in range(3):
+        # Kill once this run has processed some more, at a random point of a batch.
+        stop_at = min(0.9, await processed_fraction(settings) + rng.uniform(0.08, 0.2))
+        process = await asyncio.create_subprocess_exec(
+            *command, env=env, stderr=asyncio.subprocess.DEVNULL
+        )
+        try:
+            await wait_processed(settings, stop_at)
+            await asyncio.sleep(rng.uniform(0, 0.1))
+            assert process.returncode is None, "the pot process died on its own"
+        finally:
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
+    process = await asyncio.create_subprocess_exec(
+        *command, env=env, stderr=asyncio.subprocess.DEVNULL
+    )
+    try:
+        await wait_processed(settings)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(process.wait(), 30) == 0
+    audited = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "jackpot.cli",
+        "audit",
+        "--bootstrap-servers",
+        settings.bootstrap_servers,
+        "--ledger-topic",
+        settings.ledger_topic,
+        "--pot-updates-topic",
+        settings.pot_updates_topic,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await audited.communicate()
+    report = stdout.decode() + stderr.decode()
+    assert audited.returncode == 0, report
+    assert "2 pot groups audited, 0 with mismatches" in report
+    await assert_exactly_once(settings, events, partitions=2)
+
+
+class StallingPotService(PotService):
+    """A pot service whose next commit can be held, to make it a zombie mid-transaction."""
+
+    def __init__(self, settings: PotSettings) -> None:
+        super().__init__(settings, PotMetrics())
+        self.hold_next_commit = False
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
+        self.fenced: list[BaseException] = []
+
+    async def _fencing_producer(self, partition: int):  # type: ignore[no-untyped-def]
+        producer = await super()._fencing_producer(partition)
+        commit = producer.commit_transaction
+
+        async def held_commit() -> None:
+            if self.hold_next_commit:
+                self.hold_next_commit = False
+                self.holding.set()
+                await self.release.wait()
+            try:
+                await commit()
+            except Exception as error:
+                self.fenced.append(error)
+                raise
+
+        producer.commit_transaction = held_commit
+        return producer
+
+
+async def test_a_zombie_mid_transaction_is_fenced_by_its_successor(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    settings = pot_settings(
+        kafka_bootstrap, unique, partitions=1, max_batch_records=16, max_poll_interval_ms=3_000
+    )
+    await create_topics(settings)
+    events = scripted_events(["zombie-group"], rounds_per_table=60, seed=6)
+    half = len(events) // 2
+    await produce(settings, events[:half])
+    zombie = StallingPotService(dataclasses.replace(settings, instance_id="zombie"))
+    successor = PotService(dataclasses.replace(settings, instance_id="successor"), PotMetrics())
+    async with running(zombie):
+        await wait_processed(settings, 0.9)
+        zombie.hold_next_commit = True
+        await produce(settings, events[half:])
+        await asyncio.wait_for(zombie.holding.wait(), SETTLE_TIMEOUT)
+        # The zombie sits in an open transaction with records sent; it stops polling, leaves
+        # the group after max_poll_interval_ms, and the successor takes the partition over.
+        async with running(successor):
+            await until(
+                lambda: asyncio.sleep(0, successor.owned_partitions == [0]),
+                "the successor never got the partition",
+            )
+            await wait_processed(settings)
+            zombie.release.set()
+            await until(
+                lambda: asyncio.sleep(0, bool(zombie.fenced)), "the zombie was never fenced"
+            )
+    assert [type(e).__name__ for e in zombie.fenced] == ["ProducerFenced"]
+    await assert_exactly_once(settings, events, partitions=1)
