@@ -12,7 +12,7 @@ KAFKA := deploy/local/kafka.sh
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= ../shared/scenarios
 
-.PHONY: help setup browser proto demo-report test-e2e proto-lint lint test test-unit test-integration test-cluster bench \
+.PHONY: help setup browser proto demo-report test-e2e loadtest proto-lint lint test test-unit test-integration test-cluster bench \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down clean
 
 help: ## list the targets
@@ -74,8 +74,13 @@ test: lint k8s-tools ## lint + unit + golden rounds + integration + cluster + k8
 	$(PYTEST) -m deploy -q tests/deploy
 	$(PYTEST) -m e2e -q tests/e2e
 
-bench: setup ## benchmarks that print figures
-	$(BIN)/python -m loadtest.bench
+bench: setup ## every benchmark in one run, one table of figures and ratios (about 5 minutes)
+	@[ -n "$${KAFKA_BOOTSTRAP_SERVERS:-}" ] || $(KAFKA) up
+	@mkdir -p build
+	$(BIN)/python -m loadtest.bench --json build/bench.json
+
+loadtest: setup ## step the floor's rate up until p99 lock-to-sign passes 250 ms (build/loadtest/)
+	$(BIN)/python -m loadtest.run
 
 demo: setup ## the whole floor: Kafka, every service, ~20 simulated tables; Ctrl-C stops it
 	$(BIN)/jackpot demo

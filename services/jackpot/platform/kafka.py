@@ -38,12 +38,9 @@ async def ensure_topics(
 
 def idempotent_producer(bootstrap_servers: str, **extra: object) -> AIOKafkaProducer:
     """A producer that never duplicates on retry: idempotence on, acks from all in-sync replicas."""
+    options: dict[str, object] = {"linger_ms": 2, **extra}
     return AIOKafkaProducer(
-        bootstrap_servers=bootstrap_servers,
-        enable_idempotence=True,
-        acks="all",
-        linger_ms=2,
-        **extra,
+        bootstrap_servers=bootstrap_servers, enable_idempotence=True, acks="all", **options
     )
 
 
