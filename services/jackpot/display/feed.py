@@ -70,6 +70,7 @@ async def follow(board: Board, settings: DisplaySettings) -> None:
             enable_auto_commit=False,
             auto_offset_reset="latest",
             request_timeout_ms=5000,
+            **settings.kafka_security.client_options(),
         )
         try:
             await consumer.start()

@@ -55,7 +55,7 @@ async def run_display(settings: DisplaySettings, stop: asyncio.Event) -> None:
 def main() -> int:
     settings = DisplaySettings.from_env()
     configure_logging()
-    serve_metrics(settings.metrics_port)
+    serve_metrics(settings.metrics_port, settings.metrics_host)
 
     async def _run() -> None:
         stop = asyncio.Event()

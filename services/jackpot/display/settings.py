@@ -5,7 +5,7 @@
 | KAFKA_BOOTSTRAP_SERVERS | 127.0.0.1:9092 | brokers |
 | JACKPOT_DISPLAY_GRPC | 127.0.0.1:50054 | SignService address |
 | JACKPOT_DISPLAY_HTTP | 127.0.0.1:8080 | web signs (host:port) |
-| JACKPOT_DISPLAY_METRICS_PORT | 9104 | /metrics port (0 disables) |
+| JACKPOT_DISPLAY_METRICS_HOST / _PORT | 127.0.0.1 / 9104 | /metrics (port 0 disables) |
 | JACKPOT_DISPLAY_STALE_SECONDS | 5 | show "closed" after this long without a pot update (D5) |
 | JACKPOT_DISPLAY_WINNER_SECONDS | 15 | how long a winner banner stays up (D2) |
 | JACKPOT_DISPLAY_MAX_RATE | 4 | updates per second per sign at most |
@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from jackpot.platform.kafka import KafkaSecurity
 from jackpot.topics import AWARDS, POT_UPDATES
 
 
@@ -28,12 +29,14 @@ class DisplaySettings:
     http_host: str = "127.0.0.1"
     http_port: int = 8080
     metrics_port: int = 9104
+    metrics_host: str = "127.0.0.1"
     stale_seconds: float = 5.0
     winner_seconds: float = 15.0
     max_rate: float = 4.0
     write_timeout_seconds: float = 5.0
     pot_updates_topic: str = POT_UPDATES.name
     awards_topic: str = AWARDS.name
+    kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> DisplaySettings:
@@ -45,9 +48,11 @@ class DisplaySettings:
             http_host=host or "127.0.0.1",
             http_port=int(port),
             metrics_port=int(environ.get("JACKPOT_DISPLAY_METRICS_PORT", "9104")),
+            metrics_host=environ.get("JACKPOT_DISPLAY_METRICS_HOST", "127.0.0.1"),
             stale_seconds=float(environ.get("JACKPOT_DISPLAY_STALE_SECONDS", "5")),
             winner_seconds=float(environ.get("JACKPOT_DISPLAY_WINNER_SECONDS", "15")),
             max_rate=float(environ.get("JACKPOT_DISPLAY_MAX_RATE", "4")),
             pot_updates_topic=environ.get("JACKPOT_DISPLAY_POT_UPDATES_TOPIC", POT_UPDATES.name),
             awards_topic=environ.get("JACKPOT_DISPLAY_AWARDS_TOPIC", AWARDS.name),
+            kafka_security=KafkaSecurity.from_env(environ),
         )

@@ -24,18 +24,20 @@ log = structlog.get_logger("jackpot.gateway")
 async def run_gateway(settings: GatewaySettings, stop: asyncio.Event) -> None:
     """Run until ``stop`` is set; then stop taking calls, flush what can be flushed, close."""
     topics = settings.topics
-    with contextlib.suppress(Exception):  # the broker may be away: the spool covers for it
-        await asyncio.wait_for(
-            ensure_topics(
-                settings.bootstrap_servers,
-                [
-                    TopicSpec(topics.table_events, 6),
-                    TopicSpec(topics.pot_updates, 6),
-                    TopicSpec(topics.dead_letter, 1),
-                ],
-            ),
-            10,
-        )
+    if settings.create_topics:
+        with contextlib.suppress(Exception):  # the broker may be away: the spool covers for it
+            await asyncio.wait_for(
+                ensure_topics(
+                    settings.bootstrap_servers,
+                    [
+                        TopicSpec(topics.table_events, 6),
+                        TopicSpec(topics.pot_updates, 6),
+                        TopicSpec(topics.dead_letter, 1),
+                    ],
+                    **settings.kafka_security.client_options(),
+                ),
+                10,
+            )
     spool = Spool(settings.spool_path)
     gateway = Gateway(settings, spool)
     server = GrpcServer(
@@ -57,7 +59,7 @@ async def run_gateway(settings: GatewaySettings, stop: asyncio.Event) -> None:
 def main(config_path: str) -> int:
     settings = load_settings(config_path)
     configure_logging()
-    serve_metrics(settings.metrics_port)
+    serve_metrics(settings.metrics_port, settings.metrics_host)
 
     async def _run() -> None:
         stop = asyncio.Event()

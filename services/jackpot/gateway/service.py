@@ -417,6 +417,7 @@ class Gateway:
                 enable_auto_commit=False,
                 auto_offset_reset="latest",
                 request_timeout_ms=5000,
+                **self.settings.kafka_security.client_options(),
             )
             try:
                 await consumer.start()
@@ -446,7 +447,9 @@ class Gateway:
             try:
                 if producer is None:
                     producer = idempotent_producer(
-                        self.settings.bootstrap_servers, request_timeout_ms=5000
+                        self.settings.bootstrap_servers,
+                        request_timeout_ms=5000,
+                        **self.settings.kafka_security.client_options(),
                     )
                     await producer.start()
                 records = self.spool.pending()

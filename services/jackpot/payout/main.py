@@ -28,6 +28,7 @@ async def run_payout(settings: PayoutSettings, stop: asyncio.Event) -> None:
                 TopicSpec(settings.payouts_topic, PAYOUTS.partitions, dict(PAYOUTS.config)),
                 TopicSpec(settings.ledger_topic, LEDGER.partitions, dict(LEDGER.config)),
             ],
+            **settings.kafka_security.client_options(),
         )
     service = PayoutService(settings)
     server = GrpcServer(settings.grpc_address, [PayoutServicer(service).register], [SERVICE_NAME])

@@ -81,7 +81,9 @@ class PayoutService:
     async def start(self) -> None:
         await self.restore()
         self._producer = transactional_producer(
-            self.settings.bootstrap_servers, self.settings.transactional_id
+            self.settings.bootstrap_servers,
+            self.settings.transactional_id,
+            **self.settings.kafka_security.client_options(),
         )
         await self._producer.start()
         self._task = asyncio.create_task(self._consume(), name="payout-consumer")
@@ -99,7 +101,10 @@ class PayoutService:
     async def restore(self) -> None:
         """Read the compacted payouts topic to its end: the latest state per award id."""
         consumer = committed_consumer(
-            self.settings.bootstrap_servers, self.settings.payouts_topic, group_id=None
+            self.settings.bootstrap_servers,
+            self.settings.payouts_topic,
+            group_id=None,
+            **self.settings.kafka_security.client_options(),
         )
         await consumer.start()
         try:
@@ -130,6 +135,7 @@ class PayoutService:
             isolation_level="read_committed",
             enable_auto_commit=False,
             auto_offset_reset="earliest",
+            **self.settings.kafka_security.client_options(),
         )
         await consumer.start()
         try:

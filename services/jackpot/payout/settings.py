@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jackpot.platform.kafka import KafkaSecurity
 from jackpot.topics import AWARDS, LEDGER, PAYOUTS
 
 
@@ -38,7 +39,7 @@ class PayoutSettings:
     awards_topic: str = AWARDS.name
     payouts_topic: str = PAYOUTS.name
     ledger_topic: str = LEDGER.name
-    extra: Mapping[str, str] = field(default_factory=dict)
+    kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> PayoutSettings:
@@ -61,4 +62,5 @@ class PayoutSettings:
             awards_topic=environ.get("JACKPOT_PAYOUT_AWARDS_TOPIC", AWARDS.name),
             payouts_topic=environ.get("JACKPOT_PAYOUT_PAYOUTS_TOPIC", PAYOUTS.name),
             ledger_topic=environ.get("JACKPOT_PAYOUT_LEDGER_TOPIC", LEDGER.name),
+            kafka_security=KafkaSecurity.from_env(environ),
         )

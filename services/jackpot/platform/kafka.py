@@ -1,25 +1,82 @@
-"""Kafka plumbing shared by every service: client construction and topic creation.
+"""Kafka plumbing shared by every service: client construction, security, topic creation.
 
-Nothing here connects at import time; callers pass the bootstrap servers from their settings.
+Nothing here connects at import time; callers pass the bootstrap servers (and the security
+options, :class:`KafkaSecurity`) from their settings.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.helpers import create_ssl_context
 
 from jackpot.topics import TopicSpec
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSecurity:
+    """How a client authenticates to the brokers (the same variables for every service).
+
+    ``KAFKA_SECURITY_PROTOCOL`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ``KAFKA_SASL_MECHANISM``
+    (for example SCRAM-SHA-512), ``KAFKA_SASL_USERNAME``, ``KAFKA_SASL_PASSWORD`` and
+    ``KAFKA_SSL_CAFILE`` (the CA that signed the brokers' certificates).
+    """
+
+    protocol: str = "PLAINTEXT"
+    sasl_mechanism: str = ""
+    username: str = ""
+    password: str = field(default="", repr=False)
+    cafile: str = ""
+
+    def __post_init__(self) -> None:
+        if self.protocol.upper() not in SECURITY_PROTOCOLS:
+            raise ValueError(
+                f"KAFKA_SECURITY_PROTOCOL {self.protocol!r} is not one of "
+                f"{', '.join(SECURITY_PROTOCOLS)}"
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> KafkaSecurity:
+        return cls(
+            protocol=environ.get("KAFKA_SECURITY_PROTOCOL", "PLAINTEXT"),
+            sasl_mechanism=environ.get("KAFKA_SASL_MECHANISM", ""),
+            username=environ.get("KAFKA_SASL_USERNAME", ""),
+            password=environ.get("KAFKA_SASL_PASSWORD", ""),
+            cafile=environ.get("KAFKA_SSL_CAFILE", ""),
+        )
+
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments for any aiokafka client (producer, consumer, admin)."""
+        protocol = self.protocol.upper()
+        if protocol == "PLAINTEXT":
+            return {}
+        options: dict[str, Any] = {"security_protocol": protocol}
+        if protocol in ("SSL", "SASL_SSL"):
+            options["ssl_context"] = create_ssl_context(cafile=self.cafile or None)
+        if protocol.startswith("SASL"):
+            options["sasl_mechanism"] = self.sasl_mechanism or "PLAIN"
+            options["sasl_plain_username"] = self.username
+            options["sasl_plain_password"] = self.password
+        return options
+
 
 async def ensure_topics(
-    bootstrap_servers: str, topics: Iterable[TopicSpec], replication_factor: int = 1
+    bootstrap_servers: str,
+    topics: Iterable[TopicSpec],
+    replication_factor: int = 1,
+    **client_options: Any,
 ) -> None:
     """Create the topics that do not exist yet; existing ones are left as they are."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, **client_options)
     await admin.start()
     try:
         existing = set(await admin.list_topics())
@@ -44,9 +101,11 @@ def idempotent_producer(bootstrap_servers: str, **extra: object) -> AIOKafkaProd
     )
 
 
-def transactional_producer(bootstrap_servers: str, transactional_id: str) -> AIOKafkaProducer:
+def transactional_producer(
+    bootstrap_servers: str, transactional_id: str, **extra: object
+) -> AIOKafkaProducer:
     """An idempotent producer with a transactional id (one per input partition fences zombies)."""
-    return idempotent_producer(bootstrap_servers, transactional_id=transactional_id)
+    return idempotent_producer(bootstrap_servers, transactional_id=transactional_id, **extra)
 
 
 def committed_consumer(

@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka.helpers import create_ssl_context
-
+from jackpot.platform.kafka import KafkaSecurity
 from jackpot.topics import AWARDS, DEAD_LETTER, LEDGER, POT_STATE, POT_UPDATES, TABLE_EVENTS
 
 ENV_PREFIX = "JACKPOT_"
@@ -113,18 +112,14 @@ class PotSettings:
 
     def kafka_options(self) -> dict[str, Any]:
         """Connection options every Kafka client of the service is built with."""
-        options: dict[str, Any] = {"bootstrap_servers": self.bootstrap_servers}
-        protocol = self.kafka_security_protocol.upper()
-        if protocol == "PLAINTEXT":
-            return options
-        options["security_protocol"] = protocol
-        if protocol in ("SSL", "SASL_SSL"):
-            options["ssl_context"] = create_ssl_context(cafile=self.kafka_ssl_cafile or None)
-        if protocol.startswith("SASL"):
-            options["sasl_mechanism"] = self.kafka_sasl_mechanism or "PLAIN"
-            options["sasl_plain_username"] = self.kafka_sasl_username
-            options["sasl_plain_password"] = self.kafka_sasl_password
-        return options
+        security = KafkaSecurity(
+            self.kafka_security_protocol,
+            self.kafka_sasl_mechanism,
+            self.kafka_sasl_username,
+            self.kafka_sasl_password,
+            self.kafka_ssl_cafile,
+        )
+        return {"bootstrap_servers": self.bootstrap_servers, **security.client_options()}
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> PotSettings:
