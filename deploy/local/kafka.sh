@@ -129,7 +129,8 @@ wait_ready() {
       die "broker in $dir exited during start-up (logs above)"
     fi
     if port_open "$port" && [ -f "$dir/logs/server.log" ] \
-      && tail -n "+$((from + 1))" "$dir/logs/server.log" | grep -q 'Kafka Server started'; then
+      && tail -n "+$((from + 1))" "$dir/logs/server.log" | grep -c 'Kafka Server started' >/dev/null
+    then  # grep -c reads to the end: grep -q would SIGPIPE tail and fail under pipefail
       log "broker ready on 127.0.0.1:$port (pid $pid, $((SECONDS - t0)) s)"
       return 0
     fi

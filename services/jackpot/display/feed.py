@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 import structlog
-from aiokafka import AIOKafkaConsumer
 from google.protobuf.message import DecodeError
 
 from jackpot.display import metrics
 from jackpot.display.board import Board, Winner
 from jackpot.display.settings import DisplaySettings
 from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.platform.kafka import follow_latest
 from jackpot.v1 import pot_pb2
 
 log = structlog.get_logger("jackpot.display")
@@ -60,33 +59,12 @@ def apply_record(board: Board, topic: str, value: bytes, settings: DisplaySettin
 
 async def follow(board: Board, settings: DisplaySettings) -> None:
     """Follow both topics from their end (the display keeps no state of its own)."""
-    while True:
-        consumer = AIOKafkaConsumer(
-            settings.pot_updates_topic,
-            settings.awards_topic,
-            bootstrap_servers=settings.bootstrap_servers,
-            group_id=None,
-            isolation_level="read_committed",
-            enable_auto_commit=False,
-            auto_offset_reset="latest",
-            request_timeout_ms=5000,
-            **settings.kafka_security.client_options(),
-        )
-        try:
-            await consumer.start()
-            while True:
-                batch = await consumer.getmany(timeout_ms=250)
-                for partition, records in batch.items():
-                    for record in records:
-                        apply_record(board, partition.topic, record.value, settings)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:  # the broker is away; the clock closes the signs meanwhile
-            log.warning("display_feed_retry", error=repr(error))
-            await asyncio.sleep(1)
-        finally:
-            with contextlib.suppress(Exception):
-                await consumer.stop()
+    await follow_latest(
+        settings.bootstrap_servers,
+        [settings.pot_updates_topic, settings.awards_topic],
+        lambda record: apply_record(board, record.topic, record.value or b"", settings),
+        settings.kafka_security.client_options(),
+    )
 
 
 async def clock(board: Board, period: float = 0.25) -> None:

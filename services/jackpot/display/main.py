@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 
 import structlog
 from aiohttp import web
@@ -17,6 +16,7 @@ from jackpot.display.web import build_app
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
+from jackpot.platform.runtime import run_service
 
 log = structlog.get_logger("jackpot.display")
 
@@ -57,12 +57,4 @@ def main() -> int:
     configure_logging()
     serve_metrics(settings.metrics_port, settings.metrics_host)
 
-    async def _run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-        await run_display(settings, stop)
-
-    asyncio.run(_run())
-    return 0
+    return run_service(lambda stop: run_display(settings, stop))

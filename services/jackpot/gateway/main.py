@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 
 import structlog
 
@@ -16,6 +15,7 @@ from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
+from jackpot.platform.runtime import run_service
 from jackpot.topics import TopicSpec
 
 log = structlog.get_logger("jackpot.gateway")
@@ -61,12 +61,4 @@ def main(config_path: str) -> int:
     configure_logging()
     serve_metrics(settings.metrics_port, settings.metrics_host)
 
-    async def _run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-        await run_gateway(settings, stop)
-
-    asyncio.run(_run())
-    return 0
+    return run_service(lambda stop: run_gateway(settings, stop))

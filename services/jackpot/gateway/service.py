@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
-from aiokafka import AIOKafkaConsumer
+from aiokafka import ConsumerRecord
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -43,7 +43,7 @@ from jackpot.gateway.adapters import ADAPTERS
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool
 from jackpot.platform.deadletter import dead_letter, reject_reason
-from jackpot.platform.kafka import idempotent_producer
+from jackpot.platform.kafka import follow_latest, idempotent_producer
 from jackpot.v1 import common_pb2, device_pb2, pot_pb2, table_events_pb2
 
 log = structlog.get_logger("jackpot.gateway")
@@ -407,36 +407,19 @@ class Gateway:
 
     async def _pot_watcher(self) -> None:
         """Follow the pot updates topic from its end; no consumer group, nothing committed."""
-        topic = self.settings.topics.pot_updates
-        while True:
-            consumer = AIOKafkaConsumer(
-                topic,
-                bootstrap_servers=self.settings.bootstrap_servers,
-                group_id=None,  # every gateway sees every update; only the latest matters
-                isolation_level="read_committed",
-                enable_auto_commit=False,
-                auto_offset_reset="latest",
-                request_timeout_ms=5000,
-                **self.settings.kafka_security.client_options(),
-            )
+
+        def on_record(record: ConsumerRecord[bytes, bytes]) -> None:
             try:
-                await consumer.start()
-                while True:
-                    batch = await consumer.getmany(timeout_ms=250)
-                    for records in batch.values():
-                        for record in records:
-                            try:
-                                self.apply_pot_update(pot_pb2.PotUpdate.FromString(record.value))
-                            except DecodeError:
-                                log.warning("pot_update_malformed", offset=record.offset)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # the broker is away: retry; the watchdog closes tables
-                log.warning("pot_watcher_retry", error=repr(error))
-                await asyncio.sleep(1)
-            finally:
-                with contextlib.suppress(Exception):
-                    await consumer.stop()
+                self.apply_pot_update(pot_pb2.PotUpdate.FromString(record.value or b""))
+            except DecodeError:
+                log.warning("pot_update_malformed", offset=record.offset)
+
+        await follow_latest(
+            self.settings.bootstrap_servers,
+            [self.settings.topics.pot_updates],
+            on_record,
+            self.settings.kafka_security.client_options(),
+        )
 
     # ------------------------------------------------------------------------- publishing
 

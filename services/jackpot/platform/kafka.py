@@ -6,19 +6,22 @@ options, :class:`KafkaSecurity`) from their settings.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+import structlog
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 from aiokafka.helpers import create_ssl_context
 
 from jackpot.topics import TopicSpec
 
+log = structlog.get_logger("jackpot.kafka")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
@@ -121,3 +124,43 @@ def committed_consumer(
         auto_offset_reset="earliest",
         **extra,
     )
+
+
+async def follow_latest(
+    bootstrap_servers: str,
+    topics: Sequence[str],
+    on_record: Callable[[ConsumerRecord[bytes, bytes]], None],
+    client_options: Mapping[str, Any],
+    retry_seconds: float = 1.0,
+) -> None:
+    """Follow ``topics`` from their end, forever: no consumer group, nothing committed.
+
+    For readers that only need what is current (pot values, liveness, winners). When the broker
+    is away the client is rebuilt after ``retry_seconds``; callers decide what silence means.
+    """
+    while True:
+        consumer = AIOKafkaConsumer(
+            *topics,
+            bootstrap_servers=bootstrap_servers,
+            group_id=None,
+            isolation_level="read_committed",
+            enable_auto_commit=False,
+            auto_offset_reset="latest",
+            request_timeout_ms=5000,
+            **client_options,
+        )
+        try:
+            await consumer.start()
+            while True:
+                batch = await consumer.getmany(timeout_ms=250)
+                for records in batch.values():
+                    for record in records:
+                        on_record(record)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.warning("kafka_follow_retry", topics=list(topics), error=repr(error))
+            await asyncio.sleep(retry_seconds)
+        finally:
+            with contextlib.suppress(Exception):
+                await consumer.stop()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import signal
 
 import structlog
 from prometheus_client import REGISTRY
@@ -21,6 +20,7 @@ from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
+from jackpot.platform.runtime import run_service
 from jackpot.pot.api import SERVICE_NAME, CommandPublisher, PotApi
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.service import PotService
@@ -128,11 +128,7 @@ class PotServer:
         log.info("pot_stopped")
 
 
-async def _main(settings: PotSettings) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+async def _main(settings: PotSettings, stop: asyncio.Event) -> int:
     serve_metrics(settings.metrics_port, settings.metrics_host)
     server = PotServer(settings, PotMetrics(REGISTRY))
     await server.start()
@@ -145,4 +141,4 @@ async def _main(settings: PotSettings) -> int:
 def main() -> int:
     settings = PotSettings.from_env()
     configure_logging(settings.log_level, settings.log_json)
-    return asyncio.run(_main(settings))
+    return run_service(lambda stop: _main(settings, stop))
