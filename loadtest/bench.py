@@ -215,7 +215,8 @@ def main() -> None:
     print(f"{'benchmark':56} {'figure':>14} {'vs':>12} {'ratio':>7}")
     for name, value, against in rows:
         ratio = f"{value / against:.3f}" if against else ""
-        print(f"{name:56} {value:14,.1f} {against or '':>12,} {ratio:>7}")
+        versus = f"{against:,.0f}" if against else ""
+        print(f"{name:56} {value:14,.1f} {versus:>12} {ratio:>7}")
     print(f"(hands evaluated/s {resolution['hands_per_s']:,.0f}; prizes hit {resolution['hits']})")
     if args.json:
         figures = {name: value for name, value, _ in rows}

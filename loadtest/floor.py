@@ -178,13 +178,32 @@ class Floor:
             while not self._stop.is_set():
                 started = time.monotonic()
                 number += 1
-                await self._round(client, table, f"{table.table_id}-{int(time.time())}-{number}")
+                try:
+                    await self._round(
+                        client, table, f"{table.table_id}-{int(time.time())}-{number}"
+                    )
+                except (ConnectionError, TimeoutError, grpc.aio.AioRpcError):
+                    # the gateway is away (a fault test): resynchronise and play on
+                    self.stats.rejects["GATEWAY_UNREACHABLE"] += 1
+                    await self._resync(client)
                 pause = period - (time.monotonic() - started)
                 if pause > 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._stop.wait(), pause)
         finally:
             await client.close()
+
+    async def _resync(self, client: DeviceClient) -> None:
+        """Reconnect; a round the gateway still holds open is finished or voided first."""
+        while not self._stop.is_set():
+            with contextlib.suppress(ConnectionError, TimeoutError, grpc.aio.AioRpcError):
+                welcome = await client.connect()
+                # The gateway kept a round open: void it if it was not locked; if it was, send
+                # an empty result so the table can move on (its bets stay collected).
+                if welcome.round_id and not await self._send(client.void("controller resync")):
+                    await self._send(client.results({}))
+                return
+            await asyncio.sleep(0.5)
 
     async def _send(self, coroutine: Any) -> bool:
         reply = await coroutine

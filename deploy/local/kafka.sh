@@ -104,8 +104,12 @@ start_node() {
   fi
   rm -f "$dir/kafka.pid"
   if [ ! -f "$dir/data/meta.properties" ]; then
+    # Eligible Leader Replicas (KIP-966, on by default in 4.x) make the broker answer
+    # NOT_ENOUGH_REPLICAS spuriously; aiokafka's transactional producer then retried a batch and
+    # the ledger got a record twice (seen here, and reported as aio-libs/aiokafka#1172).
     java -cp "$(java_cp)" -Dlog4j2.configurationFile="$here/log4j2.xml" -Dkafka.logs.dir="$dir/logs" \
-      kafka.tools.StorageTool format --cluster-id="$cluster_id" --config "$dir/server.properties" >"$dir/logs/format.log" 2>&1 \
+      kafka.tools.StorageTool format --cluster-id="$cluster_id" --config "$dir/server.properties" \
+      --feature eligible.leader.replicas.version=0 >"$dir/logs/format.log" 2>&1 \
       || { cat "$dir/logs/format.log" >&2; die "formatting $dir failed"; }
   fi
   local start_line=0

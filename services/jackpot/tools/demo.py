@@ -108,6 +108,7 @@ class Demo:
         self.run_id = run_id
         self.prefix = f"demo-{run_id}"
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._commands: dict[str, tuple[list[str], dict[str, str]]] = {}
         self.started_kafka = False
         self.bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "")
 
@@ -128,6 +129,7 @@ class Demo:
         self.bootstrap = "127.0.0.1:9092"
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
+        self._commands[name] = (args, env)
         log = open(self.state / f"{name}.log", "ab")  # noqa: SIM115 (the child owns it)
         self.processes[name] = subprocess.Popen(
             [sys.executable, "-m", "jackpot.cli", *args],
@@ -223,23 +225,8 @@ class Demo:
             self._spawn(name, ["gateway", "--config", str(path)], {})
 
     async def wait_healthy(self, within_seconds: float = 60) -> None:
-        deadline = time.monotonic() + within_seconds
-        for name, port in PORTS.items():
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                stub = health_pb2_grpc.HealthStub(channel)
-                while True:
-                    process = self.processes[name]
-                    if process.poll() is not None:
-                        raise RuntimeError(
-                            f"{name} exited ({process.returncode}); see {self.state}/{name}.log"
-                        )
-                    with contextlib.suppress(grpc.aio.AioRpcError):
-                        answer = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                        if answer.status == health_pb2.HealthCheckResponse.SERVING:
-                            break
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"{name} not healthy after {within_seconds:.0f} s")
-                    await asyncio.sleep(0.2)
+        for name in PORTS:
+            await self.wait_serving(name, within_seconds)
 
     async def create_groups(self) -> None:
         admin = pot_pb2.AdminContext(requested_by="demo", reason="demo floor")
@@ -266,6 +253,32 @@ class Demo:
                     ),
                     timeout=30,
                 )
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one service (fault tests): no shutdown code runs."""
+        process = self.processes[name]
+        process.kill()
+        process.wait()
+
+    def restart(self, name: str) -> None:
+        """Start a killed or stopped service again with the same command and environment."""
+        args, env = self._commands[name]
+        self._spawn(name, args, env)
+
+    async def wait_serving(self, name: str, within_seconds: float = 60) -> float:
+        """Seconds until ``name`` answers its gRPC health check with SERVING."""
+        started = time.monotonic()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{PORTS[name]}") as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            while time.monotonic() - started < within_seconds:
+                if self.processes[name].poll() is not None:
+                    raise RuntimeError(f"{name} exited; see {self.state}/{name}.log")
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    answer = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                    if answer.status == health_pb2.HealthCheckResponse.SERVING:
+                        return time.monotonic() - started
+                await asyncio.sleep(0.1)
+        raise RuntimeError(f"{name} not serving after {within_seconds:.0f} s")
 
     def stop_services(self) -> None:
         for process in self.processes.values():
