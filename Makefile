@@ -12,7 +12,7 @@ KAFKA := deploy/local/kafka.sh
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= ../shared/scenarios
 
-.PHONY: help setup browser proto demo-report test-e2e loadtest proto-lint lint test test-unit test-integration test-cluster bench \
+.PHONY: help setup browser proto demo-report test-e2e loadtest chaos proto-lint lint test test-unit test-integration test-cluster bench \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down clean
 
 help: ## list the targets
@@ -78,6 +78,9 @@ bench: setup ## every benchmark in one run, one table of figures and ratios (abo
 	@[ -n "$${KAFKA_BOOTSTRAP_SERVERS:-}" ] || $(KAFKA) up
 	@mkdir -p build
 	$(BIN)/python -m loadtest.bench --json build/bench.json
+
+chaos: setup ## fault suite: kill -9 of pot (20x), gateway, payout, display under load (build/chaos/)
+	$(BIN)/python -m loadtest.chaos
 
 loadtest: setup ## step the floor's rate up until p99 lock-to-sign passes 250 ms (build/loadtest/)
 	$(BIN)/python -m loadtest.run

@@ -66,3 +66,35 @@ def test_headless_demo_reports_a_clean_audit(kafka_bootstrap: str, tmp_path: Pat
     assert 0 < result["payouts_paid"] + result["payouts_pending"] <= sum(result["awards"].values())
     assert result["floor"]["latency"]["lock_to_sign"]["count"] > 0
     assert "http://127.0.0.1:8080/sign/scl-poker" in done.stdout
+
+
+def test_short_fault_suite_loses_and_duplicates_nothing(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Issue #9's shorter suite: kill -9 of pot (twice), a gateway, payout and display."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "loadtest.chaos",
+            "--pot-kills",
+            "2",
+            "--tables",
+            "8",
+            "--settle-seconds",
+            "3",
+            "--out",
+            str(tmp_path),
+        ],
+        env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap},
+        capture_output=True,
+        text=True,
+        timeout=420,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads((tmp_path / "report.json").read_text())
+    assert result["faults"]["pot_kill_9"]["count"] == 2
+    assert result["faults"]["gateway_kill_9"]["count"] == 1
+    assert (result["lost"], result["duplicated"], result["duplicate_payouts"]) == (0, 0, 0)
+    assert result["audit_ok"] is True
+    assert result["rounds"] > 0
