@@ -105,6 +105,7 @@ class Gateway:
                     table.table_id, table.game, UNKNOWN_LIMITS, progressive_open=False
                 )
         self.pots: dict[str, PotView] = {}
+        self._groups = frozenset(t.pot_group_id for t in settings.tables)
         self.closed_reason: dict[str, str] = {t.table_id: "starting" for t in settings.tables}
         self.sessions: dict[str, Session] = {}
         self._published = asyncio.Event()
@@ -181,7 +182,7 @@ class Gateway:
             raise HelloRefused(
                 Reason.UNKNOWN_GAME,
                 f"table {hello.table_id} runs {configured.game.value}, not "
-                f"{common_pb2.Game.Name(hello.game)}",
+                f"{_game_name(hello.game)}",
             )
         old = self.sessions.get(hello.table_id)
         if old is not None:
@@ -241,7 +242,13 @@ class Gateway:
                 )
             table = self.tables[table_id]
             device_input = ADAPTERS[table.game].to_input(event)
-            if kind != "round_opened" and event.round_id and event.round_id != table.round_id:
+            is_new = sequence > table.last_sequence  # a resend is judged by its sequence alone
+            if (
+                is_new
+                and kind != "round_opened"
+                and event.round_id
+                and event.round_id != table.round_id
+            ):
                 raise DomainError(
                     Reason.INVALID_STATE,
                     f"event for round {event.round_id!r}; the table's round is "
@@ -389,7 +396,18 @@ class Gateway:
             self._refresh_all()
 
     def apply_pot_update(self, update: pot_pb2.PotUpdate) -> None:
-        limits = Limits(update.min_bet, update.max_bet, update.credit_value or 1)
+        """Adopt a pot update of one of this gateway's groups; anything else is ignored.
+
+        An update with impossible limits is not adopted, and does not count as a sign of life:
+        the group's tables fail closed rather than take bets against nonsense (rules E1, D5).
+        """
+        if update.pot_group_id not in self._groups:
+            return
+        limits = Limits(update.min_bet, update.max_bet, update.credit_value)
+        if not _sane(limits) or update.sign_value < 0:
+            metrics.REJECTS.labels("INVALID_POT_UPDATE").inc()
+            log.warning("pot_update_refused", pot_group=update.pot_group_id, limits=limits)
+            return
         previous = self.pots.get(update.pot_group_id)
         self.pots[update.pot_group_id] = PotView(limits, update.sign_value, self._clock())
         if previous is None or previous.sign_value != update.sign_value:
@@ -466,6 +484,21 @@ class Gateway:
                         await producer.stop()
                 producer = None
                 await asyncio.sleep(0.5)
+
+
+def _sane(limits: Limits) -> bool:
+    return (
+        0 < limits.credit_value <= limits.min_bet <= limits.max_bet
+        and limits.min_bet % limits.credit_value == 0
+        and limits.max_bet % limits.credit_value == 0
+    )
+
+
+def _game_name(value: int) -> str:
+    try:
+        return common_pb2.Game.Name(value)
+    except ValueError:
+        return f"unknown game {value}"
 
 
 def _fingerprint(event: device_pb2.DeviceEvent) -> str:
