@@ -261,57 +261,34 @@ class PotService:
         started = time.perf_counter()
         try:
             await producer.begin_transaction()
-            sent = []
-            for update in outputs.pot_updates:
-                sent.append(
-                    await producer.send(
-                        settings.pot_updates_topic,
-                        update.SerializeToString(),
-                        key=update.pot_group_id.encode(),
+            # (topic, value, key, partition): keyed by pot group, state pinned to its partition
+            records: list[tuple[str, bytes, bytes, int | None]] = [
+                *(
+                    (topic, m.SerializeToString(), m.pot_group_id.encode(), None)
+                    for topic, messages in (
+                        (settings.pot_updates_topic, outputs.pot_updates),
+                        (settings.awards_topic, outputs.awards),
+                        (settings.ledger_topic, outputs.ledger),
                     )
-                )
-            for award in outputs.awards:
-                sent.append(
-                    await producer.send(
-                        settings.awards_topic,
-                        award.SerializeToString(),
-                        key=award.pot_group_id.encode(),
-                    )
-                )
-            for entry in outputs.ledger:
-                sent.append(
-                    await producer.send(
-                        settings.ledger_topic,
-                        entry.SerializeToString(),
-                        key=entry.pot_group_id.encode(),
-                    )
-                )
-            for letter in outputs.dead_letters:
-                sent.append(
-                    await producer.send(
-                        settings.dead_letter_topic,
-                        letter.SerializeToString(),
-                        key=letter.source.encode(),
-                    )
-                )
-            for group_id, snapshot in outputs.snapshots.items():
-                sent.append(
-                    await producer.send(
-                        settings.state_topic,
-                        snapshot,
-                        key=state_key(group_id),
-                        partition=owned.partition,
-                    )
-                )
-            for group_id, mark in outputs.sequence_marks.items():
-                sent.append(
-                    await producer.send(
-                        settings.state_topic,
-                        mark,
-                        key=sequence_mark_key(group_id),
-                        partition=owned.partition,
-                    )
-                )
+                    for m in messages
+                ),
+                *(
+                    (settings.dead_letter_topic, d.SerializeToString(), d.source.encode(), None)
+                    for d in outputs.dead_letters
+                ),
+                *(
+                    (settings.state_topic, snapshot, state_key(g), owned.partition)
+                    for g, snapshot in outputs.snapshots.items()
+                ),
+                *(
+                    (settings.state_topic, mark, sequence_mark_key(g), owned.partition)
+                    for g, mark in outputs.sequence_marks.items()
+                ),
+            ]
+            sent = [
+                await producer.send(topic, value, key=key, partition=partition)
+                for topic, value, key, partition in records
+            ]
             await asyncio.gather(*sent)
             if commit_offsets:
                 await producer.send_offsets_to_transaction(
