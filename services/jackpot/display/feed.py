@@ -23,6 +23,9 @@ def apply_record(board: Board, topic: str, value: bytes, settings: DisplaySettin
     try:
         if topic == settings.pot_updates_topic:
             update = pot_pb2.PotUpdate.FromString(value)
+            if not update.pot_group_id or update.sign_value < 0:
+                log.warning("display_record_refused", topic=topic)
+                return
             main = next((p.balance for p in update.pots if p.name == "main"), None)
             main_minor = (
                 None
@@ -41,6 +44,9 @@ def apply_record(board: Board, topic: str, value: bytes, settings: DisplaySettin
             )
         elif topic == settings.awards_topic:
             award = pot_pb2.Award.FromString(value)
+            if not (award.pot_group_id and award.award_id) or award.amount < 0:
+                log.warning("display_record_refused", topic=topic)
+                return
             board.award(
                 award.pot_group_id,
                 Winner(

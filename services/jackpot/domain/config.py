@@ -102,9 +102,19 @@ def _invalid(detail: str) -> DomainError:
     return DomainError(Reason.INVALID_CONFIG, detail)
 
 
-def _whole(value: object, what: str, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _invalid(f"{what} must be a whole number of pesos >= {minimum}, got {value!r}")
+MAX_PESOS = 10**15  # far above any pot; keeps every amount inside int64 at the boundaries
+MAX_VERSION = 2**32 - 1
+
+
+def _whole(value: object, what: str, minimum: int = 0, maximum: int = MAX_PESOS) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise _invalid(f"{what} must be a whole number from {minimum} to {maximum}, got {value!r}")
+    return value
+
+
+def _name(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _invalid(f"{what} must be a non-empty name, got {value!r}")
     return value
 
 
@@ -132,7 +142,7 @@ def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
     unknown = set(data) - known
     if unknown:
         raise _invalid(f"unknown configuration fields {sorted(unknown)}")
-    version = _whole(data.get("version", 1), "version", 1)
+    version = _whole(data.get("version", 1), "version", 1, MAX_VERSION)
     commission = _percent(data.get("commission_percent", 0), "commission_percent")
     if commission == PPM:
         raise _invalid("commission_percent of 100 leaves nothing for the pots")
@@ -146,6 +156,8 @@ def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
         name = raw["name"]
         ceiling = raw.get("ceiling")
         overflow_to = raw.get("overflow_to")
+        if overflow_to is not None:
+            overflow_to = _name(overflow_to, f"pot {name} overflow_to")
         if (ceiling is None) != (overflow_to is None):
             raise _invalid(f"pot {name}: 'ceiling' and 'overflow_to' go together (rule C5)")
         pots.append(
@@ -182,7 +194,11 @@ def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
     mystery = None
     raw_mystery = data.get("mystery")
     if raw_mystery is not None:
-        if not isinstance(raw_mystery, Mapping) or raw_mystery.get("pot") not in by_name:
+        if (
+            not isinstance(raw_mystery, Mapping)
+            or not isinstance(raw_mystery.get("pot"), str)
+            or raw_mystery["pot"] not in by_name
+        ):
             raise _invalid(f"mystery needs 'pot' naming a pot of the group, got {raw_mystery!r}")
         if raw_mystery["pot"] == MAIN:
             raise _invalid("the mystery prize needs its own pot, not 'main'")
@@ -194,7 +210,9 @@ def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
 
     reserve_default = [n for n in names if n != MAIN and (mystery is None or n != mystery.pot)]
     reserve_order = data.get("reserve_order", reserve_default)
-    if not isinstance(reserve_order, list) or any(n not in by_name for n in reserve_order):
+    if not isinstance(reserve_order, list) or any(
+        not isinstance(n, str) or n not in by_name for n in reserve_order
+    ):
         raise _invalid(f"reserve_order must list pots of the group, got {reserve_order!r}")
     if MAIN in reserve_order or len(set(reserve_order)) != len(reserve_order):
         raise _invalid("reserve_order lists each reserve at most once and never 'main'")

@@ -52,9 +52,9 @@ def parse_amount(value: int | str) -> int:
         if value < 0:
             raise MoneyError(f"amount must not be negative, got {value}")
         return pesos(value)
-    match = _DECIMAL.match(value.strip())
+    match = _DECIMAL.match(value.strip()) if len(value) <= 40 else None
     if not match:
-        raise MoneyError(f"amount {value!r} is not a non-negative decimal number")
+        raise MoneyError(f"amount {value[:50]!r} is not a non-negative decimal number")
     whole, fraction = match.group(1), match.group(2) or ""
     if len(fraction) > 12:
         raise MoneyError(f"amount {value!r} has more than 12 decimals (finer than the minor unit)")
@@ -85,9 +85,9 @@ def parse_percent(value: int | str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise MoneyError(f"percentage must be an integer or a decimal string, got {value!r}")
     text = str(value).strip()
-    match = _DECIMAL.match(text)
+    match = _DECIMAL.match(text) if len(text) <= 40 else None
     if not match:
-        raise MoneyError(f"percentage {value!r} is not a non-negative decimal number")
+        raise MoneyError(f"percentage {text[:50]!r} is not a non-negative decimal number")
     whole, fraction = match.group(1), match.group(2) or ""
     if len(fraction) > 4:
         raise MoneyError(f"percentage {value!r} has more than four decimals")

@@ -71,9 +71,12 @@ def _invalid(detail: str) -> DomainError:
     return DomainError(Reason.INVALID_CONFIG, f"paytable: {detail}")
 
 
+MAX_MULTIPLE = 1_000_000  # x bet; with bets bounded, every prize stays inside int64
+
+
 def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise _invalid(f"{what} must be a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_MULTIPLE:
+        raise _invalid(f"{what} must be an integer from 1 to {MAX_MULTIPLE}, got {value!r}")
     return value
 
 
@@ -83,7 +86,7 @@ def load_paytable(config: Mapping[str, Any]) -> Paytable:
     if not isinstance(name, str) or not name:
         raise _invalid("a paytable needs a non-empty 'name'")
     evaluator = config.get("evaluator", "poker")
-    if evaluator not in CATEGORIES:
+    if not isinstance(evaluator, str) or evaluator not in CATEGORIES:
         raise _invalid(f"{name}: unknown evaluator {evaluator!r} (known: poker, blackjack)")
     entries = config.get("prizes")
     if not isinstance(entries, list) or not entries:
@@ -93,7 +96,7 @@ def load_paytable(config: Mapping[str, Any]) -> Paytable:
         if not isinstance(entry, Mapping):
             raise _invalid(f"{name}: each prize must be an object, got {entry!r}")
         hand = entry.get("hand")
-        if hand not in CATEGORIES[evaluator]:
+        if not isinstance(hand, str) or hand not in CATEGORIES[evaluator]:
             raise _invalid(f"{name}: {hand!r} is not a {evaluator} hand {CATEGORIES[evaluator]}")
         if hand in prizes:
             raise _invalid(f"{name}: {hand} is listed twice")
@@ -127,7 +130,7 @@ def load_paytable(config: Mapping[str, Any]) -> Paytable:
         raise _invalid(f"{name}: two percentage prizes with the same percent have no order")
     return Paytable(
         name=name,
-        evaluator=evaluator,
+        evaluator="poker" if evaluator == "poker" else "blackjack",
         prizes=prizes,
         fixed_order=tuple(p.hand for p in fixed),
         percent_order=tuple(p.hand for p in percent),

@@ -24,11 +24,27 @@ from jackpot.domain.payout import OPEN, Payout, PayoutState, approve, order_payo
 from jackpot.payout import metrics
 from jackpot.payout.codec import from_proto, ledger_entry, to_proto
 from jackpot.payout.settings import PayoutSettings
+from jackpot.platform.deadletter import dead_letter
 from jackpot.platform.kafka import committed_consumer, transactional_producer
 from jackpot.v1 import payout_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.payout")
 Listener = Callable[[str], None]
+
+
+def _award(value: bytes | None) -> pot_pb2.Award:
+    """A decodable award with an id and a non-negative amount, or a refusal naming why."""
+    try:
+        award = pot_pb2.Award.FromString(value or b"")
+    except DecodeError:
+        raise DomainError(Reason.MALFORMED, "not an Award") from None
+    if not award.award_id:
+        raise DomainError(Reason.MALFORMED, "the award has no award_id")
+    if award.amount < 0:
+        raise DomainError(
+            Reason.MALFORMED, f"award {award.award_id} has a negative amount {award.amount}"
+        )
+    return award
 
 
 class PayoutBook:
@@ -158,41 +174,54 @@ class PayoutService:
 
     async def _apply_batch_locked(self, batch: dict[TopicPartition, list]) -> None:  # type: ignore[type-arg]
         created: list[Payout] = []
+        letters: list[bytes] = []
         now = time.time_ns()
         order = self.book.next_order
         for records in batch.values():
             for record in records:
                 try:
-                    award = pot_pb2.Award.FromString(record.value)
-                except DecodeError:
-                    log.error("award_unreadable", partition=record.partition, offset=record.offset)
-                    continue
-                if award.award_id in self.book.payouts or any(
-                    p.award_id == award.award_id for p in created
-                ):
-                    metrics.DUPLICATE_AWARDS.inc()
-                    continue
-                created.append(
-                    order_payout(
-                        award_id=award.award_id,
-                        pot_group_id=award.pot_group_id,
-                        table_id=award.table_id,
-                        round_id=award.round_id,
-                        seat=award.seat,
-                        prize=award.prize,
-                        amount=award.amount,
-                        cards=tuple(award.cards),
-                        order=order,
-                        approval_threshold=self.settings.approval_threshold,
-                        at_ns=now,
+                    award = _award(record.value)
+                    if award.award_id in self.book.payouts or any(
+                        p.award_id == award.award_id for p in created
+                    ):
+                        metrics.DUPLICATE_AWARDS.inc()
+                        continue
+                    created.append(
+                        order_payout(
+                            award_id=award.award_id,
+                            pot_group_id=award.pot_group_id,
+                            table_id=award.table_id,
+                            round_id=award.round_id,
+                            seat=award.seat,
+                            prize=award.prize,
+                            amount=award.amount,
+                            cards=tuple(award.cards),
+                            order=order,
+                            approval_threshold=self.settings.approval_threshold,
+                            at_ns=now,
+                        )
                     )
-                )
-                order += 1
+                    order += 1
+                except DomainError as refused:
+                    log.error("award_refused", reason=refused.reason.value, detail=refused.detail)
+                    letter = dead_letter(
+                        "payout",
+                        refused.reason,
+                        refused.detail,
+                        record.value or b"",
+                        topic=record.topic,
+                        partition=record.partition,
+                        offset=record.offset,
+                    )
+                    letters.append(letter.SerializeToString())
         offsets = {tp: records[-1].offset + 1 for tp, records in batch.items()}
-        await self._commit(created, offsets)
+        await self._commit(created, offsets, letters)
 
     async def _commit(
-        self, payouts: list[Payout], offsets: dict[TopicPartition, int] | None = None
+        self,
+        payouts: list[Payout],
+        offsets: dict[TopicPartition, int] | None = None,
+        dead_letters: list[bytes] | None = None,
     ) -> None:
         """Write payouts and their ledger entries (and consumed offsets) in one transaction.
 
@@ -214,6 +243,8 @@ class PayoutService:
                     ledger_entry(payout).SerializeToString(),
                     key=payout.pot_group_id.encode(),
                 )
+            for letter in dead_letters or ():
+                await producer.send(self.settings.dead_letter_topic, letter, key=b"payout")
             if offsets:
                 await producer.send_offsets_to_transaction(offsets, self.settings.consumer_group)
         for payout in payouts:  # committed: now it is true

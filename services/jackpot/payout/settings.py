@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jackpot.platform.kafka import KafkaSecurity
-from jackpot.topics import AWARDS, LEDGER, PAYOUTS
+from jackpot.topics import AWARDS, DEAD_LETTER, LEDGER, PAYOUTS
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class PayoutSettings:
     awards_topic: str = AWARDS.name
     payouts_topic: str = PAYOUTS.name
     ledger_topic: str = LEDGER.name
+    dead_letter_topic: str = DEAD_LETTER.name
     kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
 
     @classmethod
@@ -62,5 +63,6 @@ class PayoutSettings:
             awards_topic=environ.get("JACKPOT_PAYOUT_AWARDS_TOPIC", AWARDS.name),
             payouts_topic=environ.get("JACKPOT_PAYOUT_PAYOUTS_TOPIC", PAYOUTS.name),
             ledger_topic=environ.get("JACKPOT_PAYOUT_LEDGER_TOPIC", LEDGER.name),
+            dead_letter_topic=environ.get("JACKPOT_PAYOUT_DEAD_LETTER_TOPIC", DEAD_LETTER.name),
             kafka_security=KafkaSecurity.from_env(environ),
         )

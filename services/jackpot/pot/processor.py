@@ -31,7 +31,7 @@ import structlog
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from jackpot.domain.config import load_config
+from jackpot.domain.config import PotGroupConfig, load_config
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.events import (
@@ -422,7 +422,7 @@ class PotProcessor:
         if kind == "create":
             if runtime is not None:
                 raise Refused(Reason.INVALID_STATE, f"pot group {group_id} exists already")
-            config = load_config(_config_json(command.create.config_json))
+            config = _load_config(command.create.config_json)
             self._dirty.add(group_id)
             group, domain_events = PotGroup.open(
                 group_id, config, trigger_source=self._trigger_source
@@ -447,7 +447,7 @@ class PotProcessor:
         self, group: PotGroup, command: table_events_pb2.PotGroupCommand, kind: str | None
     ) -> list[Event]:
         if kind == "propose_config":
-            config = load_config(_config_json(command.propose_config.config_json))
+            config = _load_config(command.propose_config.config_json)
             return group.propose_config(config, command.requested_by, command.reason)
         if kind == "link_table":
             link = command.link_table
@@ -493,7 +493,7 @@ class PotProcessor:
         if game != table.game:
             raise Refused(
                 Reason.UNKNOWN_GAME,
-                f"event says game {common_pb2.Game.Name(event.game)}; table {event.table_id} is "
+                f"event says game {_game_name(event.game)}; table {event.table_id} is "
                 f"linked as {table.game.value}",
             )
         if not event.round_id:
@@ -521,6 +521,10 @@ class PotProcessor:
             forfeit = event.seat_forfeited
             if forfeit.reason == table_events_pb2.FORFEIT_REASON_UNSPECIFIED:
                 raise Refused(Reason.MALFORMED, f"seat {forfeit.seat} forfeit has no reason")
+            if forfeit.reason not in table_events_pb2.ForfeitReason.values():
+                raise Refused(
+                    Reason.MALFORMED, f"seat {forfeit.seat} forfeit reason {forfeit.reason} unknown"
+                )
             reason = table_events_pb2.ForfeitReason.Name(forfeit.reason).removeprefix(
                 "FORFEIT_REASON_"
             )
@@ -688,10 +692,27 @@ def _config_versions(group: PotGroup) -> tuple[int, tuple[int, ...]]:
     return group.config.version, tuple(config.version for config, _, _ in group.pending)
 
 
+def _game_name(value: int) -> str:
+    try:
+        return common_pb2.Game.Name(value)
+    except ValueError:
+        return f"unknown game {value}"
+
+
+def _load_config(text: str) -> PotGroupConfig:
+    """Operator JSON to a validated configuration; anything hostile is INVALID_CONFIG."""
+    try:
+        return load_config(_config_json(text))
+    except (TypeError, ValueError, OverflowError, RecursionError, AttributeError) as error:
+        if isinstance(error, DomainError):
+            raise
+        raise Refused(Reason.INVALID_CONFIG, f"configuration refused: {error!r}"[:500]) from None
+
+
 def _config_json(text: str) -> dict[str, object]:
     try:
         data = json.loads(text)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:
         raise Refused(Reason.INVALID_CONFIG, f"configuration is not JSON: {error}") from None
     if not isinstance(data, dict):
         raise Refused(Reason.INVALID_CONFIG, "configuration JSON must be an object")
