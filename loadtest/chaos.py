@@ -5,12 +5,14 @@
 Runs the floor as in `jackpot demo` and, while the simulator plays, injects faults:
 
 1. ``kill -9`` of the pot service ``--pot-kills`` times at random moments, restarting it each time;
+2. with ``--cluster``: on the local three-broker cluster (RF 3, min ISR 2), ``kill -9`` of one
+   broker and its restart, then of another;
 4. ``kill -9`` of a table gateway mid-round and its restart (its spool and its devices resync);
 6. ``kill -9`` of the payout and display services during play, and their restart.
 
-(Faults 2, 3, 5 and 7 of issue 9 — broker kills, a whole-cluster outage, reordered device events
-and a site cut off by network namespaces — are not in this suite yet; duplicated device events
-are covered by the gateway's integration tests.)
+(Faults 3, 5 and 7 of issue 9 — a whole-cluster outage, reordered device events and a site cut
+off by network namespaces — are not in this suite yet; duplicated device events are covered by
+the gateway's integration tests.)
 
 The judges are `jackpot audit` and the simulator's own count of accepted bets: the report gives,
 per fault, the recovery times (until the service answers its health check), and for the run the
@@ -23,7 +25,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -31,9 +35,19 @@ from typing import Any
 
 import grpc
 
-from jackpot.tools.demo import PORTS, REPO, Demo, report, sim_config, wait_progressive_open
+from jackpot.tools.demo import (
+    KAFKA_SH,
+    PORTS,
+    REPO,
+    Demo,
+    report,
+    sim_config,
+    wait_progressive_open,
+)
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 from loadtest.floor import Floor
+
+CLUSTER = "127.0.0.1:9192,127.0.0.1:9292,127.0.0.1:9392"
 
 
 async def inject(demo: Demo, name: str, rng: random.Random, pause: tuple[float, float]) -> float:
@@ -44,6 +58,17 @@ async def inject(demo: Demo, name: str, rng: random.Random, pause: tuple[float, 
     killed = time.monotonic()
     demo.restart(name)
     await demo.wait_serving(name)
+    await wait_progressive_open(demo, within_seconds=120)
+    return time.monotonic() - killed
+
+
+async def kill_broker(demo: Demo, node: int, rng: random.Random) -> float:
+    """SIGKILL one broker of the local cluster, restart it; seconds until the floor is whole."""
+    await asyncio.sleep(rng.uniform(2.0, 5.0))
+    await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "kill", str(node)], check=True)
+    killed = time.monotonic()
+    await asyncio.sleep(3)  # play on with two brokers for a moment
+    await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "start", str(node)], check=True)
     await wait_progressive_open(demo, within_seconds=120)
     return time.monotonic() - killed
 
@@ -62,12 +87,16 @@ async def payouts_per_award(demo: Demo) -> dict[str, int]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     run_id = uuid.uuid4().hex[:8]
-    demo = Demo(args.tables, REPO / ".run" / "chaos" / run_id, run_id)
+    if args.cluster:
+        await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "cluster-up"], check=True)
+        os.environ["KAFKA_BOOTSTRAP_SERVERS"] = CLUSTER
+    demo = Demo(args.tables, REPO / ".run" / "chaos" / run_id, run_id, 3 if args.cluster else 1)
     demo.start_kafka()
     await demo.create_topics()
     demo.start_services()
     faults: dict[str, list[float]] = {"pot_kill_9": [], "gateway_kill_9": [], "payout_kill_9": []}
     faults["display_kill_9"] = []
+    faults["broker_kill_9"] = []
     try:
         await demo.wait_healthy()
         await demo.create_groups()
@@ -79,6 +108,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         faults["gateway_kill_9"].append(await inject(demo, "gateway-a", rng, (1.0, 3.0)))
         faults["payout_kill_9"].append(await inject(demo, "payout", rng, (1.0, 3.0)))
         faults["display_kill_9"].append(await inject(demo, "display", rng, (1.0, 3.0)))
+        if args.cluster:
+            for node in (1, 2):
+                faults["broker_kill_9"].append(await kill_broker(demo, node, rng))
         await asyncio.sleep(args.settle_seconds)  # play on after the last fault
         floor.stop()
         stats = await playing
@@ -116,6 +148,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         return result
     finally:
         demo.stop_services()
+        if args.cluster:
+            await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "cluster-down"], check=False)
 
 
 def main() -> None:
@@ -129,6 +163,9 @@ def main() -> None:
     parser.add_argument("--settle-seconds", type=float, default=5)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--out", default="build/chaos")
+    parser.add_argument(
+        "--cluster", action="store_true", help="run on the local 3-broker cluster and kill brokers"
+    )
     args = parser.parse_args()
     result = asyncio.run(run(args))
     out = Path(args.out)

@@ -102,8 +102,11 @@ def floor_tables(count: int) -> list[DemoTable]:
 
 
 class Demo:
-    def __init__(self, tables: int, state_dir: Path, run_id: str) -> None:
+    def __init__(
+        self, tables: int, state_dir: Path, run_id: str, replication_factor: int = 1
+    ) -> None:
         self.tables = floor_tables(tables)
+        self.replication_factor = replication_factor
         self.state = state_dir
         self.run_id = run_id
         self.prefix = f"demo-{run_id}"
@@ -147,10 +150,11 @@ class Demo:
                 TopicSpec(
                     self.topic(t.name.removeprefix("jackpot.").removesuffix(".v1")),
                     t.partitions,
-                    dict(t.config),
+                    {**t.config, "min.insync.replicas": str(min(2, self.replication_factor))},
                 )
                 for t in ALL_TOPICS
             ],
+            replication_factor=self.replication_factor,
         )
 
     def start_services(self) -> None:
