@@ -7,12 +7,14 @@ Runs the floor as in `jackpot demo` and, while the simulator plays, injects faul
 1. ``kill -9`` of the pot service ``--pot-kills`` times at random moments, restarting it each time;
 2. with ``--cluster``: on the local three-broker cluster (RF 3, min ISR 2), ``kill -9`` of one
    broker and its restart, then of another;
+3. with ``--cluster``: the whole cluster stopped for ``--outage-seconds`` (30): how soon a table
+   closes progressive betting, and how soon after the restart the floor is whole again (services
+   that exit meanwhile are restarted, as Kubernetes would);
 4. ``kill -9`` of a table gateway mid-round and its restart (its spool and its devices resync);
 6. ``kill -9`` of the payout and display services during play, and their restart.
 
-(Faults 3, 5 and 7 of issue 9 — a whole-cluster outage, reordered device events and a site cut
-off by network namespaces — are not in this suite yet; duplicated device events are covered by
-the gateway's integration tests.)
+(Faults 5 and 7 of issue 9 — reordered device events and a site cut off by network namespaces —
+are not in this suite yet; duplicated device events are covered by the gateway's tests.)
 
 The judges are `jackpot audit` and the simulator's own count of accepted bets: the report gives,
 per fault, the recovery times (until the service answers its health check), and for the run the
@@ -29,6 +31,7 @@ import os
 import random
 import subprocess
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,7 @@ import grpc
 
 from jackpot.tools.demo import (
     KAFKA_SH,
+    METRICS,
     PORTS,
     REPO,
     Demo,
@@ -73,6 +77,45 @@ async def kill_broker(demo: Demo, node: int, rng: random.Random) -> float:
     return time.monotonic() - killed
 
 
+async def supervise(demo: Demo, restarts: list[str]) -> None:
+    """Restart any service that exits, as Kubernetes would (a service may stop on purpose when it
+    cannot reach Kafka at all)."""
+    while True:
+        await asyncio.sleep(0.5)
+        for name, process in list(demo.processes.items()):
+            if process.poll() is not None:
+                restarts.append(name)
+                demo.restart(name)
+
+
+def tables_closed(metrics_port: int) -> float:
+    """The gateway's own count of tables with progressive betting closed (its /metrics)."""
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=2) as answer:
+        for line in answer.read().decode().splitlines():
+            if line.startswith("jackpot_gateway_tables_closed "):
+                return float(line.split()[1])
+    return 0.0
+
+
+async def stop_cluster(demo: Demo, seconds: float) -> dict[str, float]:
+    """Fault 3: every broker down for ``seconds``; how fast the floor closes and comes back."""
+    stopped = time.monotonic()  # from the moment the brokers start going away
+    await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "cluster-down"], check=True)
+    closed_after = None
+    while time.monotonic() - stopped < seconds:
+        if closed_after is None and await asyncio.to_thread(tables_closed, METRICS["gateway-a"]):
+            closed_after = time.monotonic() - stopped
+        await asyncio.sleep(0.5)
+    await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "cluster-up"], check=True)
+    restarted = time.monotonic()
+    await wait_progressive_open(demo, within_seconds=180)
+    return {
+        "closed_after_seconds": round(closed_after or -1, 2),
+        "recovery_after_restart_seconds": round(time.monotonic() - restarted, 2),
+    }
+
+
 async def payouts_per_award(demo: Demo) -> dict[str, int]:
     """How many PAID transitions each award's payout has (more than one is a double payout)."""
     async with grpc.aio.insecure_channel(f"127.0.0.1:{PORTS['payout']}") as channel:
@@ -97,6 +140,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     faults: dict[str, list[float]] = {"pot_kill_9": [], "gateway_kill_9": [], "payout_kill_9": []}
     faults["display_kill_9"] = []
     faults["broker_kill_9"] = []
+    outage: dict[str, float] = {}
     try:
         await demo.wait_healthy()
         await demo.create_groups()
@@ -111,6 +155,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.cluster:
             for node in (1, 2):
                 faults["broker_kill_9"].append(await kill_broker(demo, node, rng))
+            restarts: list[str] = []
+            supervisor = asyncio.create_task(supervise(demo, restarts))
+            outage = await stop_cluster(demo, args.outage_seconds)
+            supervisor.cancel()
+            outage["services_restarted"] = len(restarts)
         await asyncio.sleep(args.settle_seconds)  # play on after the last fault
         floor.stop()
         stats = await playing
@@ -127,6 +176,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 }
                 for name, times in faults.items()
             },
+            "cluster_outage": outage,
             "rounds": books["rounds"],
             "rounds_voided_by_resync": stats.rejects.get("GATEWAY_UNREACHABLE", 0),
             "bets_accepted": books["bets_accepted"],
@@ -166,6 +216,7 @@ def main() -> None:
     parser.add_argument(
         "--cluster", action="store_true", help="run on the local 3-broker cluster and kill brokers"
     )
+    parser.add_argument("--outage-seconds", type=float, default=30, help="whole-cluster stop")
     args = parser.parse_args()
     result = asyncio.run(run(args))
     out = Path(args.out)

@@ -510,7 +510,7 @@ def test_fuzz_resending_an_accepted_event_is_answered_as_a_duplicate(
 
 
 def test_fuzz_regression_resend_of_a_round_ending_event_is_a_duplicate(harness: Harness) -> None:
-    """Minimised by hypothesis: resending a void (or results) after it ended its round."""
+    """Found by the resend property above, reduced by hand: resend a void that ended its round."""
     harness.reset()
     opened = request(1, "T-DRW", "R1", round_opened=device_pb2.RoundOpened())
     voided = request(2, "T-DRW", "R1", round_void=device_pb2.RoundVoid())
@@ -576,7 +576,7 @@ def test_fuzz_hello_raises_only_hello_refused(harness: Harness, raw: bytes) -> N
 
 
 def test_fuzz_regression_hello_with_an_unknown_game_number_is_refused(harness: Harness) -> None:
-    """Minimised by hypothesis: a right table and credential with game 5 (no such Game)."""
+    """Found by the Hello fuzzing: the right table and credential with game 5 (no such Game)."""
     raw = device_pb2.ConnectRequest(
         hello=device_pb2.Hello(table_id="T-DRW", game=5, credential=CREDENTIAL)  # type: ignore[arg-type]
     ).SerializeToString()
@@ -644,7 +644,7 @@ def test_fuzz_pot_updates_with_invalid_limits_are_not_adopted(harness: Harness, 
 
 
 def test_fuzz_regression_negative_limits_never_price_a_bet(harness: Harness) -> None:
-    """Minimised by hypothesis, then made harmful: a pot update with a negative credit value."""
+    """Hypothesis minimised to an update with no limits at all; this one shows the harm."""
     harness.reset()
     hostile = pot_pb2.PotUpdate(
         pot_group_id=GROUP, min_bet=-5000, max_bet=-1000, credit_value=-1000

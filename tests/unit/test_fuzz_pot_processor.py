@@ -683,19 +683,19 @@ def test_fuzz_regression_an_unknown_forfeit_reason_is_refused() -> None:
     ],
 )
 def test_fuzz_regression_hostile_configuration_is_invalid_config(change: dict[str, Any]) -> None:
-    """Minimised by hypothesis (and siblings): each crashed the partition instead."""
+    """Found by the admin-command fuzzing, with their siblings: each crashed the partition."""
     create = commands.create_group("fresh", {**CONFIG, **change}, "ana", "why", event_id="c")
     assert refuses(prepared(), create) == "INVALID_CONFIG"
 
 
 def test_fuzz_regression_deeply_nested_configuration_json_is_invalid_config() -> None:
-    """Minimised by hypothesis: 500 nested arrays (the JSON decoder's recursion limit)."""
+    """Found by hypothesis: nesting beyond the JSON decoder's recursion limit."""
     create = commands.create_group("fresh", "[" * 100_000, "ana", "why", event_id="c")
     assert refuses(prepared(), create) == "INVALID_CONFIG"
 
 
 def test_fuzz_regression_a_prize_beyond_int64_never_breaks_a_round() -> None:
-    """A paytable multiple of 2**62 is accepted today, and the first flush then crashes."""
+    """A paytable multiple of 2**62 was accepted, and the first flush then crashed."""
     paytable = {
         "name": "huge",
         "prizes": [{"hand": "FLUSH", "multiple": 2**62}, {"hand": "ROYAL_FLUSH", "percent": "100"}],
