@@ -18,15 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import structlog
 from aiokafka import TopicPartition
 from google.protobuf.message import DecodeError
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jackpot.display.board import Board, Sign
@@ -36,34 +35,11 @@ from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
 from jackpot.topics import DEAD_LETTER
 from jackpot.v1 import common_pb2, dead_letter_pb2, payout_pb2, pot_pb2
+from tests.unit.fuzzing import CHARS, FUZZ, INT64, UINT32
 
-INT64 = st.integers(-(2**63), 2**63 - 1)
-UINT32 = st.integers(0, 2**32 - 1)
-CHARS = st.characters(codec="utf-8")
+pytestmark = pytest.mark.usefixtures("quiet_logs")
+
 TEXT = st.one_of(st.text(CHARS, max_size=8), st.sampled_from(["", "a1", "scl-main"]))
-
-FUZZ = settings(
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.large_base_example,
-    ],
-)
-
-
-def _drop(*_: object) -> Any:
-    raise structlog.DropEvent
-
-
-@pytest.fixture(autouse=True, scope="module")
-def quiet_logs() -> Iterator[None]:
-    saved = structlog.get_config()
-    structlog.configure(processors=[_drop])
-    try:
-        yield
-    finally:
-        structlog.configure(**saved)
 
 
 def _random_bytes(size: int, seed: int) -> bytes:

@@ -32,10 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jackpot.domain.cards import CARD_CODES, GAME_RULES, Game
@@ -46,6 +45,9 @@ from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import OutboxRecord, Spool
 from jackpot.platform.deadletter import reject_reason
 from jackpot.v1 import common_pb2, dead_letter_pb2, device_pb2, pot_pb2, table_events_pb2
+from tests.unit.fuzzing import FUZZ, INT64
+
+pytestmark = pytest.mark.usefixtures("quiet_logs")
 
 CREDENTIAL = "fuzz-device-secret-0123456789"
 GROUP = "scl-main"
@@ -64,32 +66,6 @@ TABLE_EVENTS_TOPIC = SETTINGS.topics.table_events
 ORIGINAL_LIMIT = 65536
 DECK = sorted(CARD_CODES)
 UINT32_MAX = 2**32 - 1
-INT64 = st.integers(-(2**63), 2**63 - 1)
-
-FUZZ = settings(
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.data_too_large,
-        HealthCheck.large_base_example,
-    ],
-)
-
-
-def _drop(*_: object) -> Any:
-    raise structlog.DropEvent
-
-
-@pytest.fixture(autouse=True, scope="module")
-def quiet_logs() -> Iterator[None]:
-    """Every refusal logs a line; rendering 20,000 of them is not what is under test."""
-    saved = structlog.get_config()
-    structlog.configure(processors=[_drop])
-    try:
-        yield
-    finally:
-        structlog.configure(**saved)
 
 
 # ------------------------------------------------------------------------------- harness

@@ -19,13 +19,11 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import structlog
 from google.protobuf.timestamp_pb2 import Timestamp
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from loadtest.rounds import CONFIG, ROYAL_FLUSH
@@ -35,6 +33,9 @@ from jackpot.domain.engine import PotGroup
 from jackpot.pot import commands, records
 from jackpot.pot.processor import Outputs, PotProcessor, decode_state
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
+from tests.unit.fuzzing import CHARS, FUZZ, INT32, INT64, UINT32
+
+pytestmark = pytest.mark.usefixtures("quiet_logs")
 
 GROUP = "scl-main"
 TOPIC = "jackpot.table-events.v1"
@@ -48,34 +49,6 @@ TABLES = {"T1": CARIBBEAN, "T2": DRAW, "T3": GO_POKER}
 DECK = sorted(CARD_CODES)
 NOTHING = ["2C", "7D", "9S", "JC", "4C"]
 FLUSH = ["2H", "5H", "9H", "JH", "KH"]
-INT64 = st.integers(-(2**63), 2**63 - 1)
-UINT32 = st.integers(0, 2**32 - 1)
-INT32 = st.integers(-(2**31), 2**31 - 1)
-CHARS = st.characters(codec="utf-8")
-
-FUZZ = settings(
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.large_base_example,
-    ],
-)
-
-
-def _drop(*_: object) -> Any:
-    raise structlog.DropEvent
-
-
-@pytest.fixture(autouse=True, scope="module")
-def quiet_logs() -> Iterator[None]:
-    saved = structlog.get_config()
-    structlog.configure(processors=[_drop])
-    try:
-        yield
-    finally:
-        structlog.configure(**saved)
-
 
 # ------------------------------------------------------------------------------ harness
 
