@@ -36,6 +36,11 @@ def _audit(args: argparse.Namespace) -> int:
     options = settings.kafka_options()
     if args.bootstrap_servers:
         options["bootstrap_servers"] = args.bootstrap_servers
+    if args.chain or args.chain_file:
+        from jackpot.tools.audit_chain import run as run_chain
+
+        topic = args.audit_topic or settings.access.audit_topic
+        return run_chain(options, topic, args.chain_file, args.export_chain)
     return run(
         options,
         args.ledger_topic or settings.ledger_topic,
@@ -60,6 +65,12 @@ def _payouts(args: argparse.Namespace) -> int:
     from jackpot.tools.payouts import run
 
     return run(args.pending)
+
+
+def _pki(args: argparse.Namespace) -> int:
+    from jackpot.tools.pki import run
+
+    return run(args.pki_args)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -114,6 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--rounds-per-minute", type=float, default=30, help="per table (default 30)")
     demo.set_defaults(handler=_demo)
 
+    pki = commands.add_parser(
+        "pki",
+        help="development CA: init, issue (role, table binding), dev (the local floor's set)",
+        add_help=False,
+    )
+    pki.add_argument("pki_args", nargs=argparse.REMAINDER)
+    pki.set_defaults(handler=_pki)
+
     pot = commands.add_parser(
         "pot",
         help="run the pot service (settings from JACKPOT_* environment variables, see README)",
@@ -122,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = commands.add_parser(
         "audit",
-        help="recompute every pot group from the ledger; check rule M2 and the latest pot update",
+        help="recompute every pot group from the ledger; check rule M2 and the latest pot "
+        "update (--chain: verify the hash-chained audit log)",
     )
     audit.add_argument("--bootstrap-servers", help="default: JACKPOT_BOOTSTRAP_SERVERS")
     audit.add_argument("--ledger-topic", help="default: JACKPOT_LEDGER_TOPIC")
@@ -130,12 +150,25 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument(
         "--group", action="append", default=[], metavar="ID", help="only this pot group (repeat)"
     )
+    audit.add_argument(
+        "--chain",
+        action="store_true",
+        help="verify the hash-chained audit log instead; name the first tampered entry",
+    )
+    audit.add_argument("--audit-topic", help="default: JACKPOT_AUDIT_TOPIC (jackpot.audit.v1)")
+    audit.add_argument("--chain-file", metavar="FILE", help="verify an exported copy (JSON lines)")
+    audit.add_argument("--export-chain", metavar="FILE", help="with --chain: also write a copy")
     audit.set_defaults(handler=_audit)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["pki"]:  # its own parser, so `jackpot pki --help` shows its commands
+        from jackpot.tools.pki import run
+
+        return run(arguments[1:])
+    args = build_parser().parse_args(arguments)
     result: int = args.handler(args)
     return result
 

@@ -29,6 +29,8 @@ POT_STATE = TopicSpec("jackpot.pot-state.v1", 6, COMPACTED)
 POT_CONFIG = TopicSpec("jackpot.pot-config.v1", 6, COMPACTED)
 PAYOUTS = TopicSpec("jackpot.payouts.v1", 6, {"cleanup.policy": "compact,delete", **FOREVER})
 DEAD_LETTER = TopicSpec("jackpot.dead-letter.v1", 1, FOREVER)
+# One partition: the audit log is small and read whole; every chain keeps its order.
+AUDIT = TopicSpec("jackpot.audit.v1", 1, FOREVER)
 
 ALL_TOPICS: tuple[TopicSpec, ...] = (
     TABLE_EVENTS,
@@ -39,4 +41,5 @@ ALL_TOPICS: tuple[TopicSpec, ...] = (
     POT_CONFIG,
     PAYOUTS,
     DEAD_LETTER,
+    AUDIT,
 )

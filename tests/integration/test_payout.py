@@ -11,11 +11,14 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
+from jackpot.domain.access import Role
 from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import PayoutState
 from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
+from jackpot.platform.audit import AuditLog
+from jackpot.platform.authz import AccessSettings, Authorizer
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import ensure_topics, idempotent_producer
 from jackpot.tools.payouts import load, render
@@ -50,18 +53,24 @@ class Running:
     def __init__(self, settings: PayoutSettings) -> None:
         self.settings = settings
         self.service = PayoutService(settings)
-        self.server = GrpcServer(
-            settings.grpc_address, [PayoutServicer(self.service).register], [SERVICE_NAME]
+        self.audit = AuditLog(
+            settings.bootstrap_servers,
+            settings.access.audit_topic,
+            f"payout:{settings.grpc_address}",
         )
+        servicer = PayoutServicer(self.service, Authorizer(settings.access, self.audit))
+        self.server = GrpcServer(settings.grpc_address, [servicer.register], [SERVICE_NAME])
 
     async def __aenter__(self) -> Running:
         await self.service.start()
+        await self.audit.start()
         await self.server.start()
         return self
 
     async def __aexit__(self, *_: object) -> None:
         await self.server.stop(0.5)
         await self.service.stop()
+        await self.audit.stop()
 
 
 @pytest.fixture
@@ -76,6 +85,10 @@ async def settings(kafka_bootstrap: str, unique: str) -> PayoutSettings:
         awards_topic=f"test.awards.{unique}",
         payouts_topic=f"test.payouts.{unique}",
         ledger_topic=f"test.ledger.{unique}",
+        # Plaintext in tests: every caller is the local supervisor (jackpot.platform.authz).
+        access=AccessSettings(
+            insecure_roles=frozenset({Role.SUPERVISOR}), audit_topic=f"test.audit.{unique}"
+        ),
     )
     await ensure_topics(
         kafka_bootstrap,

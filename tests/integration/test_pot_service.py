@@ -27,7 +27,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from loadtest.rounds import CONFIG, ROYAL_FLUSH, interleaved_rounds, simulated_tables
 
+from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
+from jackpot.platform.authz import AccessSettings
 from jackpot.platform.kafka import ensure_topics, idempotent_producer
 from jackpot.pot import commands, records
 from jackpot.pot.main import PotServer, pot_topics
@@ -65,6 +67,10 @@ def pot_settings(
         "heartbeat_ms": 1_000,
         "retry_backoff_ms": 100,
         "log_json": False,
+        # Plaintext in tests: every caller is the local operator (jackpot.platform.authz).
+        "access": AccessSettings(
+            insecure_roles=frozenset({Role.OPERATOR}), audit_topic=f"test.pot.audit.{unique}"
+        ),
         **extra,
     }
     return PotSettings(**values)  # type: ignore[arg-type]
@@ -92,6 +98,8 @@ def environment(settings: PotSettings) -> dict[str, str]:
     ):
         env[f"JACKPOT_{name.upper()}"] = str(getattr(settings, name))
     env["JACKPOT_LOG_LEVEL"] = "WARNING"
+    env["JACKPOT_INSECURE_ROLES"] = ",".join(r.value for r in settings.access.insecure_roles)
+    env["JACKPOT_AUDIT_TOPIC"] = settings.access.audit_topic
     return env
 
 

@@ -9,6 +9,8 @@ import grpc
 from jackpot.display import metrics
 from jackpot.display.board import Board, Sign
 from jackpot.display.fanout import Subscription
+from jackpot.domain.access import Action
+from jackpot.platform.authz import Authorizer
 from jackpot.v1 import display_pb2, display_pb2_grpc
 
 SERVICE_NAME = "jackpot.v1.SignService"
@@ -42,9 +44,10 @@ def to_proto(sign: Sign) -> display_pb2.SignState:
 
 
 class SignServicer(display_pb2_grpc.SignServiceServicer):
-    def __init__(self, board: Board, max_rate: float) -> None:
+    def __init__(self, board: Board, max_rate: float, authorizer: Authorizer) -> None:
         self._board = board
         self._max_rate = max_rate
+        self._authorizer = authorizer
 
     def register(self, server: grpc.aio.Server) -> None:
         display_pb2_grpc.add_SignServiceServicer_to_server(self, server)  # type: ignore[no-untyped-call]
@@ -52,6 +55,7 @@ class SignServicer(display_pb2_grpc.SignServiceServicer):
     async def WatchSigns(
         self, request: display_pb2.WatchSignsRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[display_pb2.WatchSignsResponse]:
+        await self._authorizer.check(context, Action.WATCH_SIGNS, "WatchSigns")
         groups = list(request.pot_group_ids) or None
         with Subscription(self._board, groups, self._max_rate) as subscription:
             while True:

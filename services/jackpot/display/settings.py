@@ -18,6 +18,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from jackpot.platform.authz import AccessSettings
 from jackpot.platform.kafka import KafkaSecurity
 from jackpot.topics import AWARDS, POT_UPDATES
 
@@ -37,6 +38,7 @@ class DisplaySettings:
     pot_updates_topic: str = POT_UPDATES.name
     awards_topic: str = AWARDS.name
     kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
+    access: AccessSettings = field(default_factory=AccessSettings)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> DisplaySettings:
@@ -55,4 +57,5 @@ class DisplaySettings:
             pot_updates_topic=environ.get("JACKPOT_DISPLAY_POT_UPDATES_TOPIC", POT_UPDATES.name),
             awards_topic=environ.get("JACKPOT_DISPLAY_AWARDS_TOPIC", AWARDS.name),
             kafka_security=KafkaSecurity.from_env(environ),
+            access=AccessSettings.from_env(environ),
         )

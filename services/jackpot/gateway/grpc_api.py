@@ -14,6 +14,7 @@ import structlog
 
 from jackpot.domain.errors import Reason
 from jackpot.gateway.service import Gateway, HelloRefused, Session
+from jackpot.platform.tls import peer_principal
 from jackpot.v1 import device_pb2
 
 SERVICE_NAME = "jackpot.v1.TableDeviceService"
@@ -51,10 +52,11 @@ class TableDeviceServicer:
             return
         if first is grpc.aio.EOF:
             return
+        peer = peer_principal(context)
         try:
-            session, welcome = self._gateway.hello(first)
+            session, welcome = self._gateway.hello(first, peer)
         except HelloRefused as refused:
-            self._gateway.refuse_hello(first, refused)
+            self._gateway.refuse_hello(first, refused, peer)
             await context.abort(
                 _STATUS.get(refused.reason, grpc.StatusCode.PERMISSION_DENIED),
                 f"{refused.reason.value}: {refused.detail}",

@@ -11,12 +11,13 @@ from jackpot.gateway.grpc_api import SERVICE_NAME, TableDeviceServicer
 from jackpot.gateway.service import Gateway
 from jackpot.gateway.settings import GatewaySettings, load_settings
 from jackpot.gateway.spool import Spool
+from jackpot.platform.audit import AuditLog
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
 from jackpot.platform.runtime import run_service
-from jackpot.topics import TopicSpec
+from jackpot.topics import AUDIT, TopicSpec
 
 log = structlog.get_logger("jackpot.gateway")
 
@@ -33,16 +34,29 @@ async def run_gateway(settings: GatewaySettings, stop: asyncio.Event) -> None:
                         TopicSpec(topics.table_events, 6),
                         TopicSpec(topics.pot_updates, 6),
                         TopicSpec(topics.dead_letter, 1),
+                        TopicSpec(
+                            settings.access.audit_topic, AUDIT.partitions, dict(AUDIT.config)
+                        ),
                     ],
                     **settings.kafka_security.client_options(),
                 ),
                 10,
             )
     spool = Spool(settings.spool_path)
-    gateway = Gateway(settings, spool)
-    server = GrpcServer(
-        settings.grpc_address, [TableDeviceServicer(gateway).register], [SERVICE_NAME]
+    audit = AuditLog(
+        settings.bootstrap_servers,
+        settings.access.audit_topic,
+        f"gateway:{settings.name}",
+        settings.kafka_security.client_options(),
     )
+    gateway = Gateway(settings, spool, audit=audit)
+    server = GrpcServer(
+        settings.grpc_address,
+        [TableDeviceServicer(gateway).register],
+        [SERVICE_NAME],
+        settings.access.tls.server_credentials(),
+    )
+    await audit.start()
     await gateway.start()
     await server.start()
     log.info("gateway_started", name=settings.name, grpc=settings.grpc_address, port=server.port)
@@ -51,6 +65,7 @@ async def run_gateway(settings: GatewaySettings, stop: asyncio.Event) -> None:
     finally:
         await server.stop(grace_seconds=5)
         await gateway.stop(flush_seconds=5)
+        await audit.stop(drain_seconds=2)
         depth = spool.depth()
         spool.close()
         log.info("gateway_stopped", name=settings.name, spool_depth=depth)

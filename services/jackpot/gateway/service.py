@@ -25,6 +25,7 @@ from aiokafka import ConsumerRecord
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from jackpot.domain.access import ANONYMOUS, Action, Principal, Role, authorize
 from jackpot.domain.cards import GAME_RULES
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.table import (
@@ -42,6 +43,7 @@ from jackpot.gateway import metrics
 from jackpot.gateway.adapters import ADAPTERS
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool
+from jackpot.platform.audit import AuditLog
 from jackpot.platform.deadletter import dead_letter, reject_reason
 from jackpot.platform.kafka import follow_latest, idempotent_producer
 from jackpot.v1 import common_pb2, device_pb2, pot_pb2, table_events_pb2
@@ -88,9 +90,13 @@ class Gateway:
         settings: GatewaySettings,
         spool: Spool,
         clock: Callable[[], float] = time.monotonic,
+        audit: AuditLog | None = None,
     ) -> None:
         self.settings = settings
         self.spool = spool
+        self.audit = audit
+        self._identity = Principal(f"gateway:{settings.name}", frozenset({Role.SERVICE}))
+        self._faulted: set[str] = set()  # tables whose closing was audited as a fault
         self._clock = clock
         self._source = f"gateway:{settings.name}"
         saved = spool.table_states()
@@ -158,8 +164,14 @@ class Gateway:
 
     # ------------------------------------------------------------------------------ sessions
 
-    def hello(self, raw: bytes) -> tuple[Session, device_pb2.ConnectResponse]:
-        """Authenticate a controller's first message; the session replaces any older one."""
+    def hello(
+        self, raw: bytes, peer: Principal | None = None
+    ) -> tuple[Session, device_pb2.ConnectResponse]:
+        """Authenticate a controller's first message; the session replaces any older one.
+
+        With mTLS, ``peer`` is the client certificate's principal: it must be a device bound to
+        the table the Hello names (a stolen credential alone does not open another table).
+        """
         try:
             request = device_pb2.ConnectRequest.FromString(raw)
         except DecodeError:
@@ -174,6 +186,10 @@ class Gateway:
             raise HelloRefused(
                 Reason.UNKNOWN_TABLE, f"table {hello.table_id!r} is not on this gateway"
             )
+        if self.settings.access.tls.enabled:
+            decision = authorize(peer or ANONYMOUS, Action.CONNECT_DEVICE, hello.table_id)
+            if not decision.allowed:
+                raise HelloRefused(Reason.NOT_AUTHENTICATED, decision.detail)
         if not _same_secret(hello.credential, configured.credential):
             raise HelloRefused(
                 Reason.NOT_AUTHENTICATED, f"wrong credential for table {hello.table_id}"
@@ -209,8 +225,14 @@ class Gateway:
             del self.sessions[session.table_id]
         metrics.CONNECTED.set(len(self.sessions))
 
-    def refuse_hello(self, raw: bytes, refused: HelloRefused) -> None:
+    def refuse_hello(
+        self, raw: bytes, refused: HelloRefused, peer: Principal | None = None
+    ) -> None:
         metrics.REJECTS.labels(refused.reason.value).inc()
+        if refused.reason is Reason.NOT_AUTHENTICATED and self.audit is not None:
+            self.audit.note(
+                peer or ANONYMOUS, Action.CONNECT_DEVICE.value, "refused", "", refused.detail
+            )
         self._spool_dead_letter(raw, refused.reason, refused.detail, "")
         log.warning("device_refused", reason=refused.reason.value, detail=refused.detail)
 
@@ -362,6 +384,7 @@ class Gateway:
                     pot_group=configured.pot_group_id,
                     reason=reason,
                 )
+                self._audit_transition(table.table_id, is_open, reason or "")
                 session = self.sessions.get(table.table_id)
                 if session is not None:
                     session.push(
@@ -373,6 +396,18 @@ class Gateway:
                     )
             closed += 0 if is_open else 1
         metrics.TABLES_CLOSED.set(closed)
+
+    def _audit_transition(self, table_id: str, is_open: bool, reason: str) -> None:
+        """A table that was open closing is a fault on the audit chain; its reopening closes it.
+        (Tables start closed until their pot group is heard from: that is not a fault.)"""
+        if self.audit is None:
+            return
+        if not is_open and table_id not in self._faulted and not reason.startswith("no update"):
+            self._faulted.add(table_id)
+            self.audit.note(self._identity, "progressive_closed", "fault", table_id, reason)
+        elif is_open and table_id in self._faulted:
+            self._faulted.discard(table_id)
+            self.audit.note(self._identity, "progressive_opened", "recovered", table_id, "reopened")
 
     def _closed_reason(self, configured: TableSettings, now: float) -> str | None:
         timeout = self.settings.heartbeat_timeout_seconds

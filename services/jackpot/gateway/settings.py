@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from jackpot.domain.cards import Game, parse_game
+from jackpot.platform.authz import AccessSettings
 from jackpot.platform.kafka import KafkaSecurity
 from jackpot.topics import DEAD_LETTER, POT_UPDATES, TABLE_EVENTS
 
@@ -64,6 +65,8 @@ class GatewaySettings:
     max_event_bytes: int = 64 * 1024
     hello_timeout_seconds: float = 10.0
     topics: Topics = field(default_factory=Topics)
+    # Devices' mTLS (JACKPOT_TLS_*: certificates bound to table ids) and the audit topic.
+    access: AccessSettings = field(default_factory=AccessSettings)
 
     def table(self, table_id: str) -> TableSettings | None:
         return next((t for t in self.tables if t.table_id == table_id), None)
@@ -110,6 +113,7 @@ def settings_from_dict(
         max_event_bytes=int(data.get("max_event_bytes", 64 * 1024)),
         hello_timeout_seconds=float(data.get("hello_timeout_seconds", 10)),
         topics=topics,
+        access=AccessSettings.from_env(environ),
     )
 
 

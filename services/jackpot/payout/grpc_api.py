@@ -8,17 +8,23 @@ from collections.abc import AsyncIterator
 
 import grpc
 
+from jackpot.domain.access import Action, Principal, Role
 from jackpot.domain.errors import DomainError
 from jackpot.payout.codec import to_proto
 from jackpot.payout.service import PayoutService
+from jackpot.platform.authz import Authorizer
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
 SERVICE_NAME = "jackpot.v1.PayoutService"
 
 
 class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
-    def __init__(self, service: PayoutService) -> None:
+    """Supervisors approve and void, a table's terminal confirms its payments: each attempt is
+    decided by :mod:`jackpot.domain.access` and written to the audit chain with its outcome."""
+
+    def __init__(self, service: PayoutService, authorizer: Authorizer) -> None:
         self._service = service
+        self._authorizer = authorizer
 
     def register(self, server: grpc.aio.Server) -> None:
         payout_pb2_grpc.add_PayoutServiceServicer_to_server(self, server)  # type: ignore[no-untyped-call]
@@ -26,28 +32,59 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
     async def ListPayouts(
         self, request: payout_pb2.ListPayoutsRequest, context: grpc.aio.ServicerContext
     ) -> payout_pb2.ListPayoutsResponse:
+        await self._authorizer.require_read(context, "ListPayouts")
         listing = self._service.book.listing(request.pending_only)
         return payout_pb2.ListPayoutsResponse(payouts=[to_proto(p) for p in listing])
 
     async def ApprovePayout(
         self, request: payout_pb2.ApprovePayoutRequest, context: grpc.aio.ServicerContext
     ) -> payout_pb2.ApprovePayoutResponse:
+        who = await self._supervisor(
+            context, Action.APPROVE_PAYOUT, request.award_id, request.reason
+        )
         try:
             payout = await self._service.approve(
-                request.award_id, request.supervisor, request.reason
+                request.award_id, self._named(who, request.supervisor), request.reason
             )
         except DomainError as error:
+            self._authorizer.outcome(
+                who, Action.APPROVE_PAYOUT, "refused", request.award_id, str(error)
+            )
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
+        self._authorizer.outcome(
+            who, Action.APPROVE_PAYOUT, "applied", request.award_id, f"{payout.amount} pesos"
+        )
         return payout_pb2.ApprovePayoutResponse(payout=to_proto(payout))
 
     async def VoidPayout(
         self, request: payout_pb2.VoidPayoutRequest, context: grpc.aio.ServicerContext
     ) -> payout_pb2.VoidPayoutResponse:
+        who = await self._supervisor(context, Action.VOID_PAYOUT, request.award_id, request.reason)
         try:
-            payout = await self._service.void(request.award_id, request.supervisor, request.reason)
+            payout = await self._service.void(
+                request.award_id, self._named(who, request.supervisor), request.reason
+            )
         except DomainError as error:
+            self._authorizer.outcome(
+                who, Action.VOID_PAYOUT, "refused", request.award_id, str(error)
+            )
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
+        self._authorizer.outcome(
+            who, Action.VOID_PAYOUT, "applied", request.award_id, f"{payout.amount} pesos"
+        )
         return payout_pb2.VoidPayoutResponse(payout=to_proto(payout))
+
+    async def _supervisor(
+        self, context: grpc.aio.ServicerContext, action: Action, award_id: str, reason: str
+    ) -> Principal:
+        return await self._authorizer.require(
+            context, action, target=award_id, detail=f"reason: {reason or '-'}"
+        )
+
+    @staticmethod
+    def _named(principal: Principal, claimed: str) -> str:
+        """The certificate's name when there is one; a plaintext caller's claim otherwise."""
+        return principal.name if principal.authenticated_by == "x509" else claimed
 
     async def DealerTerminal(
         self,
@@ -62,6 +99,17 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
             )
         assert first is not None
         hello = first.hello
+        terminal = Principal(
+            f"terminal:{hello.table_id}", frozenset({Role.TERMINAL}), hello.table_id, "credential"
+        )
+        if self._authorizer.settings.tls.enabled:
+            terminal = await self._authorizer.require(
+                context,
+                Action.CONFIRM_PAYMENT,
+                target=hello.table_id,
+                table_id=hello.table_id,
+                detail=f"dealer terminal connected, dealer {hello.dealer or '-'}",
+            )
         credentials = self._service.settings.terminal_credentials
         if credentials is not None:
             expected = credentials.get(hello.table_id)
@@ -81,13 +129,24 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         async def confirmations() -> None:
             async for message in requests:
                 if message.WhichOneof("message") == "paid":
+                    award_id = message.paid.award_id
                     try:
-                        await self._service.paid(
-                            hello.table_id, message.paid.award_id, hello.dealer
-                        )
+                        payout = await self._service.paid(hello.table_id, award_id, hello.dealer)
                     except DomainError as error:
+                        self._authorizer.outcome(
+                            terminal, Action.CONFIRM_PAYMENT, "refused", award_id, str(error)
+                        )
                         refused.append(str(error))
                         changed.set()
+                    else:
+                        self._authorizer.outcome(
+                            terminal,
+                            Action.CONFIRM_PAYMENT,
+                            "applied",
+                            award_id,
+                            f"{payout.amount} pesos paid at table {hello.table_id} by dealer "
+                            f"{hello.dealer or '-'}",
+                        )
 
         self._service.book.subscribe(listener)
         reader = asyncio.create_task(confirmations())

@@ -11,6 +11,9 @@
 | JACKPOT_PAYOUT_TERMINALS_FILE | (none) | JSON {table_id: credential}; unset: any table (dev) |
 | JACKPOT_PAYOUT_CREATE_TOPICS | true | create missing topics at start |
 | JACKPOT_PAYOUT_{AWARDS,PAYOUTS,LEDGER}_TOPIC | jackpot.<name>.v1 | topic names |
+| JACKPOT_TLS_CERT / _KEY / _CA | (none) | mutual TLS (jackpot.platform.tls) |
+| JACKPOT_INSECURE_ROLES | (none) | plaintext only: roles every caller gets (development) |
+| JACKPOT_AUDIT_TOPIC | jackpot.audit.v1 | the hash-chained audit log |
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jackpot.platform.authz import AccessSettings
 from jackpot.platform.kafka import KafkaSecurity
 from jackpot.topics import AWARDS, DEAD_LETTER, LEDGER, PAYOUTS
 
@@ -41,6 +45,7 @@ class PayoutSettings:
     ledger_topic: str = LEDGER.name
     dead_letter_topic: str = DEAD_LETTER.name
     kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
+    access: AccessSettings = field(default_factory=AccessSettings)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> PayoutSettings:
@@ -65,4 +70,5 @@ class PayoutSettings:
             ledger_topic=environ.get("JACKPOT_PAYOUT_LEDGER_TOPIC", LEDGER.name),
             dead_letter_topic=environ.get("JACKPOT_PAYOUT_DEAD_LETTER_TOPIC", DEAD_LETTER.name),
             kafka_security=KafkaSecurity.from_env(environ),
+            access=AccessSettings.from_env(environ),
         )

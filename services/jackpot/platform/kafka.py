@@ -96,6 +96,26 @@ async def ensure_topics(
         await admin.close()
 
 
+async def topic_partitions(options: Mapping[str, Any], topics: Iterable[str]) -> dict[str, int]:
+    """Partition count per topic; a topic that does not exist is absent from the result.
+
+    ``options`` are the Kafka client options (bootstrap servers, security), as
+    :meth:`jackpot.pot.settings.PotSettings.kafka_options` gives them.
+    """
+    wanted = list(topics)
+    admin = AIOKafkaAdminClient(**options)
+    await admin.start()
+    try:
+        described = await admin.describe_topics(wanted)
+    finally:
+        await admin.close()
+    return {
+        topic["topic"]: len(topic["partitions"])
+        for topic in described
+        if topic["error_code"] == 0 and topic["partitions"]
+    }
+
+
 def idempotent_producer(bootstrap_servers: str, **extra: object) -> AIOKafkaProducer:
     """A producer that never duplicates on retry: idempotence on, acks from all in-sync replicas."""
     options: dict[str, object] = {"linger_ms": 2, **extra}

@@ -17,8 +17,10 @@ import grpc
 import structlog
 from aiokafka import AIOKafkaProducer
 
+from jackpot.domain.access import Action, Principal
 from jackpot.domain.config import load_config
 from jackpot.domain.errors import DomainError
+from jackpot.platform.authz import Authorizer
 from jackpot.platform.kafka import idempotent_producer
 from jackpot.pot import commands, records
 from jackpot.pot.settings import PotSettings
@@ -74,11 +76,16 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
     """jackpot.v1.PotService."""
 
     def __init__(
-        self, settings: PotSettings, view: PotStateView, publisher: CommandPublisher
+        self,
+        settings: PotSettings,
+        view: PotStateView,
+        publisher: CommandPublisher,
+        authorizer: Authorizer,
     ) -> None:
         self.settings = settings
         self.view = view
         self.publisher = publisher
+        self.authorizer = authorizer
 
     def register(self, server: grpc.aio.Server) -> None:
         pot_pb2_grpc.add_PotServiceServicer_to_server(self, server)  # type: ignore[no-untyped-call]
@@ -88,6 +95,7 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
     async def GetPotGroup(
         self, request: pot_pb2.GetPotGroupRequest, context: grpc.aio.ServicerContext
     ) -> pot_pb2.GetPotGroupResponse:
+        await self.authorizer.require_read(context, "GetPotGroup")
         return pot_pb2.GetPotGroupResponse(
             pot_group=await self._pot_group(request.pot_group_id, context)
         )
@@ -95,6 +103,7 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
     async def ListPotGroups(
         self, request: pot_pb2.ListPotGroupsRequest, context: grpc.aio.ServicerContext
     ) -> pot_pb2.ListPotGroupsResponse:
+        await self.authorizer.require_read(context, "ListPotGroups")
         groups = []
         for group_id in self.view.group_ids():
             found = self.view.group(group_id)
@@ -105,6 +114,7 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
     async def WatchPotGroups(
         self, request: pot_pb2.WatchPotGroupsRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pot_pb2.WatchPotGroupsResponse]:
+        await self.authorizer.require_read(context, "WatchPotGroups")
         subscription = self.view.subscribe(request.pot_group_ids, request.include_heartbeats)
         try:
             for latest in self.view.latest_updates(request.pot_group_ids):
@@ -125,6 +135,7 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
     async def GetMeters(
         self, request: pot_pb2.GetMetersRequest, context: grpc.aio.ServicerContext
     ) -> pot_pb2.GetMetersResponse:
+        await self.authorizer.require_read(context, "GetMeters")
         found = self.view.group(request.pot_group_id)
         if found is None:
             await context.abort(
@@ -136,6 +147,7 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
     async def ListLedger(
         self, request: pot_pb2.ListLedgerRequest, context: grpc.aio.ServicerContext
     ) -> pot_pb2.ListLedgerResponse:
+        await self.authorizer.require_read(context, "ListLedger")
         if not request.pot_group_id:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "pot_group_id is required")
         page_size = min(request.page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
@@ -152,7 +164,7 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
     async def CreatePotGroup(
         self, request: pot_pb2.CreatePotGroupRequest, context: grpc.aio.ServicerContext
     ) -> pot_pb2.CreatePotGroupResponse:
-        await self._require(context, request.admin, request.pot_group_id, needs_reason=False)
+        who = await self._require(context, request.admin, request.pot_group_id, "create", False)
         await self._valid_config(context, request.config_json)
         if self.view.group(request.pot_group_id) is not None:
             await context.abort(
@@ -161,34 +173,36 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
         event = commands.create_group(
             request.pot_group_id,
             request.config_json,
-            request.admin.requested_by,
+            self._requested_by(who, request.admin),
             request.admin.reason,
             event_id=request.admin.request_id or None,
         )
         group = await self._execute(
-            event, context, {"INVALID_STATE": grpc.StatusCode.ALREADY_EXISTS}
+            event, context, who, {"INVALID_STATE": grpc.StatusCode.ALREADY_EXISTS}
         )
         return pot_pb2.CreatePotGroupResponse(pot_group=group, command_event_id=event.event_id)
 
     async def UpdateConfig(
         self, request: pot_pb2.UpdateConfigRequest, context: grpc.aio.ServicerContext
     ) -> pot_pb2.UpdateConfigResponse:
-        await self._require(context, request.admin, request.pot_group_id, needs_reason=True)
+        who = await self._require(context, request.admin, request.pot_group_id, "update", True)
         await self._valid_config(context, request.config_json)
         event = commands.propose_config(
             request.pot_group_id,
             request.config_json,
-            request.admin.requested_by,
+            self._requested_by(who, request.admin),
             request.admin.reason,
             event_id=request.admin.request_id or None,
         )
-        group = await self._execute(event, context)
+        group = await self._execute(event, context, who)
         return pot_pb2.UpdateConfigResponse(pot_group=group, command_event_id=event.event_id)
 
     async def LinkTable(
         self, request: pot_pb2.LinkTableRequest, context: grpc.aio.ServicerContext
     ) -> pot_pb2.LinkTableResponse:
-        await self._require(context, request.admin, request.pot_group_id, needs_reason=False)
+        who = await self._require(
+            context, request.admin, request.pot_group_id, f"link {request.table.table_id}", False
+        )
         if not request.table.table_id or records.game_of(request.table.game) is None:
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, "table.table_id and a known table.game needed"
@@ -196,30 +210,32 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
         event = commands.link_table(
             request.pot_group_id,
             request.table,
-            request.admin.requested_by,
+            self._requested_by(who, request.admin),
             request.admin.reason,
             event_id=request.admin.request_id or None,
         )
         # Limits that differ from the group's are a precondition of the group, not bad input (E1).
         group = await self._execute(
-            event, context, {"INVALID_CONFIG": grpc.StatusCode.FAILED_PRECONDITION}
+            event, context, who, {"INVALID_CONFIG": grpc.StatusCode.FAILED_PRECONDITION}
         )
         return pot_pb2.LinkTableResponse(pot_group=group, command_event_id=event.event_id)
 
     async def UnlinkTable(
         self, request: pot_pb2.UnlinkTableRequest, context: grpc.aio.ServicerContext
     ) -> pot_pb2.UnlinkTableResponse:
-        await self._require(context, request.admin, request.pot_group_id, needs_reason=False)
+        who = await self._require(
+            context, request.admin, request.pot_group_id, f"unlink {request.table_id}", False
+        )
         if not request.table_id:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "table_id is required")
         event = commands.unlink_table(
             request.pot_group_id,
             request.table_id,
-            request.admin.requested_by,
+            self._requested_by(who, request.admin),
             request.admin.reason,
             event_id=request.admin.request_id or None,
         )
-        group = await self._execute(event, context)
+        group = await self._execute(event, context, who)
         return pot_pb2.UnlinkTableResponse(pot_group=group, command_event_id=event.event_id)
 
     # ---------------------------------------------------------------------------- helpers
@@ -237,11 +253,19 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
         context: grpc.aio.ServicerContext,
         admin: pot_pb2.AdminContext,
         group_id: str,
+        change: str,
         needs_reason: bool,
-    ) -> None:
+    ) -> Principal:
+        """The operator making this change (audited), once the request names what C7 wants."""
         if not group_id:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "pot_group_id is required")
-        if not admin.requested_by:
+        principal = await self.authorizer.require(
+            context,
+            Action.CONFIGURE_POT,
+            target=group_id,
+            detail=f"{change}; reason: {admin.reason or '-'}; request {admin.request_id or '-'}",
+        )
+        if not admin.requested_by and principal.authenticated_by != "x509":
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, "admin.requested_by is required (rule C7)"
             )
@@ -249,6 +273,12 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, "admin.reason is required (rule C7)"
             )
+        return principal
+
+    @staticmethod
+    def _requested_by(principal: Principal, admin: pot_pb2.AdminContext) -> str:
+        """Who the ledger names (C7): the certificate's name when there is one, not a claim."""
+        return principal.name if principal.authenticated_by == "x509" else admin.requested_by
 
     async def _valid_config(self, context: grpc.aio.ServicerContext, config_json: str) -> None:
         try:
@@ -263,6 +293,7 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
         self,
         event: table_events_pb2.TableEvent,
         context: grpc.aio.ServicerContext,
+        principal: Principal,
         statuses: dict[str, grpc.StatusCode] | None = None,
     ) -> pot_pb2.PotGroup:
         """Publish a command and wait for its outcome; the group as it stands after it."""
@@ -289,6 +320,14 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
             )
         finally:
             self.view.forget(event.event_id)
+        self.authorizer.outcome(
+            principal,
+            Action.CONFIGURE_POT,
+            "applied" if outcome.applied else "refused",
+            event.pot_group_id,
+            f"command {event.event_id}"
+            + ("" if outcome.applied else f": {outcome.reason}: {outcome.detail}"),
+        )
         if not outcome.applied:
             bound.info("command_refused", reason=outcome.reason, detail=outcome.detail)
             status = {**REFUSAL_STATUS, **(statuses or {})}.get(

@@ -16,6 +16,8 @@ import dataclasses
 import structlog
 from prometheus_client import REGISTRY
 
+from jackpot.platform.audit import AuditLog
+from jackpot.platform.authz import Authorizer
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.logging import configure_logging
@@ -27,6 +29,7 @@ from jackpot.pot.service import PotService
 from jackpot.pot.settings import PotSettings
 from jackpot.pot.view import PotStateView
 from jackpot.topics import (
+    AUDIT,
     AWARDS,
     DEAD_LETTER,
     LEDGER,
@@ -57,6 +60,7 @@ def pot_topics(settings: PotSettings) -> list[TopicSpec]:
         named(LEDGER, settings.ledger_topic),
         named(POT_STATE, settings.state_topic),
         named(DEAD_LETTER, settings.dead_letter_topic),
+        dataclasses.replace(AUDIT, name=settings.access.audit_topic),
     ]
 
 
@@ -68,8 +72,22 @@ class PotServer:
         self.view = PotStateView(settings)
         self.publisher = CommandPublisher(settings)
         self.service = PotService(settings, metrics)
-        self.api = PotApi(settings, self.view, self.publisher)
-        self.server = GrpcServer(settings.grpc_address, [self.api.register], [SERVICE_NAME])
+        security = settings.kafka_options()
+        self.audit = AuditLog(
+            security.pop("bootstrap_servers"),
+            settings.access.audit_topic,
+            f"pot-api:{settings.instance_id}",
+            security,
+        )
+        self.api = PotApi(
+            settings, self.view, self.publisher, Authorizer(settings.access, self.audit)
+        )
+        self.server = GrpcServer(
+            settings.grpc_address,
+            [self.api.register],
+            [SERVICE_NAME],
+            settings.access.tls.server_credentials(),
+        )
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -79,11 +97,16 @@ class PotServer:
     async def start(self) -> None:
         settings = self.settings
         if settings.create_topics:
+            options = settings.kafka_options()
             await ensure_topics(
-                settings.bootstrap_servers, pot_topics(settings), settings.replication_factor
+                options.pop("bootstrap_servers"),
+                pot_topics(settings),
+                settings.replication_factor,
+                **options,
             )
         await self.view.start()
         await self.publisher.start()
+        await self.audit.start()
         await self.server.start()
         self._tasks = {
             asyncio.create_task(self.service.run(), name="pot-service"),
@@ -125,6 +148,7 @@ class PotServer:
                 await asyncio.wait_for(task, STOP_TIMEOUT_SECONDS)
         await self.view.stop()
         await self.publisher.stop()
+        await self.audit.stop()
         log.info("pot_stopped")
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jackpot.platform.authz import AccessSettings
 from jackpot.platform.kafka import KafkaSecurity
 from jackpot.topics import AWARDS, DEAD_LETTER, LEDGER, POT_STATE, POT_UPDATES, TABLE_EVENTS
 
@@ -76,6 +77,9 @@ class PotSettings:
     kafka_sasl_username: str = ""
     kafka_sasl_password: str = field(default="", repr=False)
     kafka_ssl_cafile: str = ""  # CA bundle that signed the brokers' certificates
+    # mTLS, the audit topic, development roles: JACKPOT_TLS_*, JACKPOT_AUDIT_TOPIC,
+    # JACKPOT_INSECURE_ROLES (jackpot.platform.authz).
+    access: AccessSettings = field(default_factory=AccessSettings)
 
     def __post_init__(self) -> None:
         if self.heartbeat_interval_ms <= 0 or self.heartbeat_interval_ms >= HEARTBEAT_DEADLINE_MS:
@@ -128,7 +132,13 @@ class PotSettings:
         values: dict[str, object] = {}
         if "KAFKA_BOOTSTRAP_SERVERS" in environ:  # the variable every other service reads
             values["bootstrap_servers"] = environ["KAFKA_BOOTSTRAP_SERVERS"]
+        try:
+            values["access"] = AccessSettings.from_env(environ)
+        except ValueError as error:
+            raise SettingsError(str(error)) from None
         for spec in dataclasses.fields(cls):
+            if spec.name == "access":
+                continue
             name = _variable(spec.name)
             raw = environ.get(name)
             if raw is None:
@@ -143,7 +153,7 @@ class PotSettings:
         return [
             (_variable(spec.name), "" if spec.name == "kafka_sasl_password" else str(value))
             for spec in dataclasses.fields(cls)
-            if (value := getattr(defaults, spec.name)) is not None
+            if spec.name != "access" and (value := getattr(defaults, spec.name)) is not None
         ]
 
 

@@ -136,7 +136,12 @@ class Demo:
         log = open(self.state / f"{name}.log", "ab")  # noqa: SIM115 (the child owns it)
         self.processes[name] = subprocess.Popen(
             [sys.executable, "-m", "jackpot.cli", *args],
-            env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap, **env},
+            env={
+                **os.environ,
+                "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap,
+                "JACKPOT_AUDIT_TOPIC": self.topic("audit"),
+                **env,
+            },
             stdout=log,
             stderr=log,
             start_new_session=True,
@@ -174,6 +179,8 @@ class Demo:
                 "JACKPOT_LEDGER_TOPIC": self.topic("ledger"),
                 "JACKPOT_STATE_TOPIC": self.topic("pot-state"),
                 "JACKPOT_DEAD_LETTER_TOPIC": self.topic("dead-letter"),
+                # The local floor runs plaintext: its admin calls come from this machine.
+                "JACKPOT_INSECURE_ROLES": "operator",
             },
         )
         self._spawn(
@@ -187,6 +194,7 @@ class Demo:
                 "JACKPOT_PAYOUT_AWARDS_TOPIC": self.topic("awards"),
                 "JACKPOT_PAYOUT_PAYOUTS_TOPIC": self.topic("payouts"),
                 "JACKPOT_PAYOUT_LEDGER_TOPIC": self.topic("ledger"),
+                "JACKPOT_INSECURE_ROLES": "supervisor",
             },
         )
         self._spawn(
@@ -349,7 +357,9 @@ async def wait_progressive_open(demo: Demo, within_seconds: float = 30) -> None:
 
 
 async def report(demo: Demo, stats: Any) -> dict[str, Any]:
+    from jackpot.platform.audit import read_entries
     from jackpot.tools.audit import audit
+    from jackpot.tools.audit_chain import verify_positions
 
     accepted = stats.bets_accepted
     groups: list[Any] = []
@@ -371,6 +381,7 @@ async def report(demo: Demo, stats: Any) -> dict[str, Any]:
     for group in groups:
         awards.update(group.hits)
     floor = stats.report()
+    chain = verify_positions(await read_entries(demo.bootstrap, demo.topic("audit"), {}))
     return {
         "run": demo.run_id,
         "tables": len(demo.tables),
@@ -391,6 +402,12 @@ async def report(demo: Demo, stats: Any) -> dict[str, Any]:
         ),
         "audit_ok": bool(groups) and not any(g.problems for g in groups),
         "audit_problems": [p for g in groups for p in g.problems][:20],
+        "audit_chain": {
+            "ok": chain.ok,
+            "entries": chain.entries,
+            "chains": len(chain.chains),
+            "first_break": chain.first_break.describe() if chain.first_break else None,
+        },
         "lost": max(0, accepted - collected),
         "duplicated": max(0, collected - accepted),
         "floor": floor,

@@ -1,0 +1,156 @@
+"""The hash-chained audit log: configuration changes, approvals, voids, refusals and faults.
+
+Each writer (one service instance) keeps one *chain*: entries numbered 1, 2, 3, ... where every
+entry carries the SHA-256 of the entry before it (:data:`GENESIS` for the first) and its own hash
+over a canonical JSON of all its fields. Changing, removing, inserting or reordering an entry
+breaks the chain at that entry, and :func:`verify` names the first entry that does not hold.
+
+Canonical form: JSON with sorted keys, no whitespace, UTF-8, integers as integers, the roles sorted;
+the hash is lowercase hex. Any implementation that writes the same bytes verifies the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+GENESIS = "0" * 64
+
+OUTCOMES = frozenset({"allowed", "refused", "applied", "fault", "recovered"})
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One audited fact; ``entry_hash`` is filled by :meth:`ChainHead.append`."""
+
+    chain: str
+    sequence: int
+    time_ns: int
+    principal: str
+    roles: tuple[str, ...]
+    action: str
+    outcome: str
+    target: str
+    detail: str
+    prev_hash: str
+    entry_hash: str = ""
+
+    def canonical(self) -> bytes:
+        """The bytes the hash covers: every field but the hash itself."""
+        body = {
+            "chain": self.chain,
+            "sequence": self.sequence,
+            "time_ns": self.time_ns,
+            "principal": self.principal,
+            "roles": sorted(self.roles),
+            "action": self.action,
+            "outcome": self.outcome,
+            "target": self.target,
+            "detail": self.detail,
+            "prev_hash": self.prev_hash,
+        }
+        return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+    def computed_hash(self) -> str:
+        return hashlib.sha256(self.canonical()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ChainHead:
+    """Where a writer's chain stands: the last sequence and hash (a new chain: 0 and GENESIS)."""
+
+    chain: str
+    sequence: int = 0
+    last_hash: str = GENESIS
+
+    def append(
+        self,
+        *,
+        time_ns: int,
+        principal: str,
+        roles: Iterable[str],
+        action: str,
+        outcome: str,
+        target: str = "",
+        detail: str = "",
+    ) -> tuple[ChainHead, AuditEntry]:
+        """The next entry of this chain and the head after it (nothing is mutated)."""
+        if outcome not in OUTCOMES:
+            raise ValueError(f"unknown audit outcome {outcome!r}")
+        entry = AuditEntry(
+            chain=self.chain,
+            sequence=self.sequence + 1,
+            time_ns=time_ns,
+            principal=principal,
+            roles=tuple(sorted(roles)),
+            action=action,
+            outcome=outcome,
+            target=target,
+            detail=detail,
+            prev_hash=self.last_hash,
+        )
+        entry = replace(entry, entry_hash=entry.computed_hash())
+        return ChainHead(self.chain, entry.sequence, entry.entry_hash), entry
+
+    def advanced(self, entry: AuditEntry) -> ChainHead:
+        """The head after an entry read back from the log (restoring a writer's position)."""
+        return ChainHead(self.chain, entry.sequence, entry.entry_hash)
+
+
+@dataclass(frozen=True, slots=True)
+class Break:
+    """The first entry at which a chain does not hold."""
+
+    position: int  # index in the order the entries were read (the log offset, for a topic)
+    chain: str
+    sequence: int
+    problem: str
+
+    def describe(self) -> str:
+        return (
+            f"chain {self.chain!r} breaks at entry {self.sequence} (position {self.position}): "
+            f"{self.problem}"
+        )
+
+
+@dataclass(slots=True)
+class ChainReport:
+    entries: int = 0
+    chains: dict[str, int] = field(default_factory=dict)  # chain -> last good sequence
+    redelivered: int = 0  # exact copies of an entry already seen (a producer retry), not tampering
+    first_break: Break | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.first_break is None
+
+
+def verify(entries: Iterable[tuple[int, AuditEntry]]) -> ChainReport:
+    """Check every chain in ``(position, entry)`` order; stop at the first break."""
+    report = ChainReport()
+    heads: dict[str, AuditEntry] = {}
+    for position, entry in entries:
+        report.entries += 1
+        previous = heads.get(entry.chain)
+        if entry.computed_hash() != entry.entry_hash:
+            problem = "its content does not match its hash (the entry was altered)"
+        elif previous is not None and entry == previous:
+            report.redelivered += 1
+            continue
+        elif entry.sequence != (previous.sequence if previous else 0) + 1:
+            expected = (previous.sequence if previous else 0) + 1
+            problem = (
+                f"sequence {entry.sequence} where {expected} was expected "
+                "(an entry was removed, inserted or replayed)"
+            )
+        elif entry.prev_hash != (previous.entry_hash if previous else GENESIS):
+            problem = "it does not link to the entry before it (the chain was rewritten)"
+        else:
+            heads[entry.chain] = entry
+            report.chains[entry.chain] = entry.sequence
+            continue
+        report.first_break = Break(position, entry.chain, entry.sequence, problem)
+        return report
+    return report
