@@ -40,7 +40,9 @@ def _audit(args: argparse.Namespace) -> int:
         from jackpot.tools.audit_chain import run as run_chain
 
         topic = args.audit_topic or settings.access.audit_topic
-        return run_chain(options, topic, args.chain_file, args.export_chain)
+        return run_chain(
+            options, topic, args.chain_file, args.export_chain, args.anchors, args.save_anchors
+        )
     return run(
         options,
         args.ledger_topic or settings.ledger_topic,
@@ -158,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--audit-topic", help="default: JACKPOT_AUDIT_TOPIC (jackpot.audit.v1)")
     audit.add_argument("--chain-file", metavar="FILE", help="verify an exported copy (JSON lines)")
     audit.add_argument("--export-chain", metavar="FILE", help="with --chain: also write a copy")
+    audit.add_argument("--anchors", metavar="FILE", help="chain heads recorded earlier to check")
+    audit.add_argument("--save-anchors", metavar="FILE", help="record every chain's head here")
     audit.set_defaults(handler=_audit)
     return parser
 

@@ -127,7 +127,10 @@ async def start_gateway(settings: GatewaySettings) -> RunningGateway:
     spool = Spool(settings.spool_path)
     gateway = Gateway(settings, spool)
     server = GrpcServer(
-        settings.grpc_address, [TableDeviceServicer(gateway).register], [SERVICE_NAME]
+        settings.grpc_address,
+        [TableDeviceServicer(gateway).register],
+        [SERVICE_NAME],
+        settings.access.tls.server_credentials(),
     )
     await gateway.start()
     await server.start()

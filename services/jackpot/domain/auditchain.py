@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 GENESIS = "0" * 64
@@ -119,6 +119,7 @@ class Break:
 class ChainReport:
     entries: int = 0
     chains: dict[str, int] = field(default_factory=dict)  # chain -> last good sequence
+    heads: dict[str, str] = field(default_factory=dict)  # chain -> hash of that last entry
     redelivered: int = 0  # exact copies of an entry already seen (a producer retry), not tampering
     first_break: Break | None = None
 
@@ -127,10 +128,22 @@ class ChainReport:
         return self.first_break is None
 
 
-def verify(entries: Iterable[tuple[int, AuditEntry]]) -> ChainReport:
-    """Check every chain in ``(position, entry)`` order; stop at the first break."""
+Anchor = tuple[int, str]
+"""A chain's (sequence, hash) recorded outside the log earlier: ``jackpot audit --chain`` prints
+every chain's head; kept elsewhere, it proves later that nothing up to it was rewritten or cut."""
+
+
+def verify(
+    entries: Iterable[tuple[int, AuditEntry]], anchors: Mapping[str, Anchor] | None = None
+) -> ChainReport:
+    """Check every chain in ``(position, entry)`` order; stop at the first break.
+
+    A chain alone cannot tell whether its *last* entries were rewritten (hashes recomputed) or
+    cut off; ``anchors`` close that gap: each anchored entry must still be there, unchanged.
+    """
     report = ChainReport()
     heads: dict[str, AuditEntry] = {}
+    anchors = anchors or {}
     for position, entry in entries:
         report.entries += 1
         previous = heads.get(entry.chain)
@@ -147,10 +160,28 @@ def verify(entries: Iterable[tuple[int, AuditEntry]]) -> ChainReport:
             )
         elif entry.prev_hash != (previous.entry_hash if previous else GENESIS):
             problem = "it does not link to the entry before it (the chain was rewritten)"
+        elif (
+            entry.chain in anchors
+            and anchors[entry.chain][0] == entry.sequence
+            and anchors[entry.chain][1] != entry.entry_hash
+        ):
+            problem = "it differs from the anchored hash recorded earlier (the chain was rewritten)"
         else:
             heads[entry.chain] = entry
             report.chains[entry.chain] = entry.sequence
+            report.heads[entry.chain] = entry.entry_hash
             continue
         report.first_break = Break(position, entry.chain, entry.sequence, problem)
         return report
+    for name, (sequence, _) in sorted(anchors.items()):
+        last = report.chains.get(name, 0)
+        if last < sequence:
+            report.first_break = Break(
+                -1,
+                name,
+                last + 1,
+                f"the chain ends at entry {last} but entry {sequence} was anchored "
+                "(entries were removed from the end)",
+            )
+            return report
     return report

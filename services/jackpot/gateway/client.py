@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 
 from jackpot.domain.cards import Game
+from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.v1 import common_pb2, device_pb2
 
 SERVICE_NAME = "jackpot.v1.TableDeviceService"
@@ -34,8 +35,11 @@ class DeviceClient:
         device_id: str = "",
         on_command: CommandHandler | None = None,
         reply_timeout: float = 10.0,
+        tls: TlsSettings | None = None,
     ) -> None:
+        """``tls``: the device's certificate (bound to ``table_id``) for a gateway with mTLS."""
         self.target = target
+        self.tls = tls or TlsSettings()
         self.table_id = table_id
         self.game = game
         self.credential = credential
@@ -60,7 +64,7 @@ class DeviceClient:
     async def connect(self, credential: str | None = None) -> device_pb2.Welcome:
         """Open the stream and say Hello; raises grpc.aio.AioRpcError when refused."""
         await self._teardown()
-        self._channel = grpc.aio.insecure_channel(self.target)
+        self._channel = secure_channel(self.target, self.tls)
         self._outgoing = asyncio.Queue()
         self._replies = asyncio.Queue()
         self._broken = asyncio.Event()

@@ -1,0 +1,384 @@
+"""Security on real Kafka and real gRPC (issue 9): mutual TLS on every endpoint with the project's
+development CA, authorization by role and table, every attempt on the hash-chained audit log, and
+`jackpot audit --chain` naming the first tampered entry."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+from loadtest.rounds import CONFIG
+
+from jackpot.display.main import run_display
+from jackpot.display.settings import DisplaySettings
+from jackpot.domain.access import Role
+from jackpot.domain.auditchain import AuditEntry
+from jackpot.domain.cards import Game
+from jackpot.gateway.client import DeviceClient
+from jackpot.gateway.grpc_api import SERVICE_NAME as DEVICE_SERVICE
+from jackpot.gateway.grpc_api import TableDeviceServicer
+from jackpot.gateway.service import Gateway
+from jackpot.gateway.spool import Spool
+from jackpot.payout.grpc_api import SERVICE_NAME as PAYOUT_SERVICE
+from jackpot.payout.grpc_api import PayoutServicer
+from jackpot.payout.service import PayoutService
+from jackpot.payout.settings import PayoutSettings
+from jackpot.platform.audit import AuditLog, read_entries, to_record
+from jackpot.platform.authz import AccessSettings, Authorizer
+from jackpot.platform.grpc_server import GrpcServer
+from jackpot.platform.kafka import ensure_topics, idempotent_producer
+from jackpot.platform.tls import TlsSettings, secure_channel
+from jackpot.pot.main import PotServer
+from jackpot.pot.metrics import PotMetrics
+from jackpot.tools.audit_chain import verify_positions
+from jackpot.tools.pki import issue, issue_dev
+from jackpot.topics import TopicSpec
+from jackpot.v1 import (
+    display_pb2,
+    display_pb2_grpc,
+    payout_pb2,
+    payout_pb2_grpc,
+    pot_pb2,
+    pot_pb2_grpc,
+    table_events_pb2,
+)
+from tests.integration.gateway_harness import CREDENTIAL, settings_for
+from tests.integration.test_payout import award, free_port, publish
+from tests.integration.test_pot_service import pot_settings, read_topic
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("pki")
+    issue_dev(directory, ["CAR-1", "T1"])
+    issue(directory / "rogue", "operator", {Role.OPERATOR})  # an operator of another CA
+    return directory
+
+
+def tls(pki: Path, name: str) -> TlsSettings:
+    return TlsSettings.for_name(pki, name)
+
+
+async def audit_entries(bootstrap: str, topic: str) -> list[tuple[int, AuditEntry | None]]:
+    return await read_entries(bootstrap, topic, {})
+
+
+async def wait_for_entries(bootstrap: str, topic: str, count: int) -> list[AuditEntry]:
+    for _ in range(100):
+        entries = [e for _, e in await audit_entries(bootstrap, topic) if e is not None]
+        if len(entries) >= count:
+            return entries
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"fewer than {count} audit entries on {topic}")
+
+
+def code_of(error: pytest.ExceptionInfo[grpc.aio.AioRpcError]) -> grpc.StatusCode:
+    return error.value.code()
+
+
+async def test_pot_admin_api_needs_an_operator_certificate_and_audits_every_attempt(
+    kafka_bootstrap: str, unique: str, pki: Path
+) -> None:
+    access = AccessSettings(tls=tls(pki, "pot"), audit_topic=f"test.audit.{unique}")
+    settings = dataclasses.replace(pot_settings(kafka_bootstrap, unique, 1), access=access)
+    server = PotServer(settings, PotMetrics())
+    await server.start()
+    target = f"localhost:{server.grpc_port}"
+    request = pot_pb2.CreatePotGroupRequest(
+        pot_group_id="scl",
+        config_json=json.dumps(CONFIG),
+        admin=pot_pb2.AdminContext(reason="opening the link", requested_by="claimed-name"),
+    )
+    try:
+        async with secure_channel(target, tls(pki, "operator")) as channel:
+            stub = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
+            created = await stub.CreatePotGroup(request)
+            assert created.pot_group.pot_group_id == "scl"
+            assert [
+                g.pot_group_id
+                for g in (await stub.ListPotGroups(pot_pb2.ListPotGroupsRequest())).pot_groups
+            ] == ["scl"]
+            # C7: the command names the certificate's holder, not what the request claimed.
+            commands = [
+                table_events_pb2.TableEvent.FromString(raw).pot_group_command
+                for raw in await read_topic(settings, settings.table_events_topic)
+            ]
+            assert [c.requested_by for c in commands] == ["operator"]
+
+        async with secure_channel(target, tls(pki, "supervisor")) as channel:
+            stub = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.CreatePotGroup(
+                    pot_pb2.CreatePotGroupRequest(
+                        pot_group_id="other", config_json=json.dumps(CONFIG), admin=request.admin
+                    )
+                )
+            assert code_of(refused) == grpc.StatusCode.PERMISSION_DENIED
+            assert "needs the role operator" in (refused.value.details() or "")
+
+        async with secure_channel(target, tls(pki, "device-CAR-1")) as channel:
+            stub = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
+            with pytest.raises(grpc.aio.AioRpcError) as device_reads:
+                await stub.ListPotGroups(pot_pb2.ListPotGroupsRequest())
+            assert code_of(device_reads) == grpc.StatusCode.PERMISSION_DENIED
+
+        # No certificate, a certificate of another CA, or plaintext: no connection at all.
+        no_cert = grpc.aio.secure_channel(
+            target, grpc.ssl_channel_credentials((pki / "ca.crt").read_bytes())
+        )
+        rogue = secure_channel(
+            target,
+            TlsSettings(
+                str(pki / "rogue" / "operator.crt"),
+                str(pki / "rogue" / "operator.key"),
+                str(pki / "ca.crt"),
+            ),
+        )
+        plaintext = grpc.aio.insecure_channel(target)
+        for channel in (no_cert, rogue, plaintext):
+            async with channel:
+                stub = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
+                with pytest.raises(grpc.aio.AioRpcError) as unconnected:
+                    await stub.CreatePotGroup(request, timeout=5)
+                assert code_of(unconnected) == grpc.StatusCode.UNAVAILABLE
+    finally:
+        await server.stop()
+
+    entries = await wait_for_entries(kafka_bootstrap, access.audit_topic, 4)
+    facts = {(e.principal, e.action, e.outcome, e.target) for e in entries}
+    assert ("operator", "configure_pot", "allowed", "scl") in facts
+    assert ("operator", "configure_pot", "applied", "scl") in facts
+    assert ("supervisor", "configure_pot", "refused", "other") in facts
+    assert ("CAR-1", "read", "refused", "ListPotGroups") in facts
+    report = verify_positions(await audit_entries(kafka_bootstrap, access.audit_topic))
+    assert report.ok
+    assert report.chains == {f"pot-api:{settings.instance_id}": len(entries)}
+
+    # The command line verifies the topic, then a forged copy of entry 2 is appended.
+    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    command = [sys.executable, "-m", "jackpot.cli", "audit", "--chain"]
+    command += ["--audit-topic", access.audit_topic]
+    clean = await asyncio.to_thread(
+        subprocess.run, command, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "OK: every chain holds" in clean.stdout
+    forged = dataclasses.replace(entries[1], principal="mallory")
+    producer = idempotent_producer(kafka_bootstrap)
+    await producer.start()
+    try:
+        await producer.send_and_wait(
+            access.audit_topic, to_record(forged).SerializeToString(), key=b"x"
+        )
+    finally:
+        await producer.stop()
+    tampered = await asyncio.to_thread(
+        subprocess.run, command, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert tampered.returncode == 1
+    assert (
+        f"TAMPERED: chain 'pot-api:{settings.instance_id}' breaks at entry 2 "
+        f"(position {len(entries)})" in tampered.stdout
+    )
+
+
+@contextlib.asynccontextmanager
+async def payout_under_tls(
+    kafka_bootstrap: str, unique: str, pki: Path
+) -> AsyncIterator[PayoutSettings]:
+    settings = PayoutSettings(
+        bootstrap_servers=kafka_bootstrap,
+        grpc_address=f"127.0.0.1:{free_port()}",
+        metrics_port=0,
+        consumer_group=f"payout-{unique}",
+        transactional_id=f"payout-{unique}",
+        awards_topic=f"test.awards.{unique}",
+        payouts_topic=f"test.payouts.{unique}",
+        ledger_topic=f"test.ledger.{unique}",
+        access=AccessSettings(tls=tls(pki, "payout"), audit_topic=f"test.audit.{unique}"),
+    )
+    await ensure_topics(
+        kafka_bootstrap,
+        [
+            TopicSpec(settings.awards_topic, 1),
+            TopicSpec(settings.payouts_topic, 1, {"cleanup.policy": "compact,delete"}),
+            TopicSpec(settings.ledger_topic, 1),
+        ],
+    )
+    service = PayoutService(settings)
+    audit = AuditLog(kafka_bootstrap, settings.access.audit_topic, "payout:test")
+    servicer = PayoutServicer(service, Authorizer(settings.access, audit))
+    server = GrpcServer(
+        settings.grpc_address,
+        [servicer.register],
+        [PAYOUT_SERVICE],
+        settings.access.tls.server_credentials(),
+    )
+    await service.start()
+    await audit.start()
+    await server.start()
+    try:
+        yield settings
+    finally:
+        await server.stop(0.5)
+        await service.stop()
+        await audit.stop()
+
+
+async def test_only_supervisors_approve_and_a_terminal_serves_only_its_table(
+    kafka_bootstrap: str, unique: str, pki: Path
+) -> None:
+    large = award("R1", 5, "ROYAL_FLUSH", 2_000_000)
+    async with payout_under_tls(kafka_bootstrap, unique, pki) as settings:
+        await publish(settings, large)
+        target = f"localhost:{settings.grpc_address.rsplit(':', 1)[1]}"
+        approve = payout_pb2.ApprovePayoutRequest(
+            award_id=large.award_id, supervisor="someone-else", reason="checked the cards"
+        )
+        async with secure_channel(target, tls(pki, "operator")) as channel:
+            stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
+            for _ in range(100):  # until the award is consumed
+                if (await stub.ListPayouts(payout_pb2.ListPayoutsRequest())).payouts:
+                    break
+                await asyncio.sleep(0.1)
+            with pytest.raises(grpc.aio.AioRpcError) as operator_approves:
+                await stub.ApprovePayout(approve)
+            assert code_of(operator_approves) == grpc.StatusCode.PERMISSION_DENIED
+            assert "needs the role supervisor" in (operator_approves.value.details() or "")
+
+        async with secure_channel(target, tls(pki, "supervisor")) as channel:
+            stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
+            approved = await stub.ApprovePayout(approve)
+            assert approved.payout.state == payout_pb2.PAYOUT_STATE_APPROVED
+            assert "supervisor" in str(approved.payout)
+            assert "someone-else" not in str(approved.payout)
+
+        async with secure_channel(target, tls(pki, "terminal-T1")) as channel:
+            stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
+
+            async def hello(table: str) -> AsyncIterator[payout_pb2.DealerTerminalRequest]:
+                yield payout_pb2.DealerTerminalRequest(
+                    hello=payout_pb2.TerminalHello(table_id=table, dealer="dora")
+                )
+                await asyncio.sleep(30)
+
+            wrong = stub.DealerTerminal(hello("T2"))
+            with pytest.raises(grpc.aio.AioRpcError) as other_table:
+                await wrong.read()
+            assert code_of(other_table) == grpc.StatusCode.PERMISSION_DENIED
+            assert "bound to another table" in (other_table.value.details() or "")
+            own = stub.DealerTerminal(hello("T1"))
+            first = await own.read()
+            assert [p.award_id for p in first.open] == [large.award_id]
+            own.cancel()
+
+        entries = await wait_for_entries(kafka_bootstrap, settings.access.audit_topic, 5)
+    facts = {(e.principal, e.action, e.outcome) for e in entries}
+    assert ("operator", "approve_payout", "refused") in facts
+    assert ("supervisor", "approve_payout", "allowed") in facts
+    assert ("supervisor", "approve_payout", "applied") in facts
+    assert ("T1", "confirm_payment", "refused") in facts
+    assert ("T1", "confirm_payment", "allowed") in facts
+    assert verify_positions(await audit_entries(kafka_bootstrap, settings.access.audit_topic)).ok
+
+
+async def test_a_device_certificate_opens_only_its_own_table_at_the_gateway(
+    kafka_bootstrap: str, unique: str, pki: Path, tmp_path: Path
+) -> None:
+    access = AccessSettings(tls=tls(pki, "gateway"), audit_topic=f"test.audit.{unique}")
+    settings = dataclasses.replace(
+        settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite"), access=access
+    )
+    spool = Spool(settings.spool_path)
+    audit = AuditLog(kafka_bootstrap, access.audit_topic, f"gateway:{settings.name}")
+    gateway = Gateway(settings, spool, audit=audit)
+    server = GrpcServer(
+        settings.grpc_address,
+        [TableDeviceServicer(gateway).register],
+        [DEVICE_SERVICE],
+        access.tls.server_credentials(),
+    )
+    await audit.start()
+    await gateway.start()
+    await server.start()
+    target = f"localhost:{server.port}"
+    try:
+        own = DeviceClient(
+            target, "CAR-1", Game.CARIBBEAN, CREDENTIAL, tls=tls(pki, "device-CAR-1")
+        )
+        welcome = await own.connect()
+        assert welcome.table_id == "CAR-1"
+        await own.close()
+        # The right shared credential with another table's certificate is not enough.
+        other = DeviceClient(target, "DRW-1", Game.DRAW, CREDENTIAL, tls=tls(pki, "device-CAR-1"))
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await other.connect()
+        assert code_of(refused) == grpc.StatusCode.UNAUTHENTICATED
+        assert "bound to another table" in (refused.value.details() or "")
+        await other.close()
+        # An operator's certificate is not a device.
+        person = DeviceClient(target, "CAR-1", Game.CARIBBEAN, CREDENTIAL, tls=tls(pki, "operator"))
+        with pytest.raises(grpc.aio.AioRpcError) as not_a_device:
+            await person.connect()
+        assert "needs the role device" in (not_a_device.value.details() or "")
+        await person.close()
+        entries = await wait_for_entries(kafka_bootstrap, access.audit_topic, 2)
+    finally:
+        await server.stop(0.5)
+        await gateway.stop()
+        await audit.stop()
+        spool.close()
+    refusals = [(e.principal, e.action, e.outcome) for e in entries]
+    assert ("CAR-1", "connect_device", "refused") in refusals
+    assert ("operator", "connect_device", "refused") in refusals
+
+
+async def test_signs_need_a_sign_certificate(kafka_bootstrap: str, unique: str, pki: Path) -> None:
+    settings = DisplaySettings(
+        bootstrap_servers=kafka_bootstrap,
+        grpc_address=f"127.0.0.1:{free_port()}",
+        http_port=free_port(),
+        metrics_port=0,
+        pot_updates_topic=f"test.pot-updates.{unique}",
+        awards_topic=f"test.awards.{unique}",
+        access=AccessSettings(tls=tls(pki, "display"), audit_topic=f"test.audit.{unique}"),
+    )
+    await ensure_topics(
+        kafka_bootstrap,
+        [TopicSpec(settings.pot_updates_topic, 1), TopicSpec(settings.awards_topic, 1)],
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_display(settings, stop))
+    target = f"localhost:{settings.grpc_address.rsplit(':', 1)[1]}"
+    try:
+        await asyncio.sleep(1.0)
+        async with secure_channel(target, tls(pki, "device-CAR-1")) as channel:
+            stub = display_pb2_grpc.SignServiceStub(channel)  # type: ignore[no-untyped-call]
+            stream = stub.WatchSigns(display_pb2.WatchSignsRequest())
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stream.read()
+            assert code_of(refused) == grpc.StatusCode.PERMISSION_DENIED
+        async with secure_channel(target, tls(pki, "sign")) as channel:
+            stub = display_pb2_grpc.SignServiceStub(channel)  # type: ignore[no-untyped-call]
+            stream = stub.WatchSigns(display_pb2.WatchSignsRequest(), timeout=2)
+            with pytest.raises(grpc.aio.AioRpcError) as quiet:
+                await stream.read()  # nothing to show yet: the stream stays open until timeout
+            assert code_of(quiet) == grpc.StatusCode.DEADLINE_EXCEEDED
+        entries = await wait_for_entries(kafka_bootstrap, settings.access.audit_topic, 1)
+        assert [(e.principal, e.action, e.outcome) for e in entries] == [
+            ("CAR-1", "watch_signs", "refused")
+        ]
+    finally:
+        stop.set()
+        await task
