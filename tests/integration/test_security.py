@@ -16,6 +16,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from loadtest.rounds import CONFIG
 
 from jackpot.display.main import run_display
@@ -90,7 +91,9 @@ def code_of(error: pytest.ExceptionInfo[grpc.aio.AioRpcError]) -> grpc.StatusCod
 async def test_pot_admin_api_needs_an_operator_certificate_and_audits_every_attempt(
     kafka_bootstrap: str, unique: str, pki: Path
 ) -> None:
-    access = AccessSettings(tls=tls(pki, "pot"), audit_topic=f"test.audit.{unique}")
+    access = AccessSettings(
+        tls=tls(pki, "pot"), audit_topic=f"test.audit.{unique}", health_address="127.0.0.1:0"
+    )
     settings = dataclasses.replace(pot_settings(kafka_bootstrap, unique, 1), access=access)
     server = PotServer(settings, PotMetrics())
     await server.start()
@@ -152,6 +155,16 @@ async def test_pot_admin_api_needs_an_operator_certificate_and_audits_every_atte
                 with pytest.raises(grpc.aio.AioRpcError) as unconnected:
                     await stub.CreatePotGroup(request, timeout=5)
                 assert code_of(unconnected) == grpc.StatusCode.UNAVAILABLE
+
+        # Probes: a plaintext port that answers health and nothing else.
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.server.health_port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            answer = await health.Check(health_pb2.HealthCheckRequest(service=""))
+            assert answer.status == health_pb2.HealthCheckResponse.SERVING
+            stub = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
+            with pytest.raises(grpc.aio.AioRpcError) as not_here:
+                await stub.ListPotGroups(pot_pb2.ListPotGroupsRequest())
+            assert code_of(not_here) == grpc.StatusCode.UNIMPLEMENTED
     finally:
         await server.stop()
 

@@ -39,6 +39,7 @@ async def run_display(settings: DisplaySettings, stop: asyncio.Event) -> None:
         [signs.register],
         [SERVICE_NAME],
         settings.access.tls.server_credentials(),
+        settings.access.health_address,
     )
     runner = web.AppRunner(
         build_app(board, settings.max_rate, settings.write_timeout_seconds), shutdown_timeout=1

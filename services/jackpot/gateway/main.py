@@ -55,6 +55,7 @@ async def run_gateway(settings: GatewaySettings, stop: asyncio.Event) -> None:
         [TableDeviceServicer(gateway).register],
         [SERVICE_NAME],
         settings.access.tls.server_credentials(),
+        settings.access.health_address,
     )
     await audit.start()
     await gateway.start()

@@ -48,6 +48,7 @@ async def run_payout(settings: PayoutSettings, stop: asyncio.Event) -> None:
         [servicer.register],
         [SERVICE_NAME],
         settings.access.tls.server_credentials(),
+        settings.access.health_address,
     )
     await service.start()
     await audit.start()

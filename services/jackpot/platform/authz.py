@@ -12,6 +12,13 @@ Without TLS there are no identities. ``JACKPOT_INSECURE_ROLES`` (for example
 ``operator,supervisor``) then grants those roles to every plaintext caller, named ``local``: for a
 developer's laptop and the local demo only; it is refused together with TLS, and unset means
 plaintext callers can do nothing protected.
+
+| variable | meaning |
+|---|---|
+| JACKPOT_TLS_CERT / _KEY / _CA | mutual TLS on the gRPC port (:mod:`jackpot.platform.tls`) |
+| JACKPOT_INSECURE_ROLES | plaintext only: the roles every caller gets (development) |
+| JACKPOT_AUDIT_TOPIC | the hash-chained audit log (default jackpot.audit.v1) |
+| JACKPOT_HEALTH_GRPC | host:port of a plaintext, health-only gRPC port for probes |
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ class AccessSettings:
     tls: TlsSettings = field(default_factory=TlsSettings)
     insecure_roles: frozenset[Role] = frozenset()
     audit_topic: str = AUDIT.name
+    # A plaintext port serving only grpc.health.v1 (Kubernetes probes present no certificate).
+    health_address: str = ""
 
     def __post_init__(self) -> None:
         if self.tls.enabled and self.insecure_roles:
@@ -50,6 +59,7 @@ class AccessSettings:
             tls=TlsSettings.from_env(environ),
             insecure_roles=parse_roles(environ.get("JACKPOT_INSECURE_ROLES", "")),
             audit_topic=environ.get("JACKPOT_AUDIT_TOPIC", AUDIT.name),
+            health_address=environ.get("JACKPOT_HEALTH_GRPC", ""),
         )
 
 

@@ -1,6 +1,11 @@
 """An asyncio gRPC server with the standard health and reflection services and a graceful stop.
 
 Shape of grpc/grpc examples/python/helloworld/async_greeter_server_with_graceful_shutdown.py.
+
+With mutual TLS the API port refuses callers without a client certificate, and so would refuse
+Kubernetes' gRPC probes (the kubelet presents none). ``health_address`` opens a second, plaintext
+port that serves only ``grpc.health.v1.Health`` from the same status: probes go there, the API
+stays behind mTLS.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ class GrpcServer:
         registrars: Iterable[Registrar],
         service_names: Iterable[str],
         credentials: grpc.ServerCredentials | None = None,
+        health_address: str = "",
     ) -> None:
         self._server = grpc.aio.server(
             options=[
@@ -45,9 +51,17 @@ class GrpcServer:
             self.port = self._server.add_insecure_port(address)
         else:
             self.port = self._server.add_secure_port(address, credentials)
+        self._health_server: grpc.aio.Server | None = None
+        self.health_port = 0
+        if health_address:
+            self._health_server = grpc.aio.server()
+            health_pb2_grpc.add_HealthServicer_to_server(self.health, self._health_server)
+            self.health_port = self._health_server.add_insecure_port(health_address)
 
     async def start(self) -> None:
         await self._server.start()
+        if self._health_server is not None:
+            await self._health_server.start()
         await self.set_serving(True)
 
     async def set_serving(self, serving: bool) -> None:
@@ -63,6 +77,8 @@ class GrpcServer:
         """Refuse new calls, let calls in flight finish for up to ``grace_seconds``."""
         await self.set_serving(False)
         await self._server.stop(grace_seconds)
+        if self._health_server is not None:
+            await self._health_server.stop(0)
 
     async def wait_for_termination(self) -> None:
         await self._server.wait_for_termination()

@@ -87,6 +87,7 @@ class PotServer:
             [self.api.register],
             [SERVICE_NAME],
             settings.access.tls.server_credentials(),
+            settings.access.health_address,
         )
         self._tasks: set[asyncio.Task[None]] = set()
 
