@@ -66,7 +66,7 @@ def _payout(args: argparse.Namespace) -> int:
 def _payouts(args: argparse.Namespace) -> int:
     from jackpot.tools.payouts import run
 
-    return run(args.pending)
+    return run(args.pending, args.approve or "", args.void or "", args.reason or "")
 
 
 def _pki(args: argparse.Namespace) -> int:
@@ -111,8 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     payout.set_defaults(handler=_payout)
 
-    payouts = commands.add_parser("payouts", help="list payouts from the payouts topic")
+    payouts = commands.add_parser(
+        "payouts", help="list payouts from the payouts topic; a supervisor approves or voids"
+    )
     payouts.add_argument("--pending", action="store_true", help="only the unpaid ones, with age")
+    decision = payouts.add_mutually_exclusive_group()
+    decision.add_argument("--approve", metavar="AWARD_ID", help="approve this payout")
+    decision.add_argument("--void", metavar="AWARD_ID", help="void this payout")
+    payouts.add_argument("--reason", help="why (required with --approve and --void)")
     payouts.set_defaults(handler=_payouts)
 
     demo = commands.add_parser(

@@ -41,6 +41,7 @@ from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.pot.main import PotServer
 from jackpot.pot.metrics import PotMetrics
 from jackpot.tools.audit_chain import verify_positions
+from jackpot.tools.payouts import decide
 from jackpot.tools.pki import issue, issue_dev
 from jackpot.topics import TopicSpec
 from jackpot.v1 import (
@@ -253,8 +254,9 @@ async def test_only_supervisors_approve_and_a_terminal_serves_only_its_table(
     kafka_bootstrap: str, unique: str, pki: Path
 ) -> None:
     large = award("R1", 5, "ROYAL_FLUSH", 2_000_000)
+    mistaken = award("R2", 3, "ROYAL_FLUSH", 3_000_000)
     async with payout_under_tls(kafka_bootstrap, unique, pki) as settings:
-        await publish(settings, large)
+        await publish(settings, large, mistaken)
         target = f"localhost:{settings.grpc_address.rsplit(':', 1)[1]}"
         approve = payout_pb2.ApprovePayoutRequest(
             award_id=large.award_id, supervisor="someone-else", reason="checked the cards"
@@ -293,11 +295,23 @@ async def test_only_supervisors_approve_and_a_terminal_serves_only_its_table(
             assert "bound to another table" in (other_table.value.details() or "")
             own = stub.DealerTerminal(hello("T1"))
             first = await own.read()
-            assert [p.award_id for p in first.open] == [large.award_id]
+            assert [p.award_id for p in first.open] == [large.award_id, mistaken.award_id]
             own.cancel()
 
-        entries = await wait_for_entries(kafka_bootstrap, settings.access.audit_topic, 5)
+        # The supervisors' command line: `jackpot payouts --void AWARD --reason ...`.
+        def as_holder(name: str) -> PayoutSettings:
+            client = AccessSettings(tls=tls(pki, name))
+            return dataclasses.replace(settings, grpc_address=target, access=client)
+
+        with pytest.raises(SystemExit, match=r"PERMISSION_DENIED.*needs the role supervisor"):
+            await decide(as_holder("operator"), "void", mistaken.award_id, "wrong round")
+        voided = await decide(as_holder("supervisor"), "void", mistaken.award_id, "wrong round")
+        assert voided == f"{mistaken.award_id}: PAYOUT_STATE_VOIDED"
+
+        entries = await wait_for_entries(kafka_bootstrap, settings.access.audit_topic, 8)
     facts = {(e.principal, e.action, e.outcome) for e in entries}
+    assert ("supervisor", "void_payout", "applied") in facts
+    assert ("operator", "void_payout", "refused") in facts
     assert ("operator", "approve_payout", "refused") in facts
     assert ("supervisor", "approve_payout", "allowed") in facts
     assert ("supervisor", "approve_payout", "applied") in facts
