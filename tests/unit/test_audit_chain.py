@@ -11,7 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jackpot.domain.auditchain import GENESIS, AuditEntry, ChainHead, verify
-from jackpot.tools.audit_chain import entry_to_json, run
+from jackpot.platform.audit import decode, to_record
+from jackpot.tools.audit_chain import entry_to_json, run, verify_positions
+from tests.unit.fuzzing import FUZZ
 
 pytestmark = pytest.mark.unit
 
@@ -182,3 +184,30 @@ def test_jackpot_audit_chain_file_names_the_first_tampered_line(
     export.write_text(lines[0] + "\nnot json\n")
     assert run({}, "unused", chain_file=str(export)) == 1
     assert "not an audit entry" in capsys.readouterr().out
+
+
+@FUZZ
+@given(
+    records=st.lists(
+        st.one_of(
+            st.binary(max_size=256),
+            st.builds(
+                lambda entry, cut: to_record(entry).SerializeToString()[:cut],
+                st.sampled_from(chain("c", 4) + chain("d", 2)),
+                st.integers(0, 400),
+            ),
+        ),
+        max_size=12,
+    )
+)
+def test_arbitrary_bytes_on_the_audit_topic_are_reported_never_raised(
+    records: list[bytes],
+) -> None:
+    """Fuzzing the audit log's reader: garbage, truncated and shuffled records."""
+    positions = [(offset, decode(value)) for offset, value in enumerate(records)]
+    report = verify_positions(positions)
+    if report.ok:
+        assert all(entry is not None for _, entry in positions)
+    else:
+        assert report.first_break is not None
+        assert report.first_break.describe()

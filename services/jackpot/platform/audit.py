@@ -21,6 +21,7 @@ from typing import Any
 
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from google.protobuf.message import DecodeError
 
 from jackpot.domain.access import Principal
 from jackpot.domain.auditchain import AuditEntry, ChainHead
@@ -65,6 +66,14 @@ def from_record(record: audit_pb2.AuditRecord) -> AuditEntry:
     )
 
 
+def decode(value: bytes | None) -> AuditEntry | None:
+    """An audit record's entry, or None when the bytes are not one (the verifier says so)."""
+    try:
+        return from_record(audit_pb2.AuditRecord.FromString(value or b""))
+    except DecodeError:
+        return None
+
+
 async def read_entries(
     bootstrap_servers: str, topic: str, client_options: Mapping[str, Any]
 ) -> list[tuple[int, AuditEntry | None]]:
@@ -93,11 +102,7 @@ async def read_entries(
             batch = await consumer.getmany(*remaining, timeout_ms=1000)
             for records in batch.values():
                 for record in records:
-                    try:
-                        message = audit_pb2.AuditRecord.FromString(record.value or b"")
-                        entries.append((record.offset, from_record(message)))
-                    except Exception:
-                        entries.append((record.offset, None))
+                    entries.append((record.offset, decode(record.value)))
             for tp in list(remaining):
                 if await consumer.position(tp) >= ends[tp]:
                     remaining.discard(tp)
