@@ -114,6 +114,14 @@ class Authorizer:
             await asyncio.wait_for(asyncio.shield(entry), AUDIT_WRITE_TIMEOUT_SECONDS)
         except Exception as error:
             log.error("audit_unavailable", action=action.value, target=target, error=repr(error))
+            # The "allowed" entry is still queued and will reach the log: say how it ended.
+            self.audit.note(
+                principal,
+                action.value,
+                "fault",
+                target,
+                "the audit log could not be written in time: the call was refused, nothing changed",
+            )
             await context.abort(
                 grpc.StatusCode.UNAVAILABLE,
                 "the audit log cannot be written; nothing was changed, try again",
