@@ -66,9 +66,15 @@ class AccessSettings:
 class Authorizer:
     """Decides and audits protected calls for one service."""
 
-    def __init__(self, settings: AccessSettings, audit: AuditLog) -> None:
+    def __init__(
+        self,
+        settings: AccessSettings,
+        audit: AuditLog,
+        audit_timeout_seconds: float = AUDIT_WRITE_TIMEOUT_SECONDS,
+    ) -> None:
         self.settings = settings
         self.audit = audit
+        self.audit_timeout_seconds = audit_timeout_seconds
         if not settings.tls.enabled:
             log.warning(
                 "plaintext_grpc",
@@ -111,7 +117,7 @@ class Authorizer:
             await context.abort(status, decision.detail)
         entry = self.audit.record(principal, action.value, "allowed", target, detail)
         try:
-            await asyncio.wait_for(asyncio.shield(entry), AUDIT_WRITE_TIMEOUT_SECONDS)
+            await asyncio.wait_for(asyncio.shield(entry), self.audit_timeout_seconds)
         except Exception as error:
             log.error("audit_unavailable", action=action.value, target=target, error=repr(error))
             # The "allowed" entry is still queued and will reach the log: say how it ended.
