@@ -8,7 +8,7 @@ K8S_OUT := build/k8s
 
 .PHONY: k8s-tools k8s-render k8s-test
 
-k8s-tools: ## kustomize and the Strimzi / Prometheus Operator CRD schemas, from registries (idempotent)
+k8s-tools: ## kustomize and the Strimzi / Prometheus Operator / cert-manager CRD schemas, from registries (idempotent)
 	$(K8S_DIR)/tools.sh install
 
 k8s-render: k8s-tools ## render every overlay into build/k8s/<overlay>.yaml

@@ -2,7 +2,8 @@
 # The tools and schemas that render and validate deploy/k8s offline, installed from registries only.
 #
 #   tools.sh [install]    install whatever is missing (idempotent; a second run takes a second)
-#   tools.sh env          print KUSTOMIZE=..., STRIMZI_CRDS=..., PROMETHEUS_OPERATOR_CRDS=...
+#   tools.sh env          print KUSTOMIZE=..., STRIMZI_CRDS=..., PROMETHEUS_OPERATOR_CRDS=...,
+#                         CERT_MANAGER_CRDS=...
 #   tools.sh kustomize    print the path of the kustomize binary
 #
 # What it installs, into JACKPOT_CACHE (default ~/.cache/jackpot), outside git:
@@ -14,6 +15,9 @@
 #   crds/prometheus-operator-<v>/*.yaml  the Prometheus Operator's CRDs, generated from its Go API
 #                                      module with controller-gen (Go module proxy,
 #                                      schemas/prometheus-operator/go.mod), as its own build does
+#   crds/cert-manager-<v>/*.yaml       cert-manager's Issuer and Certificate CRDs, as its module
+#                                      ships them in deploy/crds (controller-gen output; Go module
+#                                      proxy, schemas/cert-manager/go.mod and go.sum)
 # The Kubernetes OpenAPI JSON schemas come from the PyPI package kubernetes-validate (pip).
 set -euo pipefail
 
@@ -30,6 +34,10 @@ PROMETHEUS_OPERATOR_VERSION=$(awk -v m="$PROMETHEUS_OPERATOR_MODULE" '$1 == "req
 kustomize_bin="$cache/bin/kustomize"
 strimzi_crds="$cache/crds/strimzi-$STRIMZI_VERSION"
 promop_crds="$cache/crds/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
+CERT_MANAGER_MODULE=github.com/cert-manager/cert-manager
+CERT_MANAGER_VERSION=$(awk -v m="$CERT_MANAGER_MODULE" '$1 == "require" && $2 == m {print $3}' \
+  "$here/schemas/cert-manager/go.mod")
+certmanager_crds="$cache/crds/cert-manager-$CERT_MANAGER_VERSION"
 
 # The machine's own Go, never a downloaded toolchain.
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
@@ -103,15 +111,37 @@ install_prometheus_operator_crds() {
   touch "$stamp"
 }
 
+install_cert_manager_crds() {
+  local stamp="$certmanager_crds/.complete" module_dir="$here/schemas/cert-manager" dir crd
+  if [ -f "$stamp" ] && [ "$stamp" -nt "$module_dir/go.mod" ]; then
+    return 0
+  fi
+  command -v go >/dev/null || die "Go is required to fetch the cert-manager CRDs"
+  log "fetching cert-manager $CERT_MANAGER_VERSION CRDs into $certmanager_crds (Go module proxy)"
+  # The version go.mod requires, verified against go.sum; prints where the module was extracted.
+  dir=$(cd "$module_dir" && go mod download -json "$CERT_MANAGER_MODULE" \
+    | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+  [ -n "$dir" ] && [ -d "$dir/deploy/crds" ] || die "no deploy/crds in $CERT_MANAGER_MODULE"
+  rm -rf "$certmanager_crds"
+  mkdir -p "$certmanager_crds"
+  for crd in cert-manager.io_issuers.yaml cert-manager.io_certificates.yaml; do
+    [ -f "$dir/deploy/crds/$crd" ] || die "$CERT_MANAGER_MODULE has no deploy/crds/$crd"
+    cp "$dir/deploy/crds/$crd" "$certmanager_crds/$crd"
+  done
+  chmod u+w "$certmanager_crds"/*.yaml   # the module cache is read-only
+  touch "$stamp"
+}
+
 case ${1:-install} in
   install)
     install_kustomize
     install_strimzi_crds
     install_prometheus_operator_crds
+    install_cert_manager_crds
     ;;
   env)
-    printf 'KUSTOMIZE=%s\nSTRIMZI_CRDS=%s\nPROMETHEUS_OPERATOR_CRDS=%s\n' \
-      "$kustomize_bin" "$strimzi_crds" "$promop_crds"
+    printf 'KUSTOMIZE=%s\nSTRIMZI_CRDS=%s\nPROMETHEUS_OPERATOR_CRDS=%s\nCERT_MANAGER_CRDS=%s\n' \
+      "$kustomize_bin" "$strimzi_crds" "$promop_crds" "$certmanager_crds"
     ;;
   kustomize) printf '%s\n' "$kustomize_bin" ;;
   *) die "usage: tools.sh [install|env|kustomize]" ;;

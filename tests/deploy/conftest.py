@@ -6,6 +6,7 @@ here once per session; it returns at once when everything is installed):
 - kustomize, built by ``go install`` from the Go module proxy;
 - Strimzi's CRDs, generated from Maven Central's io.strimzi:api by io.strimzi:crd-generator;
 - the Prometheus Operator's CRDs, generated from its Go API module by controller-gen;
+- cert-manager's Issuer and Certificate CRDs, from its Go module (deploy/crds);
 - the Kubernetes OpenAPI schemas (as JSON schemas) ship with the PyPI package kubernetes-validate.
 
 Every test here is marked ``deploy`` (``make k8s-test``).
@@ -54,6 +55,7 @@ class Tools:
     kustomize: Path
     strimzi_crds: Path
     prometheus_operator_crds: Path
+    cert_manager_crds: Path
 
 
 @pytest.fixture(scope="session")
@@ -68,6 +70,7 @@ def tools() -> Tools:
         Path(paths["KUSTOMIZE"]),
         Path(paths["STRIMZI_CRDS"]),
         Path(paths["PROMETHEUS_OPERATOR_CRDS"]),
+        Path(paths["CERT_MANAGER_CRDS"]),
     )
 
 

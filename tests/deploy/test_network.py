@@ -16,6 +16,9 @@ from tests.deploy.k8s import (
 )
 
 MONITORING = {"kubernetes.io/metadata.name": "monitoring"}
+# Ports that no rule opens: the plaintext gRPC health ports. The kubelet's probes come from the
+# pod's own node, which NetworkPolicy always admits; no pod and no floor device may reach them.
+KUBELET_ONLY = {"health"}
 KAFKA_PORT = 9093
 # The one egress rule allowed without a destination: the Entity Operator's calls to the API server,
 # whose address differs per cluster.
@@ -77,6 +80,9 @@ def test_each_container_port_is_open_only_to_its_callers(
             for port in container.get("ports", []):
                 rules = [r for r in ingress if port["containerPort"] in rule_ports(r)]
                 where = f"{overlay} {name(workload)} port {port['name']}"
+                if port["name"] in KUBELET_ONLY:
+                    assert not rules, f"{where}: the plaintext health port is the kubelet's only"
+                    continue
                 assert rules, f"{where}: no policy lets anyone in"
                 peers = [peer for rule in rules for peer in rule["from"]]
                 if port["name"] == "metrics":

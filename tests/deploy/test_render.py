@@ -15,7 +15,7 @@ from tests.deploy.schemas import CrdSchemas, KubernetesSchemas, errors, kubernet
 MIN_KUBERNETES = "1.31.0"
 KUBERNETES_VERSIONS = (MIN_KUBERNETES, kubernetes_versions()[-1])
 
-CUSTOM_GROUPS = ("kafka.strimzi.io/", "monitoring.coreos.com/")
+CUSTOM_GROUPS = ("kafka.strimzi.io/", "monitoring.coreos.com/", "cert-manager.io/")
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,10 @@ def kubernetes() -> dict[str, KubernetesSchemas]:
 
 @pytest.fixture(scope="module")
 def crds(tools: Tools) -> CrdSchemas:
-    return CrdSchemas([tools.strimzi_crds, tools.prometheus_operator_crds], MIN_KUBERNETES)
+    return CrdSchemas(
+        [tools.strimzi_crds, tools.prometheus_operator_crds, tools.cert_manager_crds],
+        MIN_KUBERNETES,
+    )
 
 
 def is_custom(obj: Obj) -> bool:
@@ -52,6 +55,8 @@ def test_overlay_renders_the_whole_system(rendered: dict[str, list[Obj]], overla
         "KafkaUser",
         "ServiceMonitor",
         "PrometheusRule",
+        "Issuer",
+        "Certificate",
     } <= kinds
     apps = {o["metadata"]["labels"]["app.kubernetes.io/name"] for o in kind(objects, "Deployment")}
     assert apps == {"pot", "payout", "display"}
@@ -137,3 +142,12 @@ def test_the_validators_refuse_what_the_api_server_would(
     monitor_validator = crds.validator(monitor["apiVersion"], "ServiceMonitor")
     assert monitor_validator is not None
     assert any("intervall" in e for e in errors(monitor_validator, monitor))
+
+    certificate = copy.deepcopy(kind(objects, "Certificate")[0])
+    certificate["spec"]["subject"]["organisationalUnits"] = ["service"]
+    certificate["spec"]["usages"] = ["server-auth"]
+    certificate_validator = crds.validator(certificate["apiVersion"], "Certificate")
+    assert certificate_validator is not None
+    found = errors(certificate_validator, certificate)
+    assert any("organisationalUnits" in e for e in found), found
+    assert any("server-auth" in e for e in found), found

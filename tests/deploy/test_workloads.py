@@ -22,13 +22,17 @@ from tests.deploy.k8s import (
 
 UID = 10001
 
-# The port convention (deploy/k8s/README.md, "Ports").
+# The port convention (deploy/k8s/README.md, "Ports"). "grpc" is the API (mutual TLS); "health"
+# (gRPC + 10) the plaintext grpc.health.v1-only port that the kubelet probes (it presents no client
+# certificate); "https" the web signs.
 PORTS = {
-    "gateway": {"grpc": 50051, "metrics": 9101},
-    "pot": {"grpc": 50052, "metrics": 9102},
-    "payout": {"grpc": 50053, "metrics": 9103},
-    "display": {"grpc": 50054, "http": 8080, "metrics": 9104},
+    "gateway": {"grpc": 50051, "health": 50061, "metrics": 9101},
+    "pot": {"grpc": 50052, "health": 50062, "metrics": 9102},
+    "payout": {"grpc": 50053, "health": 50063, "metrics": 9103},
+    "display": {"grpc": 50054, "health": 50064, "https": 8080, "metrics": 9104},
 }
+# Ports no Service exposes: the health port is for the kubelet alone.
+UNPUBLISHED = {"health"}
 # The gRPC service each readiness probe asks about (grpc.health.v1; "" is the whole server).
 GRPC_SERVICES = {
     "gateway": "jackpot.v1.TableDeviceService",
@@ -51,6 +55,7 @@ def effective(workload: Obj, container: Obj, key: str) -> object:
 def test_every_container_has_grpc_readiness_and_liveness_probes(
     rendered: dict[str, list[Obj]],
 ) -> None:
+    """Every probe asks the plaintext health port: the API port requires a client certificate."""
     checked = 0
     for overlay, workload in workloads(rendered, *LONG_RUNNING_KINDS):
         app = app_name(workload)
@@ -62,7 +67,7 @@ def test_every_container_has_grpc_readiness_and_liveness_probes(
                 probe = container.get(probe_name)
                 assert probe, f"{where}: no {probe_name}"
                 assert "grpc" in probe, f"{where}: {probe_name} is not a gRPC probe"
-                assert probe["grpc"]["port"] == PORTS[app]["grpc"], where
+                assert probe["grpc"]["port"] == PORTS[app]["health"], f"{where}: {probe_name}"
             assert container["readinessProbe"]["grpc"]["service"] == GRPC_SERVICES[app], where
             # Liveness asks about the whole server: a service that is only not ready (a broker
             # away) must not be restarted for it.
@@ -184,4 +189,5 @@ def test_services_expose_the_port_convention(rendered: dict[str, list[Obj]]) -> 
         for service in kind(objects, "Service"):
             app = app_name(service)
             for port in service["spec"]["ports"]:
+                assert port["name"] not in UNPUBLISHED, f"{overlay} {name(service)}"
                 assert PORTS[app][port["name"]] == port["port"], f"{overlay} {name(service)}"

@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.errors import TopicAlreadyExistsError, for_code
 from aiokafka.helpers import create_ssl_context
 
 from jackpot.topics import TopicSpec
@@ -91,7 +91,11 @@ async def ensure_topics(
         if missing:
             # Another instance may create them between the listing and now.
             with contextlib.suppress(TopicAlreadyExistsError):
-                await admin.create_topics(missing)
+                response = await admin.create_topics(missing)
+                # The broker answers per topic; a refusal (ACLs, bad config) is not an exception.
+                for topic, code, *message in response.topic_errors:
+                    if code not in (0, TopicAlreadyExistsError.errno):
+                        raise for_code(code)(f"cannot create topic {topic}: {message}")
     finally:
         await admin.close()
 
