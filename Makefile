@@ -13,7 +13,8 @@ PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= ../shared/scenarios
 
 .PHONY: help setup browser proto demo-report test-e2e loadtest chaos proto-lint lint test test-unit test-integration test-cluster bench \
-        demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down clean
+        demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down kafka-secure-cluster-up \
+        kafka-secure-cluster-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -79,8 +80,8 @@ bench: setup ## every benchmark in one run, one table of figures and ratios (abo
 	@mkdir -p build
 	$(BIN)/python -m loadtest.bench --json build/bench.json
 
-chaos: setup ## fault suite: kill -9 of pot (20x), gateway, payout, display under load (build/chaos/)
-	$(BIN)/python -m loadtest.chaos
+chaos: setup ## fault suite: kill -9 of pot (20x), gateway, payout, display; device faults; site cut-off (root) (build/chaos/)
+	$(BIN)/python -m loadtest.chaos --device-faults 0.05 --site-cutoff 20
 
 loadtest: setup ## step the floor's rate up until p99 lock-to-sign passes 250 ms (build/loadtest/)
 	$(BIN)/python -m loadtest.run
@@ -100,10 +101,15 @@ kafka-cluster-up: ## three local brokers on 127.0.0.1:9192,9292,9392
 	$(KAFKA) cluster-up
 kafka-cluster-down:
 	$(KAFKA) cluster-down
+kafka-secure-cluster-up: $(VENV)/.installed ## three brokers with TLS, SCRAM users, ACLs: SASL_SSL on 127.0.0.1:9194,9294,9394
+	$(KAFKA) secure-cluster-up
+kafka-secure-cluster-down: ## stop the secure cluster (kept in .run/kafka/secure; kafka.sh secure-cluster-reset wipes it)
+	$(KAFKA) secure-cluster-down
 
 include deploy/k8s/k8s.mk
 
 clean: ## remove the venv, generated code and local state (stops brokers first)
 	-$(KAFKA) down
 	-$(KAFKA) cluster-down
+	-$(KAFKA) secure-cluster-down
 	rm -rf $(VENV) $(PROTO_OUT) .run build tools/node_modules .mypy_cache .ruff_cache .pytest_cache

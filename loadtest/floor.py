@@ -14,6 +14,11 @@ showing the winner.
 
 The simulator counts the pesos the gateway acknowledged as bets at each accepted lock; the demo
 compares that count with what the ledger collected (nothing lost, nothing duplicated).
+
+With ``device_faults`` the table controllers duplicate, delay and reorder some of their events
+(fault 5 of the fault suite, ``loadtest.device_faults``); the counts of what was injected and what
+the gateway answered are in the report. Each table's rounds settled and the progressive status its
+gateway pushed (with the time) are kept for the site cut-off fault.
 """
 
 from __future__ import annotations
@@ -30,8 +35,15 @@ from typing import Any
 import grpc
 
 from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
-from jackpot.gateway.client import DeviceClient
-from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc, payout_pb2, payout_pb2_grpc
+from jackpot.v1 import (
+    common_pb2,
+    device_pb2,
+    display_pb2,
+    display_pb2_grpc,
+    payout_pb2,
+    payout_pb2_grpc,
+)
+from loadtest.device_faults import DeviceFaultCounts, DeviceFaultRates, FaultyDeviceClient
 
 DECK = [r + s for r in RANKS for s in SUITS]
 ROYAL = ["AS", "KS", "QS", "JS", "TS"]
@@ -59,6 +71,7 @@ class FloorConfig:
     exchange_rate: float = 0.25
     rig_rate: float = 0.0  # share of rounds dealt a royal or straight flush
     supervisor_delay: float = 0.5  # seconds before the simulated supervisor approves
+    device_faults: DeviceFaultRates = field(default_factory=DeviceFaultRates)
     seed: int | None = None
 
 
@@ -94,6 +107,11 @@ class FloorStats:
     bets_accepted: int = 0  # pesos the gateway acknowledged as collected at lock
     bets_accepted_by_group: Counter[str] = field(default_factory=Counter)
     rejects: Counter[str] = field(default_factory=Counter)
+    rounds_settled: Counter[str] = field(default_factory=Counter)  # per table: results accepted
+    rounds_voided: int = 0  # rounds a controller voided when it resynchronised
+    # per table: (time.monotonic(), open) for every progressive status its gateway pushed
+    progressive_changes: dict[str, list[tuple[float, bool]]] = field(default_factory=dict)
+    device_faults: DeviceFaultCounts = field(default_factory=DeviceFaultCounts)
     payouts_received: int = 0
     payouts_paid: int = 0
     approvals: int = 0
@@ -112,6 +130,8 @@ class FloorStats:
             "bets_accepted": self.bets_accepted,
             "bets_accepted_by_group": dict(self.bets_accepted_by_group),
             "rejects": dict(self.rejects),
+            "rounds_voided": self.rounds_voided,
+            "device_faults": self.device_faults.report(),
             "winning_results": self.winning_results,
             "payouts_received": self.payouts_received,
             "payouts_paid": self.payouts_paid,
@@ -127,6 +147,7 @@ class Floor:
         self.config = config
         self.stats = FloorStats()
         self.rng = random.Random(config.seed)
+        self.fault_rng = random.Random(None if config.seed is None else config.seed + 1)
         self._stop = asyncio.Event()
         self._locks: dict[str, list[tuple[float, int]]] = {}  # group -> [(t, shown amount)]
         self._wins: dict[str, float] = {}  # award key (table/round/seat) -> result time
@@ -170,7 +191,16 @@ class Floor:
     # ------------------------------------------------------------------------------ tables
 
     async def _table(self, table: SimTable) -> None:
-        client = DeviceClient(table.gateway, table.table_id, table.game, table.credential)
+        client = FaultyDeviceClient(
+            table.gateway,
+            table.table_id,
+            table.game,
+            table.credential,
+            on_command=lambda message: self._command(table.table_id, message),
+            rates=self.config.device_faults,
+            counts=self.stats.device_faults,
+            rng=self.fault_rng,
+        )
         await client.connect()
         try:
             period = 60.0 / self.config.rounds_per_minute
@@ -193,26 +223,39 @@ class Floor:
         finally:
             await client.close()
 
-    async def _resync(self, client: DeviceClient) -> None:
+    def _command(self, table_id: str, message: device_pb2.ConnectResponse) -> None:
+        if message.WhichOneof("message") == "progressive_status":
+            changes = self.stats.progressive_changes.setdefault(table_id, [])
+            changes.append((time.monotonic(), message.progressive_status.open))
+
+    async def _resync(self, client: FaultyDeviceClient) -> None:
         """Reconnect; a round the gateway still holds open is finished or voided first."""
         while not self._stop.is_set():
             with contextlib.suppress(ConnectionError, TimeoutError, grpc.aio.AioRpcError):
                 welcome = await client.connect()
+                # Numbers the client took for events the gateway never accepted (a reordered
+                # pair cut short) are free again: nothing is in flight now.
+                client.sequence = welcome.last_sequence
                 # The gateway kept a round open: void it if it was not locked; if it was, send
                 # an empty result so the table can move on (its bets stay collected).
-                if welcome.round_id and not await self._send(client.void("controller resync")):
-                    await self._send(client.results({}))
+                if welcome.round_id:
+                    if await self._send(client.void("controller resync")):
+                        self.stats.rounds_voided += 1
+                    else:
+                        await self._send(client.results({}))
                 return
             await asyncio.sleep(0.5)
 
     async def _send(self, coroutine: Any) -> bool:
-        reply = await coroutine
+        return self._count(await coroutine)
+
+    def _count(self, reply: device_pb2.EventReply) -> bool:
         self.stats.device_events += 1
         if not reply.accepted:
             self.stats.rejects[common_pb2.RejectReason.Name(reply.reason)] += 1
         return bool(reply.accepted)
 
-    async def _round(self, client: DeviceClient, table: SimTable, round_id: str) -> None:
+    async def _round(self, client: FaultyDeviceClient, table: SimTable, round_id: str) -> None:
         rules = GAME_RULES[table.game]
         if not await self._send(client.open_round(round_id)):
             return
@@ -230,8 +273,9 @@ class Floor:
                 if self.rng.random() > self.config.participation:
                     continue
                 credits = self.rng.randint(min_credits, max_credits)
-                await self._send(client.credits(seat, credits))
-                if await self._send(client.bet(seat, credits)):
+                credit_reply, bet_reply = await client.credits_and_bet(seat, credits)
+                self._count(credit_reply)
+                if self._count(bet_reply):
                     bets[seat] = credits * credit_value
         lock_time = time.monotonic()
         if not await self._send(client.lock()):
@@ -257,7 +301,10 @@ class Floor:
                 forfeited.add(seat)
         hands, community, rigged_seat = self._deal(table.game, sorted(bets))
         result_time = time.monotonic()
-        if await self._send(client.results(hands, community)) and rigged_seat is not None:
+        if not await self._send(client.results(hands, community)):
+            return
+        self.stats.rounds_settled[table.table_id] += 1
+        if rigged_seat is not None:
             seat = rigged_seat
             if seat not in forfeited:
                 self.stats.winning_results += 1

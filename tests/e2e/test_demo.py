@@ -71,7 +71,8 @@ def test_headless_demo_reports_a_clean_audit(kafka_bootstrap: str, tmp_path: Pat
 def test_short_fault_suite_loses_and_duplicates_nothing(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
-    """Issue #9's shorter suite: kill -9 of pot (twice), a gateway, payout and display."""
+    """Issue #9's shorter suite: kill -9 of pot (twice), a gateway, payout and display, while
+    the devices duplicate, delay and reorder events (fault 5; fault 7 is test_site_cutoff.py)."""
     done = subprocess.run(
         [
             sys.executable,
@@ -83,6 +84,10 @@ def test_short_fault_suite_loses_and_duplicates_nothing(
             "8",
             "--settle-seconds",
             "3",
+            "--faults",
+            "1,4,5,6",
+            "--device-faults",
+            "0.1",
             "--out",
             str(tmp_path),
         ],
@@ -98,3 +103,9 @@ def test_short_fault_suite_loses_and_duplicates_nothing(
     assert (result["lost"], result["duplicated"], result["duplicate_payouts"]) == (0, 0, 0)
     assert result["audit_ok"] is True
     assert result["rounds"] > 0
+    devices = result["device_faults"]
+    assert devices["status"] == "passed", devices
+    assert devices["events_delayed"] > 0
+    assert 0 < devices["duplicates_answered"] == devices["duplicates_sent"]
+    assert 0 < devices["reorders_refused_out_of_order"] == devices["reorders_injected"]
+    assert devices["reorders_refused_then_accepted"] > 0
