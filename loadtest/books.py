@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import grpc
-
-from jackpot.tools.demo import PORTS, Demo, report
+from jackpot.platform.tls import secure_channel
+from jackpot.tools.demo import Demo, report
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 from loadtest.floor import FloorStats
 
 
 async def payouts_per_award(demo: Demo) -> dict[str, int]:
     """How many PAID transitions each award's payout has (more than one is a double payout)."""
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{PORTS['payout']}") as channel:
+    async with secure_channel(demo.target("payout"), demo.tls("supervisor")) as channel:
         stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
         listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest())
     return {

@@ -30,11 +30,13 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
 
 from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
+from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.v1 import (
     common_pb2,
     device_pb2,
@@ -73,6 +75,9 @@ class FloorConfig:
     supervisor_delay: float = 0.5  # seconds before the simulated supervisor approves
     device_faults: DeviceFaultRates = field(default_factory=DeviceFaultRates)
     seed: int | None = None
+    # Where `jackpot pki` put the floor's certificates ("" for plaintext): devices and terminals
+    # use the ones bound to their table, watchers the sign's, approvals the supervisor's.
+    pki_dir: str = ""
 
 
 @dataclass
@@ -190,12 +195,18 @@ class Floor:
 
     # ------------------------------------------------------------------------------ tables
 
+    def _tls(self, name: str) -> TlsSettings:
+        if not self.config.pki_dir:
+            return TlsSettings()
+        return TlsSettings.for_name(Path(self.config.pki_dir), name)
+
     async def _table(self, table: SimTable) -> None:
         client = FaultyDeviceClient(
             table.gateway,
             table.table_id,
             table.game,
             table.credential,
+            tls=self._tls(f"device-{table.table_id}"),
             on_command=lambda message: self._command(table.table_id, message),
             rates=self.config.device_faults,
             counts=self.stats.device_faults,
@@ -349,7 +360,9 @@ class Floor:
         confirmed: set[str] = set()
         while not self._stop.is_set():
             try:
-                async with grpc.aio.insecure_channel(self.config.payout_target) as channel:
+                async with secure_channel(
+                    self.config.payout_target, self._tls(f"terminal-{table_id}")
+                ) as channel:
                     stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
                     outgoing: asyncio.Queue[payout_pb2.DealerTerminalRequest] = asyncio.Queue()
 
@@ -390,7 +403,7 @@ class Floor:
                 await asyncio.sleep(0.5)
 
     async def _supervisor(self) -> None:
-        async with grpc.aio.insecure_channel(self.config.payout_target) as channel:
+        async with secure_channel(self.config.payout_target, self._tls("supervisor")) as channel:
             stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
             while not self._stop.is_set():
                 await asyncio.sleep(self.config.supervisor_delay)
@@ -412,7 +425,7 @@ class Floor:
     async def _watch_signs(self) -> None:
         while not self._stop.is_set():
             try:
-                async with grpc.aio.insecure_channel(self.config.display_target) as channel:
+                async with secure_channel(self.config.display_target, self._tls("sign")) as channel:
                     stub = display_pb2_grpc.SignServiceStub(channel)  # type: ignore[no-untyped-call]
                     async for message in stub.WatchSigns(display_pb2.WatchSignsRequest()):
                         self._sign(message.sign, time.monotonic())

@@ -104,11 +104,31 @@ class SiteDemo(Demo):
         self.network = network
         self.bootstrap = bootstrap
 
-    def target(self, site: str) -> str:
+    def site_target(self, site: str) -> str:
         """Where the devices of ``site`` reach their gateway."""
         if site == SITE:
             return f"{self.network.site_lan}:{PORTS[SITE_GATEWAY]}"
         return f"127.0.0.1:{PORTS['gateway-a']}"
+
+    def target(self, name: str) -> str:
+        if name == SITE_GATEWAY:
+            return self.site_target(SITE)
+        return super().target(name)
+
+    def gateway_hosts(self, name: str) -> tuple[str, ...]:
+        if name == SITE_GATEWAY:  # its devices dial it on the site's LAN address
+            return (self.network.site_lan, *super().gateway_hosts(name))
+        return super().gateway_hosts(name)
+
+    def device(self, table: DemoTable) -> DeviceClient:
+        """A controller of ``table`` with its own certificate, dialling its site's gateway."""
+        return DeviceClient(
+            self.site_target(table.site),
+            table.table_id,
+            table.game,
+            table.credential,
+            tls=self.tls(f"device-{table.table_id}"),
+        )
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
         if name != SITE_GATEWAY:
@@ -116,7 +136,7 @@ class SiteDemo(Demo):
             return
         config_path = Path(args[-1])
         config = json.loads(config_path.read_text())
-        config["grpc_address"] = self.target(SITE)
+        config["grpc_address"] = self.site_target(SITE)
         config["metrics_host"] = self.network.site_lan
         config_path.write_text(json.dumps(config, indent=2))
         self._commands[name] = (args, env)
@@ -145,7 +165,7 @@ class SiteDemo(Demo):
     def floor_config(self, rounds_per_minute: float, rig_rate: float) -> FloorConfig:
         return FloorConfig(
             tables=[
-                SimTable(t.table_id, t.game, t.group, self.target(t.site), t.credential)
+                SimTable(t.table_id, t.game, t.group, self.site_target(t.site), t.credential)
                 for t in self.tables
                 if t is not PROBE_TABLE
             ],
@@ -153,6 +173,7 @@ class SiteDemo(Demo):
             display_target=f"127.0.0.1:{PORTS['display']}",
             rounds_per_minute=rounds_per_minute,
             rig_rate=rig_rate,
+            pki_dir=str(self.pki),
         )
 
 
@@ -161,7 +182,7 @@ async def wait_open(demo: SiteDemo, within_seconds: float = 60) -> None:
     deadline = time.monotonic() + within_seconds
     other = next(t for t in demo.tables if t.site != SITE)
     for table in (other, PROBE_TABLE):
-        client = DeviceClient(demo.target(table.site), table.table_id, table.game, table.credential)
+        client = demo.device(table)
         while True:
             welcome = await client.connect()
             await client.close()
@@ -175,7 +196,7 @@ async def wait_open(demo: SiteDemo, within_seconds: float = 60) -> None:
 async def probe_bet(demo: SiteDemo) -> str:
     """What the site gateway answers to a bet on the probe table; the round is then voided."""
     table = PROBE_TABLE
-    client = DeviceClient(demo.target(SITE), table.table_id, table.game, table.credential)
+    client = demo.device(table)
     try:
         welcome = await client.connect()
         if welcome.round_id:
@@ -293,7 +314,7 @@ async def play_through_cut(
         "heartbeat_timeout_seconds": heartbeat,
         "network": {
             "namespace": network.namespace,
-            "site_gateway": demo.target(SITE),
+            "site_gateway": demo.site_target(SITE),
             "central_broker": f"{central}:{BROKER_PORT}",
             "paths": paths,
             "cut_verified": paths == expected_paths,

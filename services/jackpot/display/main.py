@@ -50,7 +50,7 @@ async def run_display(settings: DisplaySettings, stop: asyncio.Event) -> None:
         runner,
         settings.http_host,
         settings.http_port,
-        ssl_context=settings.access.tls.server_context(),
+        ssl_context=settings.access.tls.server_context() if settings.web_tls else None,
     )
     tasks = [asyncio.create_task(follow(board, settings)), asyncio.create_task(clock(board))]
     await site.start()

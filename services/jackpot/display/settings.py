@@ -5,6 +5,7 @@
 | KAFKA_BOOTSTRAP_SERVERS | 127.0.0.1:9092 | brokers |
 | JACKPOT_DISPLAY_GRPC | 127.0.0.1:50054 | SignService address |
 | JACKPOT_DISPLAY_HTTP | 127.0.0.1:8080 | web signs (host:port) |
+| JACKPOT_DISPLAY_WEB_TLS | true | with JACKPOT_TLS_*: serve the web signs over HTTPS too |
 | JACKPOT_DISPLAY_METRICS_HOST / _PORT | 127.0.0.1 / 9104 | /metrics (port 0 disables) |
 | JACKPOT_DISPLAY_STALE_SECONDS | 5 | show "closed" after this long without a pot update (D5) |
 | JACKPOT_DISPLAY_WINNER_SECONDS | 15 | how long a winner banner stays up (D2) |
@@ -29,6 +30,7 @@ class DisplaySettings:
     grpc_address: str = "127.0.0.1:50054"
     http_host: str = "127.0.0.1"
     http_port: int = 8080
+    web_tls: bool = True  # HTTPS for the web signs when TLS is configured
     metrics_port: int = 9104
     metrics_host: str = "127.0.0.1"
     stale_seconds: float = 5.0
@@ -49,6 +51,7 @@ class DisplaySettings:
             grpc_address=environ.get("JACKPOT_DISPLAY_GRPC", "127.0.0.1:50054"),
             http_host=host or "127.0.0.1",
             http_port=int(port),
+            web_tls=environ.get("JACKPOT_DISPLAY_WEB_TLS", "true").lower() != "false",
             metrics_port=int(environ.get("JACKPOT_DISPLAY_METRICS_PORT", "9104")),
             metrics_host=environ.get("JACKPOT_DISPLAY_METRICS_HOST", "127.0.0.1"),
             stale_seconds=float(environ.get("JACKPOT_DISPLAY_STALE_SECONDS", "5")),

@@ -23,6 +23,7 @@ from jackpot.topics import TopicSpec
 
 log = structlog.get_logger("jackpot.kafka")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+STARTUP_TOPIC_WAIT_SECONDS = 15.0  # how long a starting service waits for its topics to appear
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,24 +101,34 @@ async def ensure_topics(
         await admin.close()
 
 
-async def topic_partitions(options: Mapping[str, Any], topics: Iterable[str]) -> dict[str, int]:
+async def topic_partitions(
+    options: Mapping[str, Any], topics: Iterable[str], wait_seconds: float = 0.0
+) -> dict[str, int]:
     """Partition count per topic; a topic that does not exist is absent from the result.
 
     ``options`` are the Kafka client options (bootstrap servers, security), as
-    :meth:`jackpot.pot.settings.PotSettings.kafka_options` gives them.
+    :meth:`jackpot.pot.settings.PotSettings.kafka_options` gives them. ``wait_seconds``: keep
+    asking while some topic is missing, for a service starting right after its topics were
+    created (a broker may not have the new topics' metadata yet).
     """
     wanted = list(topics)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_seconds
     admin = AIOKafkaAdminClient(**options)
     await admin.start()
     try:
-        described = await admin.describe_topics(wanted)
+        while True:
+            described = await admin.describe_topics(wanted)
+            counts = {
+                topic["topic"]: len(topic["partitions"])
+                for topic in described
+                if topic["error_code"] == 0 and topic["partitions"]
+            }
+            if len(counts) == len(set(wanted)) or loop.time() >= deadline:
+                return counts
+            await asyncio.sleep(0.2)
     finally:
         await admin.close()
-    return {
-        topic["topic"]: len(topic["partitions"])
-        for topic in described
-        if topic["error_code"] == 0 and topic["partitions"]
-    }
 
 
 def idempotent_producer(bootstrap_servers: str, **extra: object) -> AIOKafkaProducer:

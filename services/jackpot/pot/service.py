@@ -38,7 +38,11 @@ from aiokafka.errors import KafkaError, ProducerFenced
 from aiokafka.structs import ConsumerRecord
 
 from jackpot.domain.mystery import TriggerSource, secure_trigger
-from jackpot.platform.kafka import committed_consumer, idempotent_producer
+from jackpot.platform.kafka import (
+    STARTUP_TOPIC_WAIT_SECONDS,
+    committed_consumer,
+    idempotent_producer,
+)
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.partitions import topic_partitions
 from jackpot.pot.processor import (
@@ -162,7 +166,9 @@ class PotService:
         at least as many partitions as the input topic."""
         settings = self.settings
         counts = await topic_partitions(
-            settings.kafka_options(), [settings.table_events_topic, settings.state_topic]
+            settings.kafka_options(),
+            [settings.table_events_topic, settings.state_topic],
+            wait_seconds=STARTUP_TOPIC_WAIT_SECONDS,
         )
         inputs = counts.get(settings.table_events_topic, 0)
         states = counts.get(settings.state_topic, 0)

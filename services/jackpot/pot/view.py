@@ -24,6 +24,7 @@ import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from jackpot.domain.engine import PotGroup
+from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS
 from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.processor import SEQUENCE_MARK_PREFIX, decode_state
 from jackpot.pot.settings import PotSettings
@@ -102,6 +103,7 @@ class PotStateView:
         counts = await topic_partitions(
             settings.kafka_options(),
             [settings.state_topic, settings.pot_updates_topic, settings.dead_letter_topic],
+            wait_seconds=STARTUP_TOPIC_WAIT_SECONDS,
         )
         state_tps = _partitions(counts, settings.state_topic)
         tail_tps = _partitions(counts, settings.pot_updates_topic) + _partitions(

@@ -32,9 +32,12 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
 from jackpot.domain.money import MINOR_PER_PESO, format_amount
 from jackpot.platform.kafka import ensure_topics
+from jackpot.platform.tls import TlsSettings, secure_channel
+from jackpot.tools.pki import LOCAL_HOSTS, issue, issue_dev
 from jackpot.topics import ALL_TOPICS, TopicSpec
 from jackpot.v1 import (
     payout_pb2,
@@ -114,6 +117,34 @@ class Demo:
         self._commands: dict[str, tuple[list[str], dict[str, str]]] = {}
         self.started_kafka = False
         self.bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "")
+        # Every gRPC endpoint of the floor runs mutual TLS with a CA made for this run.
+        self.pki = state_dir / "pki"
+
+    # -------------------------------------------------------------------------------- TLS
+
+    def gateway_hosts(self, name: str) -> tuple[str, ...]:
+        """The addresses a gateway's certificate names (where its devices dial it)."""
+        return LOCAL_HOSTS
+
+    def issue_certificates(self) -> None:
+        """The run's CA, a certificate per service, operator, supervisor and sign, and a device
+        and a dealer-terminal certificate bound to each table."""
+        issue_dev(self.pki, [t.table_id for t in self.tables])
+        for name in PORTS:
+            if name.startswith("gateway-"):
+                issue(self.pki, name, {Role.SERVICE}, hosts=self.gateway_hosts(name))
+
+    def tls(self, name: str) -> TlsSettings:
+        """The certificate ``name`` (a service, ``operator``, ``device-<table>``, ...)."""
+        return TlsSettings.for_name(self.pki, name)
+
+    def tls_env(self, name: str) -> dict[str, str]:
+        tls = self.tls(name)
+        return {
+            "JACKPOT_TLS_CERT": tls.cert_file,
+            "JACKPOT_TLS_KEY": tls.key_file,
+            "JACKPOT_TLS_CA": tls.ca_file,
+        }
 
     # ----------------------------------------------------------------------------- topics
 
@@ -164,6 +195,7 @@ class Demo:
 
     def start_services(self) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
+        self.issue_certificates()
         self._spawn(
             "pot",
             ["pot"],
@@ -179,8 +211,7 @@ class Demo:
                 "JACKPOT_LEDGER_TOPIC": self.topic("ledger"),
                 "JACKPOT_STATE_TOPIC": self.topic("pot-state"),
                 "JACKPOT_DEAD_LETTER_TOPIC": self.topic("dead-letter"),
-                # The local floor runs plaintext: its admin calls come from this machine.
-                "JACKPOT_INSECURE_ROLES": "operator",
+                **self.tls_env("pot"),
             },
         )
         self._spawn(
@@ -194,7 +225,7 @@ class Demo:
                 "JACKPOT_PAYOUT_AWARDS_TOPIC": self.topic("awards"),
                 "JACKPOT_PAYOUT_PAYOUTS_TOPIC": self.topic("payouts"),
                 "JACKPOT_PAYOUT_LEDGER_TOPIC": self.topic("ledger"),
-                "JACKPOT_INSECURE_ROLES": "supervisor",
+                **self.tls_env("payout"),
             },
         )
         self._spawn(
@@ -207,6 +238,9 @@ class Demo:
                 "JACKPOT_DISPLAY_MAX_RATE": "20",
                 "JACKPOT_DISPLAY_POT_UPDATES_TOPIC": self.topic("pot-updates"),
                 "JACKPOT_DISPLAY_AWARDS_TOPIC": self.topic("awards"),
+                **self.tls_env("display"),
+                # The web signs stay plain HTTP so a browser opens them without the dev CA.
+                "JACKPOT_DISPLAY_WEB_TLS": "false",
             },
         )
         for site in ("A", "B"):
@@ -234,15 +268,15 @@ class Demo:
             }
             path = self.state / f"{name}.json"
             path.write_text(json.dumps(config, indent=2))
-            self._spawn(name, ["gateway", "--config", str(path)], {})
+            self._spawn(name, ["gateway", "--config", str(path)], self.tls_env(name))
 
     async def wait_healthy(self, within_seconds: float = 60) -> None:
         for name in PORTS:
             await self.wait_serving(name, within_seconds)
 
     async def create_groups(self) -> None:
-        admin = pot_pb2.AdminContext(requested_by="demo", reason="demo floor")
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{PORTS['pot']}") as channel:
+        admin = pot_pb2.AdminContext(reason="demo floor")
+        async with secure_channel(f"127.0.0.1:{PORTS['pot']}", self.tls("operator")) as channel:
             pot = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
             for group, config in ((POKER_GROUP, POKER_CONFIG), (BLACKJACK_GROUP, BLACKJACK_CONFIG)):
                 await pot.CreatePotGroup(
@@ -280,7 +314,7 @@ class Demo:
     async def wait_serving(self, name: str, within_seconds: float = 60) -> float:
         """Seconds until ``name`` answers its gRPC health check with SERVING."""
         started = time.monotonic()
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{PORTS[name]}") as channel:
+        async with secure_channel(self.target(name), self.tls("operator")) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             while time.monotonic() - started < within_seconds:
                 if self.processes[name].poll() is not None:
@@ -305,6 +339,10 @@ class Demo:
         if self.started_kafka:
             subprocess.run([str(KAFKA_SH), "down"], check=False)
 
+    def target(self, name: str) -> str:
+        """host:port of a service's gRPC port."""
+        return f"127.0.0.1:{PORTS[name]}"
+
     def urls(self) -> list[str]:
         return [
             f"floor overview      http://127.0.0.1:{HTTP_PORT}/",
@@ -317,6 +355,8 @@ class Demo:
             ),
             f"Kafka               {self.bootstrap} (topics {self.prefix}.*)",
             f"logs                {self.state}/",
+            f"mTLS certificates   {self.pki}/ (ca.crt; operator, supervisor, sign, "
+            "device-<table>, terminal-<table>)",
         ]
 
 
@@ -333,6 +373,7 @@ def sim_config(demo: Demo, rig_rate: float, rounds_per_minute: float) -> Any:
         display_target=f"127.0.0.1:{PORTS['display']}",
         rounds_per_minute=rounds_per_minute,
         rig_rate=rig_rate,
+        pki_dir=str(demo.pki),
     )
 
 
@@ -344,7 +385,11 @@ async def wait_progressive_open(demo: Demo, within_seconds: float = 30) -> None:
     gateway = {"A": PORTS["gateway-a"], "B": PORTS["gateway-b"]}
     for table in (demo.tables[0], demo.tables[2], demo.tables[4]):
         client = DeviceClient(
-            f"127.0.0.1:{gateway[table.site]}", table.table_id, table.game, table.credential
+            f"127.0.0.1:{gateway[table.site]}",
+            table.table_id,
+            table.game,
+            table.credential,
+            tls=demo.tls(f"device-{table.table_id}"),
         )
         while True:
             welcome = await client.connect()
@@ -373,7 +418,7 @@ async def report(demo: Demo, stats: Any) -> dict[str, Any]:
         await asyncio.sleep(1)
     collected_minor = sum(g.collected for g in groups)
     collected = collected_minor // MINOR_PER_PESO
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{PORTS['payout']}") as channel:
+    async with secure_channel(demo.target("payout"), demo.tls("supervisor")) as channel:
         stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
         listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest())
     states = Counter(payout_pb2.PayoutState.Name(p.state) for p in listing.payouts)
