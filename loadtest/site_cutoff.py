@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 from jackpot.domain.cards import Game
-from jackpot.gateway.client import DeviceClient
 from jackpot.gateway.settings import load_settings
 from jackpot.tools.demo import (
     KAFKA_SH,
@@ -48,10 +47,12 @@ from jackpot.tools.demo import (
     REPO,
     Demo,
     DemoTable,
+    sim_config,
+    wait_progressive_open,
 )
 from loadtest.books import judge
 from loadtest.device_faults import answer
-from loadtest.floor import Floor, FloorConfig, SimTable
+from loadtest.floor import Floor
 from loadtest.netns import NetnsUnavailable, SiteNetwork, clean_stale, unavailable_reason
 
 SITE = "B"
@@ -105,10 +106,9 @@ class SiteDemo(Demo):
         self.bootstrap = bootstrap
 
     def site_target(self, site: str) -> str:
-        """Where the devices of ``site`` reach their gateway."""
         if site == SITE:
             return f"{self.network.site_lan}:{PORTS[SITE_GATEWAY]}"
-        return f"127.0.0.1:{PORTS['gateway-a']}"
+        return super().site_target(site)
 
     def target(self, name: str) -> str:
         if name == SITE_GATEWAY:
@@ -120,15 +120,8 @@ class SiteDemo(Demo):
             return (self.network.site_lan, *super().gateway_hosts(name))
         return super().gateway_hosts(name)
 
-    def device(self, table: DemoTable) -> DeviceClient:
-        """A controller of ``table`` with its own certificate, dialling its site's gateway."""
-        return DeviceClient(
-            self.site_target(table.site),
-            table.table_id,
-            table.game,
-            table.credential,
-            tls=self.tls(f"device-{table.table_id}"),
-        )
+    def played_tables(self) -> list[DemoTable]:
+        return [t for t in self.tables if t is not PROBE_TABLE]
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
         if name != SITE_GATEWAY:
@@ -162,35 +155,11 @@ class SiteDemo(Demo):
             await asyncio.sleep(0.1)
         raise RuntimeError(f"{name} not serving on {host}:{port} after {within_seconds:.0f} s")
 
-    def floor_config(self, rounds_per_minute: float, rig_rate: float) -> FloorConfig:
-        return FloorConfig(
-            tables=[
-                SimTable(t.table_id, t.game, t.group, self.site_target(t.site), t.credential)
-                for t in self.tables
-                if t is not PROBE_TABLE
-            ],
-            payout_target=f"127.0.0.1:{PORTS['payout']}",
-            display_target=f"127.0.0.1:{PORTS['display']}",
-            rounds_per_minute=rounds_per_minute,
-            rig_rate=rig_rate,
-            pki_dir=str(self.pki),
-        )
-
 
 async def wait_open(demo: SiteDemo, within_seconds: float = 60) -> None:
     """Both sites' gateways take progressive bets (they heard the new pot groups)."""
-    deadline = time.monotonic() + within_seconds
     other = next(t for t in demo.tables if t.site != SITE)
-    for table in (other, PROBE_TABLE):
-        client = demo.device(table)
-        while True:
-            welcome = await client.connect()
-            await client.close()
-            if welcome.progressive_open:
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"table {table.table_id} never opened for progressive bets")
-            await asyncio.sleep(0.5)
+    await wait_progressive_open(demo, within_seconds, tables=(other, PROBE_TABLE))
 
 
 async def probe_bet(demo: SiteDemo) -> str:
@@ -252,7 +221,7 @@ async def play_through_cut(
         "broker_reachable_from_site_before_cut": await asyncio.to_thread(broker_from_site),
         "gateway_reachable_from_devices_before_cut": await asyncio.to_thread(gateway_from_devices),
     }
-    floor = Floor(demo.floor_config(rounds_per_minute, rig_rate))
+    floor = Floor(sim_config(demo, rig_rate, rounds_per_minute))
     playing = asyncio.create_task(floor.run())
     await asyncio.sleep(warmup_seconds)
     settled = floor.stats.rounds_settled

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import asdict, fields, replace
 from typing import Any
 
 import structlog
@@ -35,35 +35,12 @@ MAX_QUEUED = 10_000  # entries waiting for Kafka; beyond this, new ones are drop
 
 
 def to_record(entry: AuditEntry) -> audit_pb2.AuditRecord:
-    return audit_pb2.AuditRecord(
-        chain=entry.chain,
-        sequence=entry.sequence,
-        time_ns=entry.time_ns,
-        principal=entry.principal,
-        roles=list(entry.roles),
-        action=entry.action,
-        outcome=entry.outcome,
-        target=entry.target,
-        detail=entry.detail,
-        prev_hash=entry.prev_hash,
-        entry_hash=entry.entry_hash,
-    )
+    return audit_pb2.AuditRecord(**{**asdict(entry), "roles": list(entry.roles)})
 
 
 def from_record(record: audit_pb2.AuditRecord) -> AuditEntry:
-    return AuditEntry(
-        chain=record.chain,
-        sequence=record.sequence,
-        time_ns=record.time_ns,
-        principal=record.principal,
-        roles=tuple(record.roles),
-        action=record.action,
-        outcome=record.outcome,
-        target=record.target,
-        detail=record.detail,
-        prev_hash=record.prev_hash,
-        entry_hash=record.entry_hash,
-    )
+    values = {name.name: getattr(record, name.name) for name in fields(AuditEntry)}
+    return AuditEntry(**{**values, "roles": tuple(record.roles)})
 
 
 def decode(value: bytes | None) -> AuditEntry | None:

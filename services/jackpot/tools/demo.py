@@ -25,6 +25,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
 from jackpot.domain.money import MINOR_PER_PESO, format_amount
+from jackpot.gateway.client import DeviceClient
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.tools.pki import LOCAL_HOSTS, issue, issue_dev
@@ -343,6 +345,24 @@ class Demo:
         """host:port of a service's gRPC port."""
         return f"127.0.0.1:{PORTS[name]}"
 
+    def site_target(self, site: str) -> str:
+        """Where the devices of ``site`` reach their gateway."""
+        return self.target(f"gateway-{site.lower()}")
+
+    def played_tables(self) -> list[DemoTable]:
+        """The tables the floor simulator plays."""
+        return list(self.tables)
+
+    def device(self, table: DemoTable) -> DeviceClient:
+        """A controller of ``table`` with its own certificate, dialling its site's gateway."""
+        return DeviceClient(
+            self.site_target(table.site),
+            table.table_id,
+            table.game,
+            table.credential,
+            tls=self.tls(f"device-{table.table_id}"),
+        )
+
     def urls(self) -> list[str]:
         return [
             f"floor overview      http://127.0.0.1:{HTTP_PORT}/",
@@ -363,34 +383,26 @@ class Demo:
 def sim_config(demo: Demo, rig_rate: float, rounds_per_minute: float) -> Any:
     from loadtest.floor import FloorConfig, SimTable
 
-    gateway = {"A": PORTS["gateway-a"], "B": PORTS["gateway-b"]}
     return FloorConfig(
         tables=[
-            SimTable(t.table_id, t.game, t.group, f"127.0.0.1:{gateway[t.site]}", t.credential)
-            for t in demo.tables
+            SimTable(t.table_id, t.game, t.group, demo.site_target(t.site), t.credential)
+            for t in demo.played_tables()
         ],
-        payout_target=f"127.0.0.1:{PORTS['payout']}",
-        display_target=f"127.0.0.1:{PORTS['display']}",
+        payout_target=demo.target("payout"),
+        display_target=demo.target("display"),
         rounds_per_minute=rounds_per_minute,
         rig_rate=rig_rate,
         pki_dir=str(demo.pki),
     )
 
 
-async def wait_progressive_open(demo: Demo, within_seconds: float = 30) -> None:
+async def wait_progressive_open(
+    demo: Demo, within_seconds: float = 30, tables: Sequence[DemoTable] = ()
+) -> None:
     """The gateways open betting once they hear the new pot groups' updates."""
-    from jackpot.gateway.client import DeviceClient
-
     deadline = time.monotonic() + within_seconds
-    gateway = {"A": PORTS["gateway-a"], "B": PORTS["gateway-b"]}
-    for table in (demo.tables[0], demo.tables[2], demo.tables[4]):
-        client = DeviceClient(
-            f"127.0.0.1:{gateway[table.site]}",
-            table.table_id,
-            table.game,
-            table.credential,
-            tls=demo.tls(f"device-{table.table_id}"),
-        )
+    for table in tables or (demo.tables[0], demo.tables[2], demo.tables[4]):
+        client = demo.device(table)
         while True:
             welcome = await client.connect()
             await client.close()
