@@ -27,7 +27,8 @@ async def payouts_per_award(demo: Demo) -> dict[str, int]:
 
 
 async def judge(demo: Demo, stats: FloorStats) -> dict[str, Any]:
-    """The books of one floor: rounds, pesos accepted and collected, lost, duplicated, audit."""
+    """The books of one floor: rounds, pesos accepted and collected, lost, duplicated, audit,
+    and the audit chain."""
     books = await report(demo, stats)
     paid = await payouts_per_award(demo)
     verdict = {
@@ -42,9 +43,12 @@ async def judge(demo: Demo, stats: FloorStats) -> dict[str, Any]:
         "awards": books["awards"],
         "payouts": len(paid),
         "duplicate_payouts": sum(1 for n in paid.values() if n > 1),
+        # The hash-chained audit log (faults, approvals, payments) must hold through the faults.
+        "audit_chain": books["audit_chain"],
     }
     verdict["books_ok"] = bool(
         verdict["audit_ok"]
+        and books["audit_chain"]["ok"]
         and verdict["lost"] == 0
         and verdict["duplicated"] == 0
         and verdict["duplicate_payouts"] == 0

@@ -264,6 +264,11 @@ def print_summary(result: dict[str, Any], out: Path) -> None:
             f"duplicate payouts {result['duplicate_payouts']}, audit "
             f"{'OK' if result['audit_ok'] else 'FAILED'}"
         )
+        chain = result["audit_chain"]
+        print(
+            f"audit chain      {chain['entries']} entries in {chain['chains']} chains: "
+            f"{'OK' if chain['ok'] else 'TAMPERED: ' + str(chain['first_break'])}"
+        )
     site = result.get("site_cutoff")
     if site and not site["status"].startswith("skipped"):
         print(
