@@ -71,7 +71,9 @@ def _write(out: Path, summary: dict[str, Any], html: str) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     run_id = uuid.uuid4().hex[:8]
-    demo = Demo(args.tables, REPO / ".run" / "loadtest" / run_id, run_id)
+    demo = Demo(
+        args.tables, REPO / ".run" / "loadtest" / run_id, run_id, mutual_tls=not args.plaintext
+    )
     out = Path(args.out)
     demo.start_kafka()
     await demo.create_topics()
@@ -106,6 +108,7 @@ async def run(args: argparse.Namespace) -> int:
             if s["latency"].get("lock_to_sign", {}).get("p99_ms", 1e9) <= args.limit_ms
         ]
         summary = {
+            "mutual_tls": demo.mutual_tls,
             "limit_p99_ms": args.limit_ms,
             "highest_sustainable_rounds_per_second": max(
                 (s["rounds_per_second"] for s in sustainable), default=0
@@ -140,6 +143,11 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=8)
     parser.add_argument("--rig-rate", type=float, default=0.01)
     parser.add_argument("--out", default="build/loadtest")
+    parser.add_argument(
+        "--plaintext",
+        action="store_true",
+        help="gRPC without mutual TLS (development roles), to measure what TLS costs",
+    )
     raise SystemExit(asyncio.run(run(parser.parse_args())))
 
 

@@ -51,7 +51,10 @@ from jackpot.v1 import (
 
 REPO = Path(__file__).resolve().parents[3]
 KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
-PORTS = {"gateway-a": 50051, "pot": 50052, "payout": 50053, "display": 50054, "gateway-b": 50055}
+# The services' conventional ports (50051-50054) lie in Linux's ephemeral range (32768-60999), where
+# the floor's own outgoing connections (hundreds of Kafka and gRPC clients) may hold one just when a
+# service restarts; the local floor listens below that range instead.
+PORTS = {"gateway-a": 25051, "pot": 25052, "payout": 25053, "display": 25054, "gateway-b": 25055}
 METRICS = {"gateway-a": 9101, "pot": 9102, "payout": 9103, "display": 9104, "gateway-b": 9105}
 HTTP_PORT = 8080
 
@@ -108,7 +111,12 @@ def floor_tables(count: int) -> list[DemoTable]:
 
 class Demo:
     def __init__(
-        self, tables: int, state_dir: Path, run_id: str, replication_factor: int = 1
+        self,
+        tables: int,
+        state_dir: Path,
+        run_id: str,
+        replication_factor: int = 1,
+        mutual_tls: bool = True,
     ) -> None:
         self.tables = floor_tables(tables)
         self.replication_factor = replication_factor
@@ -119,7 +127,9 @@ class Demo:
         self._commands: dict[str, tuple[list[str], dict[str, str]]] = {}
         self.started_kafka = False
         self.bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "")
-        # Every gRPC endpoint of the floor runs mutual TLS with a CA made for this run.
+        # Every gRPC endpoint of the floor runs mutual TLS with a CA made for this run; without
+        # (the load test's --plaintext, to measure what TLS costs) callers get development roles.
+        self.mutual_tls = mutual_tls
         self.pki = state_dir / "pki"
 
     # -------------------------------------------------------------------------------- TLS
@@ -131,6 +141,8 @@ class Demo:
     def issue_certificates(self) -> None:
         """The run's CA, a certificate per service, operator, supervisor and sign, and a device
         and a dealer-terminal certificate bound to each table."""
+        if not self.mutual_tls:
+            return
         issue_dev(self.pki, [t.table_id for t in self.tables])
         for name in PORTS:
             if name.startswith("gateway-"):
@@ -138,9 +150,12 @@ class Demo:
 
     def tls(self, name: str) -> TlsSettings:
         """The certificate ``name`` (a service, ``operator``, ``device-<table>``, ...)."""
-        return TlsSettings.for_name(self.pki, name)
+        return TlsSettings.for_name(self.pki, name) if self.mutual_tls else TlsSettings()
 
     def tls_env(self, name: str) -> dict[str, str]:
+        if not self.mutual_tls:
+            roles = {"pot": "operator", "payout": "supervisor"}.get(name)
+            return {"JACKPOT_INSECURE_ROLES": roles} if roles else {}
         tls = self.tls(name)
         return {
             "JACKPOT_TLS_CERT": tls.cert_file,
@@ -318,16 +333,8 @@ class Demo:
         started = time.monotonic()
         async with secure_channel(self.target(name), self.tls("operator")) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
-            bind_retries = 5
             while time.monotonic() - started < within_seconds:
                 if self.processes[name].poll() is not None:
-                    if bind_retries and self._port_was_taken(name):
-                        # The fixed local ports lie in Linux's ephemeral range: an outgoing
-                        # connection of this busy floor may hold one for a moment. Start again.
-                        bind_retries -= 1
-                        await asyncio.sleep(1.0)
-                        self.restart(name)
-                        continue
                     raise RuntimeError(f"{name} exited; see {self.state}/{name}.log")
                 with contextlib.suppress(grpc.aio.AioRpcError):
                     answer = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
@@ -335,12 +342,6 @@ class Demo:
                         return time.monotonic() - started
                 await asyncio.sleep(0.1)
         raise RuntimeError(f"{name} not serving after {within_seconds:.0f} s")
-
-    def _port_was_taken(self, name: str) -> bool:
-        """Whether ``name`` exited because one of its ports was in use (last lines of its log)."""
-        log = self.state / f"{name}.log"
-        tail = log.read_bytes()[-4000:] if log.exists() else b""
-        return b"Failed to bind to address" in tail or b"Address already in use" in tail
 
     def stop_services(self) -> None:
         for process in self.processes.values():
@@ -406,7 +407,7 @@ def sim_config(demo: Demo, rig_rate: float, rounds_per_minute: float) -> Any:
         display_target=demo.target("display"),
         rounds_per_minute=rounds_per_minute,
         rig_rate=rig_rate,
-        pki_dir=str(demo.pki),
+        pki_dir=str(demo.pki) if demo.mutual_tls else "",
     )
 
 
