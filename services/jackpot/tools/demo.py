@@ -292,7 +292,7 @@ class Demo:
             await self.wait_serving(name, within_seconds)
 
     async def create_groups(self) -> None:
-        admin = pot_pb2.AdminContext(reason="demo floor")
+        admin = pot_pb2.AdminContext(requested_by="demo", reason="demo floor")
         async with secure_channel(f"127.0.0.1:{PORTS['pot']}", self.tls("operator")) as channel:
             pot = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
             for group, config in ((POKER_GROUP, POKER_CONFIG), (BLACKJACK_GROUP, BLACKJACK_CONFIG)):
