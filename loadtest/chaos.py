@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -161,8 +162,12 @@ async def play_main_floor(
         if 3 in wanted:
             restarts: list[str] = []
             supervisor = asyncio.create_task(supervise(demo, restarts))
-            outage = await stop_cluster(demo, args.outage_seconds)
-            supervisor.cancel()
+            try:
+                outage = await stop_cluster(demo, args.outage_seconds)
+            finally:  # never restart services behind the teardown's back
+                supervisor.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await supervisor
             outage["services_restarted"] = len(restarts)
         # play on after the last fault, and long enough for the device faults to show
         played = time.monotonic() - started

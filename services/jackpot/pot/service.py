@@ -34,7 +34,15 @@ from dataclasses import dataclass
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
-from aiokafka.errors import KafkaError, ProducerFenced
+from aiokafka.errors import (
+    InvalidProducerEpoch,
+    InvalidProducerIdMapping,
+    InvalidTxnState,
+    KafkaError,
+    OutOfOrderSequenceNumber,
+    ProducerFenced,
+    UnknownProducerId,
+)
 from aiokafka.structs import ConsumerRecord
 
 from jackpot.domain.mystery import TriggerSource, secure_trigger
@@ -63,6 +71,16 @@ RESTORE_TIMEOUT_SECONDS = 120.0
 
 class PotServiceError(RuntimeError):
     """The service cannot go on safely; the process should stop and be restarted."""
+
+
+# The producer's sequence or epoch is out of step with the brokers: only a new producer helps.
+PRODUCER_STATE_ERRORS = (
+    OutOfOrderSequenceNumber,
+    UnknownProducerId,
+    InvalidProducerEpoch,
+    InvalidProducerIdMapping,
+    InvalidTxnState,
+)
 
 
 @dataclass(slots=True)
@@ -322,7 +340,10 @@ class PotService:
             "transaction_aborted", partition=owned.partition, error=repr(error), exc_info=error
         )
         try:
-            await owned.producer.abort_transaction()
+            if isinstance(error, PRODUCER_STATE_ERRORS):
+                await self._renew_producer(owned)
+            else:
+                await owned.producer.abort_transaction()
         except ProducerFenced as fenced:
             owned.processor.rollback()
             self._halt(owned, "producer_fenced", fenced)
@@ -336,6 +357,19 @@ class PotService:
         assert self._consumer is not None
         self._consumer.seek(owned.tp, owned.processor.next_offset)
         await asyncio.sleep(self.settings.retry_backoff_ms / 1000)
+
+    async def _renew_producer(self, owned: OwnedPartition) -> None:
+        """Replace a producer whose idempotence state the brokers no longer accept.
+
+        After a whole-cluster outage the brokers can answer every later batch of the old
+        producer with OutOfOrderSequenceNumber: aborting and retrying on it never ends. A new
+        producer with the same transactional id gets a new epoch; the broker aborts whatever the
+        old one left open, and nothing it wrote outside a committed transaction is visible.
+        """
+        with contextlib.suppress(Exception):
+            await owned.producer.stop()
+        owned.producer = await self._fencing_producer(owned.partition)
+        self._log.warning("producer_renewed", partition=owned.partition)
 
     def _halt(self, owned: OwnedPartition, why: str, error: BaseException) -> None:
         owned.halted = True
