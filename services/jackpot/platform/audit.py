@@ -169,7 +169,7 @@ class AuditLog:
     ) -> asyncio.Future[AuditEntry]:
         """Queue an entry; the future resolves once it is on the log (acks=all)."""
         future: asyncio.Future[AuditEntry] = asyncio.get_running_loop().create_future()
-        fields = {
+        values = {
             "principal": principal.name,
             "roles": [role.value for role in principal.roles],
             "action": action,
@@ -179,7 +179,7 @@ class AuditLog:
             "time_ns": time.time_ns(),
         }
         try:
-            self._queue.put_nowait((fields, future))
+            self._queue.put_nowait((values, future))
         except asyncio.QueueFull:
             self.dropped += 1
             log.error("audit_queue_full", chain=self.chain, action=action, target=target)
