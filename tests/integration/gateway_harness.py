@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
+
 from jackpot.domain.cards import Game
 from jackpot.gateway.client import DeviceClient
 from jackpot.gateway.grpc_api import SERVICE_NAME, TableDeviceServicer
@@ -69,31 +72,45 @@ class PotHeartbeat:
         self.sign_value = 1_000_000
 
     async def _beat(self) -> None:
-        producer = idempotent_producer(self._settings.bootstrap_servers, request_timeout_ms=3000)
-        try:
-            await producer.start()
-            sequence = 0
-            while True:
-                sequence += 1
-                update = pot_pb2.PotUpdate(
-                    pot_group_id=GROUP,
-                    sign_value=self.sign_value,
-                    min_bet=1000,
-                    max_bet=5000,
-                    credit_value=1000,
-                    heartbeat=True,
-                    update_sequence=sequence,
-                )
-                with contextlib.suppress(Exception):
-                    await producer.send_and_wait(
-                        self._settings.topics.pot_updates,
-                        update.SerializeToString(),
-                        key=GROUP.encode(),
-                    )
+        sequence = 0
+        while True:  # a producer that keeps failing (a broker restarted under it) is replaced
+            producer = idempotent_producer(
+                self._settings.bootstrap_servers, request_timeout_ms=3000
+            )
+            try:
+                await producer.start()
+                sequence = await self._beat_with(producer, sequence)
+            except (KafkaError, OSError):
                 await asyncio.sleep(self._interval)
-        finally:
-            with contextlib.suppress(Exception):
-                await producer.stop()
+            finally:
+                with contextlib.suppress(Exception):
+                    await producer.stop()
+
+    async def _beat_with(self, producer: AIOKafkaProducer, sequence: int) -> int:
+        """Beat until five sends in a row fail; the last sequence used."""
+        failures = 0
+        while failures < 5:
+            sequence += 1
+            update = pot_pb2.PotUpdate(
+                pot_group_id=GROUP,
+                sign_value=self.sign_value,
+                min_bet=1000,
+                max_bet=5000,
+                credit_value=1000,
+                heartbeat=True,
+                update_sequence=sequence,
+            )
+            try:
+                await producer.send_and_wait(
+                    self._settings.topics.pot_updates,
+                    update.SerializeToString(),
+                    key=GROUP.encode(),
+                )
+                failures = 0
+            except KafkaError:
+                failures += 1
+            await asyncio.sleep(self._interval)
+        return sequence
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._beat())

@@ -6,10 +6,18 @@ committed is visible to read_committed consumers and one that is aborted is not.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from jackpot.platform.kafka import committed_consumer, idempotent_producer, transactional_producer
+from jackpot.platform.kafka import (
+    committed_consumer,
+    follow_latest,
+    idempotent_producer,
+    transactional_producer,
+)
 from jackpot.v1 import common_pb2, table_events_pb2
 from tests.conftest import TopicFactory
 
@@ -95,3 +103,37 @@ async def test_transactions_commit_and_abort_under_read_committed(
     finally:
         await consumer.stop()
     assert [r.value for r in records] == [b"committed-1", b"committed-2"]
+
+
+async def test_a_silent_follower_is_rebuilt_and_still_hears_what_comes_next(
+    kafka_bootstrap: str, make_topic: TopicFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """follow_latest's idle restart (a consumer silent after a broker restart keeps tables
+    closed): rebuilt after the idle time, it loses nothing produced once it is following."""
+    topic = await make_topic(partitions=1)
+    heard: list[bytes] = []
+    follower = asyncio.create_task(
+        follow_latest(
+            kafka_bootstrap,
+            [topic],
+            lambda record: heard.append(record.value or b""),
+            {},
+            idle_restart_seconds=0.5,
+        )
+    )
+    try:
+        await asyncio.sleep(3.0)  # quiet: rebuilt a few times
+        assert capsys.readouterr().out.count("kafka_follow_idle_restart") >= 2
+        producer = idempotent_producer(kafka_bootstrap)
+        await producer.start()
+        try:
+            for _ in range(40):  # a beat every 100 ms, as the pot's heartbeats
+                await producer.send_and_wait(topic, b"beat")
+                await asyncio.sleep(0.1)
+        finally:
+            await producer.stop()
+        assert len(heard) >= 30
+    finally:
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower

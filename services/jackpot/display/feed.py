@@ -70,6 +70,7 @@ async def follow(board: Board, settings: DisplaySettings) -> None:
         [settings.pot_updates_topic, settings.awards_topic],
         lambda record: apply_record(board, record.topic, record.value or b"", settings),
         settings.kafka_security.client_options(),
+        idle_restart_seconds=2 * settings.stale_seconds,
     )
 
 

@@ -472,6 +472,8 @@ class Gateway:
             [self.settings.topics.pot_updates],
             on_record,
             self.settings.kafka_security.client_options(),
+            # Every pot group beats twice a second: silence this long means a stuck client too.
+            idle_restart_seconds=2 * self.settings.heartbeat_timeout_seconds,
         )
 
     # ------------------------------------------------------------------------- publishing

@@ -167,12 +167,17 @@ async def follow_latest(
     on_record: Callable[[ConsumerRecord[bytes, bytes]], None],
     client_options: Mapping[str, Any],
     retry_seconds: float = 1.0,
+    idle_restart_seconds: float | None = None,
 ) -> None:
     """Follow ``topics`` from their end, forever: no consumer group, nothing committed.
 
     For readers that only need what is current (pot values, liveness, winners). When the broker
     is away the client is rebuilt after ``retry_seconds``; callers decide what silence means.
+    ``idle_restart_seconds``: for topics that are never quiet when healthy (heartbeats), a
+    client that has heard nothing for that long is rebuilt too - after a broker restart an
+    aiokafka consumer can stay connected and silent, and silence keeps tables closed.
     """
+    loop = asyncio.get_running_loop()
     while True:
         consumer = AIOKafkaConsumer(
             *topics,
@@ -186,11 +191,19 @@ async def follow_latest(
         )
         try:
             await consumer.start()
+            heard = loop.time()
             while True:
                 batch = await consumer.getmany(timeout_ms=250)
                 for records in batch.values():
                     for record in records:
                         on_record(record)
+                if batch:
+                    heard = loop.time()
+                elif idle_restart_seconds is not None and (
+                    loop.time() - heard > idle_restart_seconds
+                ):
+                    log.info("kafka_follow_idle_restart", topics=list(topics))
+                    break
         except asyncio.CancelledError:
             raise
         except Exception as error:
