@@ -45,7 +45,7 @@ from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool
 from jackpot.platform.audit import AuditLog
 from jackpot.platform.deadletter import dead_letter, reject_reason
-from jackpot.platform.kafka import follow_latest, idempotent_producer
+from jackpot.platform.kafka import follow_latest, idempotent_producer, stop_client
 from jackpot.v1 import common_pb2, device_pb2, pot_pb2, table_events_pb2
 
 log = structlog.get_logger("jackpot.gateway")
@@ -517,8 +517,7 @@ class Gateway:
             except Exception as error:  # keep the spool; a fresh producer retries in order
                 log.warning("publish_retry", error=repr(error), spool_depth=self.spool.depth())
                 if producer is not None:
-                    with contextlib.suppress(Exception):
-                        await producer.stop()
+                    await stop_client(producer)
                 producer = None
                 await asyncio.sleep(0.5)
 

@@ -25,7 +25,12 @@ from google.protobuf.message import DecodeError
 
 from jackpot.domain.access import Principal
 from jackpot.domain.auditchain import AuditEntry, ChainHead
-from jackpot.platform.kafka import ensure_topics, idempotent_producer, topic_partitions
+from jackpot.platform.kafka import (
+    ensure_topics,
+    idempotent_producer,
+    stop_client,
+    topic_partitions,
+)
 from jackpot.topics import AUDIT
 from jackpot.v1 import audit_pb2
 
@@ -84,7 +89,7 @@ async def read_entries(
                 if await consumer.position(tp) >= ends[tp]:
                     remaining.discard(tp)
     finally:
-        await consumer.stop()
+        await stop_client(consumer)
     return entries
 
 

@@ -161,6 +161,24 @@ def committed_consumer(
     )
 
 
+async def stop_client(client: AIOKafkaConsumer | AIOKafkaProducer) -> None:
+    """Stop an aiokafka client whatever state it is in, without ending the caller.
+
+    After a broker restart, aiokafka's ``stop()`` can raise the CancelledError of one of its
+    own internal tasks. Let through only a cancellation of the calling task itself: a loop that
+    rebuilds its client must not die of the old one's.
+    """
+    try:
+        await client.stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        log.warning("kafka_client_stop_cancelled", client=type(client).__name__)
+    except Exception as error:
+        log.warning("kafka_client_stop_failed", client=type(client).__name__, error=repr(error))
+
+
 async def follow_latest(
     bootstrap_servers: str,
     topics: Sequence[str],
@@ -210,5 +228,4 @@ async def follow_latest(
             log.warning("kafka_follow_retry", topics=list(topics), error=repr(error))
             await asyncio.sleep(retry_seconds)
         finally:
-            with contextlib.suppress(Exception):
-                await consumer.stop()
+            await stop_client(consumer)

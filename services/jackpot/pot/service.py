@@ -50,6 +50,7 @@ from jackpot.platform.kafka import (
     STARTUP_TOPIC_WAIT_SECONDS,
     committed_consumer,
     idempotent_producer,
+    stop_client,
 )
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.partitions import topic_partitions
@@ -366,8 +367,7 @@ class PotService:
         producer with the same transactional id gets a new epoch; the broker aborts whatever the
         old one left open, and nothing it wrote outside a committed transaction is visible.
         """
-        with contextlib.suppress(Exception):
-            await owned.producer.stop()
+        await stop_client(owned.producer)
         owned.producer = await self._fencing_producer(owned.partition)
         self._log.warning("producer_renewed", partition=owned.partition)
 
