@@ -161,23 +161,31 @@ async def test_service_users_produce_and_consume_over_sasl_ssl(
     assert table_events_pb2.TableEvent.FromString(value) == event
 
 
+async def refused_connection(
+    cluster: SecureCluster, security: KafkaSecurity, caplog: pytest.LogCaptureFixture
+) -> str:
+    """A producer with ``security`` cannot connect; what aiokafka logged as errors meanwhile."""
+    caplog.set_level(logging.ERROR, logger="aiokafka")
+    producer = AIOKafkaProducer(
+        bootstrap_servers=cluster.bootstrap,
+        request_timeout_ms=TIMEOUT_MS,
+        **security.client_options(),
+    )
+    with pytest.raises(KafkaConnectionError):
+        async with started(producer):
+            pass
+    return caplog.text
+
+
 async def test_a_wrong_password_is_refused(
     secure_cluster: SecureCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     good = secure_cluster.security("jackpot-pot")
     wrong = KafkaSecurity("SASL_SSL", good.sasl_mechanism, good.username, "wrong", good.cafile)
-    caplog.set_level(logging.ERROR, logger="aiokafka")
-    producer = AIOKafkaProducer(
-        bootstrap_servers=secure_cluster.bootstrap,
-        request_timeout_ms=TIMEOUT_MS,
-        **wrong.client_options(),
-    )
-    with pytest.raises(KafkaConnectionError):
-        async with started(producer):
-            pass
+    errors = await refused_connection(secure_cluster, wrong, caplog)
     # aiokafka raises only "Unable to bootstrap"; the broker's reason is in its error log.
-    assert "SaslAuthenticationFailed" in caplog.text
-    assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in caplog.text
+    assert "SaslAuthenticationFailed" in errors
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in errors
 
 
 async def test_the_broker_certificate_is_verified_against_the_ca(
@@ -185,16 +193,9 @@ async def test_the_broker_certificate_is_verified_against_the_ca(
 ) -> None:
     good = secure_cluster.security("jackpot-pot")
     untrusting = KafkaSecurity("SASL_SSL", good.sasl_mechanism, good.username, good.password)
-    caplog.set_level(logging.ERROR, logger="aiokafka")
-    producer = AIOKafkaProducer(
-        bootstrap_servers=secure_cluster.bootstrap,
-        request_timeout_ms=TIMEOUT_MS,
-        **untrusting.client_options(),  # no KAFKA_SSL_CAFILE: the system CAs only
-    )
-    with pytest.raises(KafkaConnectionError):
-        async with started(producer):
-            pass
-    assert "CERTIFICATE_VERIFY_FAILED" in caplog.text
+    # no KAFKA_SSL_CAFILE: the system CAs only
+    errors = await refused_connection(secure_cluster, untrusting, caplog)
+    assert "CERTIFICATE_VERIFY_FAILED" in errors
 
 
 @pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT"])
