@@ -3,16 +3,193 @@
 After a floor has played through its faults, ``judge`` audits the ledger (``jackpot audit``),
 compares what it collected with the pesos the devices were told were accepted (nothing lost,
 nothing duplicated) and asks the payout service how often each award was paid (never twice).
+
+The comparison is per bet, never of sums: per pot group, table, round and seat, the pesos the
+gateway acknowledged at an accepted lock against the seat's bet in the ledger's ``BetsCollected``
+entries for that round (a round collected twice counts twice). A lost bet and a duplicated one
+of the same size therefore show as one lost and one duplicated, in whichever group each was, and
+do not cancel out. Awards are compared per award id: every award in the ledger has exactly one
+payout, every payout an award, and none is paid twice.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from jackpot.platform.kafka import topic_partitions
 from jackpot.platform.tls import secure_channel
 from jackpot.tools.demo import Demo, report
-from jackpot.v1 import payout_pb2, payout_pb2_grpc
-from loadtest.floor import FloorStats
+from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
+from loadtest.floor import FloorStats, RoundKey
+
+EXAMPLES = 20  # mismatches listed by name in the report, per kind
+AWARD_TYPES = (
+    pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED,
+    pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED,
+)
+PAYOUTS_SETTLE_SECONDS = 15  # how long the payout service may take to order the last awards
+
+
+@dataclass
+class LedgerBooks:
+    """What the ledger says was collected (per round, each entry's bets by seat) and awarded."""
+
+    collections: dict[RoundKey, list[dict[int, int]]] = field(default_factory=dict)
+    awards: Counter[str] = field(default_factory=Counter)  # award id -> entries awarding it
+    award_groups: dict[str, str] = field(default_factory=dict)  # award id -> pot group
+
+
+def entry_bets(entry: pot_pb2.LedgerEntry) -> dict[int, int]:
+    """A BetsCollected entry's bets by seat, whole pesos (its total as seat 0 if the detail has
+    no per-seat bets)."""
+    try:
+        pairs = json.loads(entry.detail_json).get("bets")
+        bets: Counter[int] = Counter()
+        for seat, pesos in pairs:
+            bets[int(seat)] += int(pesos)
+    except (TypeError, ValueError, AttributeError):
+        return {0: entry.amount}
+    return dict(bets)
+
+
+def add_entry(books: LedgerBooks, entry: pot_pb2.LedgerEntry) -> None:
+    if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED:
+        key = (entry.pot_group_id, entry.table_id, entry.round_id)
+        books.collections.setdefault(key, []).append(entry_bets(entry))
+    elif entry.type in AWARD_TYPES:
+        award_id = str(json.loads(entry.detail_json or "{}").get("award_id", ""))
+        books.awards[award_id] += 1
+        books.award_groups[award_id] = entry.pot_group_id
+
+
+async def read_ledger(bootstrap: str, topic: str) -> LedgerBooks:
+    """Every committed entry of the ledger topic, from its beginning to its current end."""
+    books = LedgerBooks()
+    counts = await topic_partitions({"bootstrap_servers": bootstrap}, [topic])
+    assigned = [TopicPartition(topic, p) for p in range(counts.get(topic, 0))]
+    if not assigned:
+        return books
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+    )
+    await consumer.start()
+    try:
+        consumer.assign(assigned)
+        await consumer.seek_to_beginning(*assigned)
+        ends = await consumer.end_offsets(assigned)
+        remaining = {tp for tp in assigned if ends[tp] > 0}
+        while remaining:
+            batch = await consumer.getmany(*remaining, timeout_ms=1000)
+            for tp, records in batch.items():
+                for record in records:
+                    if record.offset < ends[tp] and record.value is not None:
+                        add_entry(books, pot_pb2.LedgerEntry.FromString(record.value))
+            for tp in list(remaining):
+                if await consumer.position(tp) >= ends[tp]:
+                    remaining.discard(tp)
+    finally:
+        await consumer.stop()
+    return books
+
+
+def _group(groups: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
+    return groups.setdefault(
+        name,
+        {
+            "accepted": 0,
+            "collected": 0,
+            "lost": 0,
+            "duplicated": 0,
+            "rounds_accepted": 0,
+            "rounds_collected": 0,
+            "rounds_lost": 0,
+            "rounds_duplicated": 0,
+            "rounds_collected_twice": 0,
+        },
+    )
+
+
+def compare_bets(
+    accepted: Mapping[RoundKey, Mapping[int, int]],
+    collections: Mapping[RoundKey, Sequence[Mapping[int, int]]],
+) -> dict[str, Any]:
+    """Bet by bet, per pot group: what the devices were told was accepted at each lock against
+    what the ledger collected for that round and seat.
+
+    A seat's shortfall is lost, its excess duplicated (a round collected twice duplicates all of
+    its bets; a round collected that no device was told was accepted duplicates what it
+    collected). Sums never offset each other across seats, rounds or groups.
+    """
+    groups: dict[str, dict[str, Any]] = {}
+    examples: dict[str, list[str]] = {"lost": [], "duplicated": []}
+    for key in sorted({*accepted, *collections}):
+        group_id, table_id, round_id = key
+        group = _group(groups, group_id)
+        wanted = accepted.get(key, {})
+        entries = collections.get(key, ())
+        got: Counter[int] = Counter()
+        for bets in entries:
+            got.update(bets)
+        if sum(wanted.values()):
+            group["rounds_accepted"] += 1
+        if sum(got.values()):
+            group["rounds_collected"] += 1
+        if sum(1 for bets in entries if sum(bets.values())) > 1:
+            group["rounds_collected_twice"] += 1
+        group["accepted"] += sum(wanted.values())
+        group["collected"] += sum(got.values())
+        lost = duplicated = 0
+        for seat in sorted({*wanted, *got}):
+            lost += max(0, wanted.get(seat, 0) - got.get(seat, 0))
+            duplicated += max(0, got.get(seat, 0) - wanted.get(seat, 0))
+        group["lost"] += lost
+        group["duplicated"] += duplicated
+        where = f"{group_id} {table_id}/{round_id}"
+        group["rounds_lost"] += 1 if lost else 0
+        group["rounds_duplicated"] += 1 if duplicated else 0
+        if lost or duplicated:
+            detail = (
+                f"{where}: accepted {dict(sorted(wanted.items()))}, collected "
+                f"{[dict(sorted(b.items())) for b in entries]}"
+            )
+            for kind, amount in (("lost", lost), ("duplicated", duplicated)):
+                if amount and len(examples[kind]) < EXAMPLES:
+                    examples[kind].append(detail)
+    return {
+        "by_group": groups,
+        "lost": sum(g["lost"] for g in groups.values()),
+        "duplicated": sum(g["duplicated"] for g in groups.values()),
+        "lost_examples": examples["lost"],
+        "duplicated_examples": examples["duplicated"],
+    }
+
+
+def compare_awards(awards: Mapping[str, int], paid: Mapping[str, int]) -> dict[str, Any]:
+    """Award by award: ``awards`` how often the ledger awarded each id, ``paid`` how many PAID
+    transitions the payout service has for each id it knows (its payouts)."""
+    twice_awarded = sorted(a for a, n in awards.items() if n > 1)
+    without_payout = sorted(a for a in awards if a not in paid)
+    without_award = sorted(a for a in paid if a not in awards)
+    paid_twice = sorted(a for a, n in paid.items() if n > 1)
+    return {
+        "awarded": len(awards),
+        "payouts": len(paid),
+        "awarded_twice": twice_awarded[:EXAMPLES],
+        "awards_without_payout": without_payout[:EXAMPLES],
+        "payouts_without_award": without_award[:EXAMPLES],
+        "paid_twice": paid_twice[:EXAMPLES],
+        "ok": not (twice_awarded or without_payout or without_award or paid_twice),
+    }
 
 
 async def payouts_per_award(demo: Demo) -> dict[str, int]:
@@ -27,22 +204,53 @@ async def payouts_per_award(demo: Demo) -> dict[str, int]:
 
 
 async def judge(demo: Demo, stats: FloorStats) -> dict[str, Any]:
-    """The books of one floor: rounds, pesos accepted and collected, lost, duplicated, audit,
-    and the audit chain."""
-    books = await report(demo, stats)
+    """The books of one floor: rounds, pesos accepted and collected, lost and duplicated bet by
+    bet per pot group, awards and payouts per award id, the audit and the audit chain."""
+    books = await report(demo, stats)  # waits until the ledger caught up with the devices
+    ledger = await read_ledger(demo.bootstrap, demo.topic("ledger"))
     paid = await payouts_per_award(demo)
-    verdict = {
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PAYOUTS_SETTLE_SECONDS
+    while any(a not in paid for a in ledger.awards) and loop.time() < deadline:
+        await asyncio.sleep(1)  # the payout service orders an award a moment after the pot
+        paid = await payouts_per_award(demo)
+    return books_verdict(
+        books,
+        compare_bets(stats.bets_by_round, ledger.collections),
+        compare_awards(ledger.awards, paid),
+        stats.rejects.get("GATEWAY_UNREACHABLE", 0),
+    )
+
+
+def books_verdict(
+    books: Mapping[str, Any],
+    bets: Mapping[str, Any],
+    awards: Mapping[str, Any],
+    rounds_voided_by_resync: int = 0,
+) -> dict[str, Any]:
+    """The floor's books passed only if the audit and its chain hold, no bet was lost or
+    duplicated in any pot group (``compare_bets``) and every award has one payout, paid at most
+    once (``compare_awards``)."""
+    verdict: dict[str, Any] = {
         "rounds": books["rounds"],
-        "rounds_voided_by_resync": stats.rejects.get("GATEWAY_UNREACHABLE", 0),
+        "rounds_voided_by_resync": rounds_voided_by_resync,
         "bets_accepted": books["bets_accepted"],
         "collected": books["collected"],
-        "lost": books["lost"],
-        "duplicated": books["duplicated"],
+        # bet by bet (per group, table, round and seat): a loss and a duplicate never cancel out
+        "lost": bets["lost"],
+        "duplicated": bets["duplicated"],
+        "books_by_group": bets["by_group"],
+        "lost_examples": bets["lost_examples"],
+        "duplicated_examples": bets["duplicated_examples"],
+        # the totals alone, as `jackpot demo` compares them (for reference, not the judge)
+        "lost_in_total": books["lost"],
+        "duplicated_in_total": books["duplicated"],
         "audit_ok": books["audit_ok"],
         "audit_problems": books["audit_problems"],
         "awards": books["awards"],
-        "payouts": len(paid),
-        "duplicate_payouts": sum(1 for n in paid.values() if n > 1),
+        "payouts": awards["payouts"],
+        "duplicate_payouts": len(awards["paid_twice"]),
+        "awards_check": awards,
         # The hash-chained audit log (faults, approvals, payments) must hold through the faults.
         "audit_chain": books["audit_chain"],
     }
@@ -51,6 +259,8 @@ async def judge(demo: Demo, stats: FloorStats) -> dict[str, Any]:
         and books["audit_chain"]["ok"]
         and verdict["lost"] == 0
         and verdict["duplicated"] == 0
-        and verdict["duplicate_payouts"] == 0
+        and books["lost"] == 0
+        and books["duplicated"] == 0
+        and awards["ok"]
     )
     return verdict

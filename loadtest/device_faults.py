@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jackpot.gateway.client import DeviceClient
-from jackpot.v1 import common_pb2, device_pb2
+from jackpot.platform.codec import reason_from_proto
+from jackpot.v1 import device_pb2
 
 DELAY_SECONDS = (0.2, 2.0)
 
@@ -74,7 +75,7 @@ def answer(reply: device_pb2.EventReply) -> str:
     """One word for what the gateway answered: DUPLICATE, ACCEPTED or the refusal reason."""
     if reply.accepted:
         return "DUPLICATE" if reply.duplicate else "ACCEPTED"
-    return common_pb2.RejectReason.Name(reply.reason).removeprefix("REJECT_REASON_")
+    return reason_from_proto(reply.reason).value
 
 
 class FaultyDeviceClient(DeviceClient):

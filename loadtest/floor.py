@@ -50,6 +50,7 @@ from loadtest.device_faults import DeviceFaultCounts, DeviceFaultRates, FaultyDe
 DECK = [r + s for r in RANKS for s in SUITS]
 ROYAL = ["AS", "KS", "QS", "JS", "TS"]
 STRAIGHT_FLUSH = ["5H", "6H", "7H", "8H", "9H"]
+RoundKey = tuple[str, str, str]  # (pot group, table, round)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +112,8 @@ class FloorStats:
     device_events: int = 0
     bets_accepted: int = 0  # pesos the gateway acknowledged as collected at lock
     bets_accepted_by_group: Counter[str] = field(default_factory=Counter)
+    # per (pot group, table, round) locked: the pesos acknowledged per seat (the books' judge)
+    bets_by_round: dict[RoundKey, dict[int, int]] = field(default_factory=dict)
     rejects: Counter[str] = field(default_factory=Counter)
     rounds_settled: Counter[str] = field(default_factory=Counter)  # per table: results accepted
     rounds_voided: int = 0  # rounds a controller voided when it resynchronised
@@ -118,6 +121,9 @@ class FloorStats:
     progressive_changes: dict[str, list[tuple[float, bool]]] = field(default_factory=dict)
     device_faults: DeviceFaultCounts = field(default_factory=DeviceFaultCounts)
     payouts_received: int = 0
+    # per table: (time.monotonic(), stream number, award ids listed open) for every message its
+    # dealer terminal received; the stream number counts the terminal's connections from 1
+    terminal_views: dict[str, list[tuple[float, int, frozenset[str]]]] = field(default_factory=dict)
     payouts_paid: int = 0
     approvals: int = 0
     winning_results: int = 0
@@ -296,6 +302,7 @@ class Floor:
             total = sum(bets.values())
             self.stats.bets_accepted += total
             self.stats.bets_accepted_by_group[table.pot_group_id] += total
+            self.stats.bets_by_round[(table.pot_group_id, table.table_id, round_id)] = dict(bets)
             shown = self._shown.get(table.pot_group_id, -1)
             self._locks.setdefault(table.pot_group_id, []).append((lock_time, shown))
         forfeited: set[int] = set()
@@ -357,8 +364,13 @@ class Floor:
 
     async def _terminal(self, table_id: str) -> None:
         seen: set[str] = set()
-        confirmed: set[str] = set()
+        views = self.stats.terminal_views.setdefault(table_id, [])
+        stream = 0
         while not self._stop.is_set():
+            # A dealer confirms again what a new session lists as still to pay (the confirmation
+            # sent before the service went away may never have arrived); once per session.
+            confirmed: set[str] = set()
+            stream += 1
             try:
                 async with secure_channel(
                     self.config.payout_target, self._tls(f"terminal-{table_id}")
@@ -379,6 +391,7 @@ class Floor:
                     )
                     async for message in stub.DealerTerminal(requests()):
                         now = time.monotonic()
+                        views.append((now, stream, frozenset(p.award_id for p in message.open)))
                         for payout in message.open:
                             if payout.award_id not in seen:
                                 seen.add(payout.award_id)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
-from jackpot.pot import commands, records
+from jackpot.platform.codec import game_to_proto
+from jackpot.pot import commands
 from jackpot.v1 import table_events_pb2
 
 DECK = tuple(rank + suit for rank in RANKS for suit in SUITS)
@@ -57,7 +58,7 @@ class SimulatedTable:
             self.pot_group_id,
             table_events_pb2.LinkTable(
                 table_id=self.table_id,
-                game=records.game_value(self.game),  # type: ignore[arg-type]
+                game=game_to_proto(self.game),
                 site="SIM",
                 min_bet=MIN_BET,
                 max_bet=MAX_BET,
@@ -72,7 +73,7 @@ class SimulatedTable:
             self.table_id,
             round_id,
             self.sequence,
-            records.game_value(self.game),
+            game_to_proto(self.game),
             **payload,
         )
 

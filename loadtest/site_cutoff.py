@@ -162,9 +162,9 @@ async def wait_open(demo: SiteDemo, within_seconds: float = 60) -> None:
     await wait_progressive_open(demo, within_seconds, tables=(other, PROBE_TABLE))
 
 
-async def probe_bet(demo: SiteDemo) -> str:
-    """What the site gateway answers to a bet on the probe table; the round is then voided."""
-    table = PROBE_TABLE
+async def probe_bet(demo: Demo, table: DemoTable = PROBE_TABLE) -> str:
+    """What the table's gateway answers to a bet on ``table``, a probe table no controller plays
+    (the site's by default); the round is then voided, so no money moves."""
     client = demo.device(table)
     try:
         welcome = await client.connect()

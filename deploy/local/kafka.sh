@@ -93,6 +93,9 @@ transaction.state.log.num.partitions=8
 share.coordinator.state.topic.replication.factor=$rf
 share.coordinator.state.topic.min.isr=$isr
 group.initial.rebalance.delay.ms=0
+# The pot and payout services run 3 s consumer-group sessions so a killed instance's partitions
+# move within seconds (safe: every partition's transactional id fences its previous owner).
+group.min.session.timeout.ms=1000
 auto.create.topics.enable=false
 log.retention.hours=168
 log.segment.bytes=67108864

@@ -29,10 +29,11 @@ def _pot(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
+    from jackpot.platform.settings import settings_or_exit
     from jackpot.pot.settings import PotSettings
     from jackpot.tools.audit import run
 
-    settings = PotSettings.from_env()
+    settings = settings_or_exit(PotSettings.from_env, "jackpot audit")
     options = settings.kafka_options()
     if args.bootstrap_servers:
         options["bootstrap_servers"] = args.bootstrap_servers
@@ -73,6 +74,13 @@ def _pki(args: argparse.Namespace) -> int:
     from jackpot.tools.pki import run
 
     return run(args.pki_args)
+
+
+def _settings(args: argparse.Namespace) -> int:
+    from jackpot.platform.settings import settings_markdown
+
+    sys.stdout.write(settings_markdown())
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -133,6 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--rounds-per-minute", type=float, default=30, help="per table (default 30)")
     demo.set_defaults(handler=_demo)
 
+    settings = commands.add_parser(
+        "settings",
+        help="print the table of every service's settings (docs/settings.md is its output)",
+    )
+    settings.set_defaults(handler=_settings)
+
     pki = commands.add_parser(
         "pki",
         help="development CA: init, issue (role, table binding), dev (the local floor's set)",
@@ -143,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pot = commands.add_parser(
         "pot",
-        help="run the pot service (settings from JACKPOT_* environment variables, see README)",
+        help="run the pot service (settings from JACKPOT_* variables, see docs/settings.md)",
     )
     pot.set_defaults(handler=_pot)
 

@@ -41,7 +41,10 @@ def settings_for(
 ) -> GatewaySettings:
     return GatewaySettings(
         name=f"pit-{unique}",
-        tables=tuple(TableSettings(t, g, GROUP, CREDENTIAL) for t, g in TABLES.items()),
+        tables=tuple(
+            TableSettings(table_id=t, game=g, pot_group_id=GROUP, credential=CREDENTIAL)
+            for t, g in TABLES.items()
+        ),
         bootstrap_servers=bootstrap,
         grpc_address="127.0.0.1:0",
         spool_path=str(spool),

@@ -181,7 +181,7 @@ async def test_a_wrong_password_is_refused(
     secure_cluster: SecureCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     good = secure_cluster.security("jackpot-pot")
-    wrong = KafkaSecurity("SASL_SSL", good.sasl_mechanism, good.username, "wrong", good.cafile)
+    wrong = good.replace(protocol="SASL_SSL", password="wrong")
     errors = await refused_connection(secure_cluster, wrong, caplog)
     # aiokafka raises only "Unable to bootstrap"; the broker's reason is in its error log.
     assert "SaslAuthenticationFailed" in errors
@@ -192,7 +192,7 @@ async def test_the_broker_certificate_is_verified_against_the_ca(
     secure_cluster: SecureCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     good = secure_cluster.security("jackpot-pot")
-    untrusting = KafkaSecurity("SASL_SSL", good.sasl_mechanism, good.username, good.password)
+    untrusting = good.replace(protocol="SASL_SSL", cafile="")
     # no KAFKA_SSL_CAFILE: the system CAs only
     errors = await refused_connection(secure_cluster, untrusting, caplog)
     assert "CERTIFICATE_VERIFY_FAILED" in errors
@@ -203,7 +203,7 @@ async def test_a_client_without_tls_cannot_connect(
     secure_cluster: SecureCluster, protocol: str
 ) -> None:
     good = secure_cluster.security("jackpot-pot")  # the right password, but no TLS
-    security = KafkaSecurity(protocol, good.sasl_mechanism, good.username, good.password)
+    security = good.replace(protocol=protocol, cafile="")
     producer = AIOKafkaProducer(
         bootstrap_servers=secure_cluster.bootstrap,
         request_timeout_ms=TIMEOUT_MS,
@@ -329,7 +329,7 @@ async def test_the_pot_service_runs_a_round_on_the_secure_cluster(
         "JACKPOT_INSECURE_ROLES": "operator",  # plaintext gRPC here; Kafka is what is secured
     }
     settings = PotSettings.from_env(environ)
-    assert settings.kafka_security_protocol == "SASL_SSL"
+    assert settings.kafka_security.protocol == "SASL_SSL"
     assert not settings.create_topics
     server = PotServer(settings, PotMetrics())
     await server.start()

@@ -1,26 +1,46 @@
 """The payout service against real Kafka (issue #6): one payout per award, the approval flow,
-voids, dealer terminals, restarts without double payouts, and the ledger trail."""
+voids, dealer terminals, restarts without double payouts, and the ledger trail.
+
+And on the one exactly-once processor (issue 13):
+
+- the old window, reproduced: restoring the book *before* fencing (what ``PayoutService.start``
+  did) lets a stalled instance commit a PAID behind the restore, so the new book shows a paid
+  prize as open; with the processor the new owner fences first, the stalled instance's PAID is
+  refused (its partition halts and leaves its book), and the restore that follows is the truth;
+- a second instance takes over a stopped one's partitions, with their open payouts, in seconds;
+- ``kill -9`` of the payout process at random points, then a restart: one payout per award,
+  one ledger entry per award, nothing ordered twice.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import random
+import signal
 import socket
+import sys
+import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import grpc
 import pytest
+from aiokafka import AIOKafkaConsumer
 
 from jackpot.domain.access import Role
 from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import PayoutState
+from jackpot.payout.codec import from_proto
 from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.audit import AuditLog
 from jackpot.platform.authz import AccessSettings, Authorizer
+from jackpot.platform.exactly_once import NotCommitted, ProcessorError, read_compacted
 from jackpot.platform.grpc_server import GrpcServer
-from jackpot.platform.kafka import ensure_topics, idempotent_producer
+from jackpot.platform.kafka import ensure_topics, idempotent_producer, stop_client
 from jackpot.tools.payouts import load, render
 from jackpot.topics import TopicSpec
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
@@ -50,8 +70,11 @@ def award(round_id: str, seat: int, prize: str, amount: int, table: str = "T1") 
 
 
 class Running:
-    def __init__(self, settings: PayoutSettings) -> None:
+    """A payout service with its gRPC API, entered once it owns partitions (all, or some)."""
+
+    def __init__(self, settings: PayoutSettings, owns_all: bool = True) -> None:
         self.settings = settings
+        self.owns_all = owns_all
         self.service = PayoutService(settings)
         self.audit = AuditLog(
             settings.bootstrap_servers,
@@ -62,15 +85,27 @@ class Running:
         self.server = GrpcServer(settings.grpc_address, [servicer.register], [SERVICE_NAME])
 
     async def __aenter__(self) -> Running:
-        await self.service.start()
+        self.task = asyncio.create_task(self.service.run())
         await self.audit.start()
         await self.server.start()
+        processor = self.service.processor
+        await wait_until(
+            lambda: (
+                owns_every_partition(self.service) if self.owns_all else processor.owned_partitions
+            ),
+            within=20,
+        )
         return self
 
     async def __aexit__(self, *_: object) -> None:
         await self.server.stop(0.5)
         await self.service.stop()
+        await self.task
         await self.audit.stop()
+
+
+def owns_every_partition(service: PayoutService, partitions: int = 2) -> bool:
+    return service.processor.owned_partitions == list(range(partitions))
 
 
 @pytest.fixture
@@ -81,7 +116,7 @@ async def settings(kafka_bootstrap: str, unique: str) -> PayoutSettings:
         metrics_port=0,
         approval_threshold=1_000_000,
         consumer_group=f"payout-{unique}",
-        transactional_id=f"payout-{unique}",
+        transactional_id_prefix=f"payout-{unique}",
         awards_topic=f"test.awards.{unique}",
         payouts_topic=f"test.payouts.{unique}",
         ledger_topic=f"test.ledger.{unique}",
@@ -202,8 +237,7 @@ async def test_approval_flow_terminal_payment_and_no_double_payout_after_restart
         assert book.payouts[small.award_id].state is PayoutState.PAID
         assert book.payouts[other_table.award_id].state is PayoutState.VOIDED
         assert len(book.payouts) == 4
-        service = await load(settings)
-        lines = render(service, pending_only=True)
+        lines = render(await load(settings), pending_only=True)
         assert any(late.award_id in line and "ORDERED" in line for line in lines)
         assert lines[-1] == "1 unpaid of 4 payouts"
 
@@ -247,3 +281,191 @@ async def test_two_confirmations_of_one_payment_pay_it_once(settings: PayoutSett
     ]
     paid = [e for e in ledger if e.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID]
     assert len(paid) == 1
+
+
+# ---------------------------------------------------- fencing, takeover, kill -9 (issue 13)
+
+TAKEOVER_BOUND_SECONDS = 5.0
+
+
+async def restored_states(settings: PayoutSettings, partition: int) -> dict[str, PayoutState]:
+    """What an instance restoring ``partition`` now reads: award id -> payout state."""
+    consumer = AIOKafkaConsumer(
+        **settings.kafka_options(), group_id=None, isolation_level="read_committed"
+    )
+    await consumer.start()
+    try:
+        latest = await read_compacted(consumer, settings.payouts_topic, [partition], 30)
+    finally:
+        await stop_client(consumer)
+    payouts = [from_proto(payout_pb2.Payout.FromString(v)) for v in latest[partition].values()]
+    return {p.award_id: p.state for p in payouts}
+
+
+async def ledger_types(settings: PayoutSettings, expected: int) -> list[tuple[str, str]]:
+    entries = [
+        pot_pb2.LedgerEntry.FromString(r.value)
+        for r in await read_topic(settings.bootstrap_servers, settings.ledger_topic, expected)
+    ]
+    return [(e.source_event_id, pot_pb2.LedgerEntryType.Name(e.type)) for e in entries]
+
+
+async def test_restoring_before_fencing_lets_a_stalled_instance_pay_behind_the_book(
+    settings: PayoutSettings,
+) -> None:
+    """The order the payout service had: restore, then start the transactional producer."""
+    prize = award("R1", 2, "FLUSH", 50_000)
+    await publish(settings, prize)
+    async with Running(settings) as stalled:
+        await wait_until(lambda: prize.award_id in stalled.service.book.payouts)
+        partition = stalled.service.book.partition_of[prize.award_id]
+        newcomer = PayoutService(settings.replace(instance_id="newcomer"))
+        book_read_first = await restored_states(settings, partition)  # restore ...
+        await stalled.service.paid("T1", prize.award_id, "dealer-ana")  # ... the zombie commits
+        producer = await newcomer.processor._fencing_producer(partition)  # ... fenced too late
+        await stop_client(producer)
+    assert book_read_first[prize.award_id] is PayoutState.ORDERED  # the newcomer shows it open
+    assert (await restored_states(settings, partition))[prize.award_id] is PayoutState.PAID
+
+
+async def test_the_processor_fences_before_it_restores_so_a_stalled_instance_cannot_pay(
+    settings: PayoutSettings,
+) -> None:
+    prize = award("R1", 2, "FLUSH", 50_000)
+    await publish(settings, prize)
+    async with Running(settings) as stalled:
+        book = stalled.service.book
+        await wait_until(lambda: prize.award_id in book.payouts)
+        partition = book.partition_of[prize.award_id]
+        newcomer = PayoutService(settings.replace(instance_id="newcomer"))
+        producer = await newcomer.processor._fencing_producer(partition)  # fence first ...
+        try:
+            with pytest.raises(NotCommitted):
+                await stalled.service.paid("T1", prize.award_id, "dealer-ana")
+            assert stalled.service.processor.halted_partitions == [partition]
+            assert prize.award_id not in book.payouts  # it keeps no book it does not own
+            # ... then restore: what the newcomer reads is what happened.
+            states = await restored_states(settings, partition)
+            assert states[prize.award_id] is PayoutState.ORDERED
+        finally:
+            await stop_client(producer)
+    async with Running(settings) as successor:
+        await wait_until(lambda: prize.award_id in successor.service.book.payouts)
+        paid = await successor.service.paid("T1", prize.award_id, "dealer-ana")
+        assert paid.state is PayoutState.PAID
+    trail = await ledger_types(settings, 2)
+    assert trail.count((prize.award_id, "LEDGER_ENTRY_TYPE_PAYOUT_PAID")) == 1
+
+
+async def test_a_second_instance_takes_over_a_stopped_ones_partitions_and_open_payouts(
+    settings: PayoutSettings,
+) -> None:
+    prizes = [award(f"R{i}", 1, "FLUSH", 50_000, table=f"T{i}") for i in range(6)]
+    for i, prize in enumerate(prizes):  # spread over both partitions: one pot group each
+        prize.pot_group_id = f"g{i}"
+    await publish(settings, *prizes)
+    first = Running(settings)
+    second = Running(
+        settings.replace(instance_id="second", grpc_address=f"127.0.0.1:{free_port()}"),
+        owns_all=False,
+    )
+    await first.__aenter__()
+    first_running = True
+    try:
+        await wait_until(lambda: len(first.service.book.payouts) == len(prizes), within=20)
+        async with second:
+            await wait_until(
+                lambda: (
+                    first.service.processor.owned_partitions
+                    and second.service.processor.owned_partitions
+                ),
+                within=20,
+            )
+            moved = set(second.service.book.payouts)
+            assert moved  # the second serves the payouts of the partition it took
+            assert not moved & set(first.service.book.payouts)  # and the first no longer does
+            stopped = time.monotonic()
+            first_running = False
+            await first.__aexit__()
+            await wait_until(lambda: owns_every_partition(second.service), within=20)
+            took = time.monotonic() - stopped
+            assert set(second.service.book.payouts) == {p.award_id for p in prizes}
+            for prize in prizes:
+                paid = await second.service.paid(prize.table_id, prize.award_id, "dealer")
+                assert paid.state is PayoutState.PAID
+    finally:
+        if first_running:
+            await first.__aexit__()
+    print(f"payout takeover after a graceful stop: {took:.2f} s (bound {TAKEOVER_BOUND_SECONDS} s)")
+    assert took <= TAKEOVER_BOUND_SECONDS
+
+
+def payout_environment(settings: PayoutSettings) -> dict[str, str]:
+    return {
+        **os.environ,
+        "KAFKA_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+        "JACKPOT_PAYOUT_GRPC": settings.grpc_address,
+        "JACKPOT_PAYOUT_METRICS_PORT": "0",
+        "JACKPOT_PAYOUT_CONSUMER_GROUP": settings.consumer_group,
+        "JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX": settings.transactional_id_prefix,
+        "JACKPOT_PAYOUT_AWARDS_TOPIC": settings.awards_topic,
+        "JACKPOT_PAYOUT_PAYOUTS_TOPIC": settings.payouts_topic,
+        "JACKPOT_PAYOUT_LEDGER_TOPIC": settings.ledger_topic,
+        "JACKPOT_PAYOUT_MAX_BATCH_RECORDS": "8",
+        "JACKPOT_AUDIT_TOPIC": settings.access.audit_topic,
+        "JACKPOT_INSECURE_ROLES": "supervisor",
+    }
+
+
+async def payouts_created(settings: PayoutSettings) -> set[str]:
+    """Award ids with a committed payout; empty while a killed instance's transaction is open
+    (the last stable offset waits for the next owner to fence it)."""
+    consumer = AIOKafkaConsumer(
+        **settings.kafka_options(), group_id=None, isolation_level="read_committed"
+    )
+    await consumer.start()
+    try:
+        latest = await read_compacted(consumer, settings.payouts_topic, [0, 1], 5)
+    except ProcessorError:
+        return set()
+    finally:
+        await stop_client(consumer)
+    return {key.decode() for records in latest.values() for key in records}
+
+
+async def test_kill_9_of_the_payout_process_at_random_points_orders_each_award_once(
+    settings: PayoutSettings, unique: str, tmp_path: Path
+) -> None:
+    prizes = [award(f"R{i}", i % 7, "FLUSH", 10_000 + i) for i in range(240)]
+    for i, prize in enumerate(prizes):
+        prize.pot_group_id = f"g{i % 4}"
+    env = payout_environment(settings)
+    rng = random.Random(unique)
+    command = [sys.executable, "-m", "jackpot.cli", "payout"]
+    log_path = tmp_path / "payout.log"  # what the processes said, kept for a failure
+    with log_path.open("ab") as log:
+        for chunk in range(4):  # each chunk of awards arrives while an instance is killed
+            process = await asyncio.create_subprocess_exec(
+                *command, env=env, stdout=log, stderr=log
+            )
+            await publish(settings, *prizes[chunk * 60 : (chunk + 1) * 60])
+            await asyncio.sleep(rng.uniform(0.5, 3.0))  # the moment of the fault, not a wait
+            assert process.returncode is None, log_path.read_text()[-3000:]
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
+        process = await asyncio.create_subprocess_exec(*command, env=env, stdout=log, stderr=log)
+        try:
+            deadline = time.monotonic() + 90
+            while len(await payouts_created(settings)) < len(prizes):
+                assert process.returncode is None, log_path.read_text()[-3000:]
+                assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+                await asyncio.sleep(0.2)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(process.wait(), 30) == 0
+    everything = 10 * len(prizes)  # read until the topic is quiet: a duplicate would show
+    records = await read_topic(settings.bootstrap_servers, settings.payouts_topic, everything)
+    ordered = [payout_pb2.Payout.FromString(r.value).award_id for r in records]
+    assert sorted(ordered) == sorted(p.award_id for p in prizes)  # each award once, none twice
+    trail = await ledger_types(settings, everything)
+    assert sorted(a for a, _ in trail) == sorted(p.award_id for p in prizes)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import itertools
 import json
 import os
@@ -697,24 +696,27 @@ class StallingPotService(PotService):
         self.holding = asyncio.Event()
         self.release = asyncio.Event()
         self.fenced: list[BaseException] = []
+        fencing_producer = self.processor._fencing_producer
 
-    async def _fencing_producer(self, partition: int):  # type: ignore[no-untyped-def]
-        producer = await super()._fencing_producer(partition)
-        commit = producer.commit_transaction
+        async def stalling_producer(partition: int):  # type: ignore[no-untyped-def]
+            producer = await fencing_producer(partition)
+            commit = producer.commit_transaction
 
-        async def held_commit() -> None:
-            if self.hold_next_commit:
-                self.hold_next_commit = False
-                self.holding.set()
-                await self.release.wait()
-            try:
-                await commit()
-            except Exception as error:
-                self.fenced.append(error)
-                raise
+            async def held_commit() -> None:
+                if self.hold_next_commit:
+                    self.hold_next_commit = False
+                    self.holding.set()
+                    await self.release.wait()
+                try:
+                    await commit()
+                except Exception as error:
+                    self.fenced.append(error)
+                    raise
 
-        producer.commit_transaction = held_commit
-        return producer
+            producer.commit_transaction = held_commit
+            return producer
+
+        self.processor._fencing_producer = stalling_producer  # type: ignore[method-assign]
 
 
 async def test_a_zombie_mid_transaction_is_fenced_by_its_successor(
@@ -727,8 +729,8 @@ async def test_a_zombie_mid_transaction_is_fenced_by_its_successor(
     events = scripted_events(["zombie-group"], rounds_per_table=60, seed=6)
     half = len(events) // 2
     await produce(settings, events[:half])
-    zombie = StallingPotService(dataclasses.replace(settings, instance_id="zombie"))
-    successor = PotService(dataclasses.replace(settings, instance_id="successor"), PotMetrics())
+    zombie = StallingPotService(settings.replace(instance_id="zombie"))
+    successor = PotService(settings.replace(instance_id="successor"), PotMetrics())
     async with running(zombie):
         await wait_processed(settings, 0.9)
         zombie.hold_next_commit = True

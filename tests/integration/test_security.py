@@ -53,7 +53,7 @@ from jackpot.v1 import (
     pot_pb2_grpc,
     table_events_pb2,
 )
-from tests.integration.gateway_harness import CREDENTIAL, settings_for
+from tests.integration.gateway_harness import CREDENTIAL, settings_for, wait_until
 from tests.integration.test_payout import award, free_port, publish
 from tests.integration.test_pot_service import pot_settings, read_topic
 
@@ -95,7 +95,7 @@ async def test_pot_admin_api_needs_an_operator_certificate_and_audits_every_atte
     access = AccessSettings(
         tls=tls(pki, "pot"), audit_topic=f"test.audit.{unique}", health_address="127.0.0.1:0"
     )
-    settings = dataclasses.replace(pot_settings(kafka_bootstrap, unique, 1), access=access)
+    settings = pot_settings(kafka_bootstrap, unique, 1).replace(access=access)
     server = PotServer(settings, PotMetrics())
     await server.start()
     target = f"localhost:{server.grpc_port}"
@@ -144,9 +144,9 @@ async def test_pot_admin_api_needs_an_operator_certificate_and_audits_every_atte
         rogue = secure_channel(
             target,
             TlsSettings(
-                str(pki / "rogue" / "operator.crt"),
-                str(pki / "rogue" / "operator.key"),
-                str(pki / "ca.crt"),
+                cert_file=str(pki / "rogue" / "operator.crt"),
+                key_file=str(pki / "rogue" / "operator.key"),
+                ca_file=str(pki / "ca.crt"),
             ),
         )
         plaintext = grpc.aio.insecure_channel(target)
@@ -216,7 +216,7 @@ async def payout_under_tls(
         grpc_address=f"127.0.0.1:{free_port()}",
         metrics_port=0,
         consumer_group=f"payout-{unique}",
-        transactional_id=f"payout-{unique}",
+        transactional_id_prefix=f"payout-{unique}",
         awards_topic=f"test.awards.{unique}",
         payouts_topic=f"test.payouts.{unique}",
         ledger_topic=f"test.ledger.{unique}",
@@ -239,14 +239,16 @@ async def payout_under_tls(
         [PAYOUT_SERVICE],
         settings.access.tls.server_credentials(),
     )
-    await service.start()
+    processing = asyncio.create_task(service.run())
     await audit.start()
     await server.start()
     try:
+        await wait_until(lambda: service.processor.owned_partitions == [0])
         yield settings
     finally:
         await server.stop(0.5)
         await service.stop()
+        await processing
         await audit.stop()
 
 
@@ -301,7 +303,7 @@ async def test_only_supervisors_approve_and_a_terminal_serves_only_its_table(
         # The supervisors' command line: `jackpot payouts --void AWARD --reason ...`.
         def as_holder(name: str) -> PayoutSettings:
             client = AccessSettings(tls=tls(pki, name))
-            return dataclasses.replace(settings, grpc_address=target, access=client)
+            return settings.replace(grpc_address=target, access=client)
 
         with pytest.raises(SystemExit, match=r"PERMISSION_DENIED.*needs the role supervisor"):
             await decide(as_holder("operator"), "void", mistaken.award_id, "wrong round")
@@ -324,8 +326,8 @@ async def test_a_device_certificate_opens_only_its_own_table_at_the_gateway(
     kafka_bootstrap: str, unique: str, pki: Path, tmp_path: Path
 ) -> None:
     access = AccessSettings(tls=tls(pki, "gateway"), audit_topic=f"test.audit.{unique}")
-    settings = dataclasses.replace(
-        settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite"), access=access
+    settings = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite").replace(
+        access=access
     )
     spool = Spool(settings.spool_path)
     audit = AuditLog(kafka_bootstrap, access.audit_topic, f"gateway:{settings.name}")

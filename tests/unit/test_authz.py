@@ -89,7 +89,9 @@ async def test_reads_are_open_on_plaintext_and_need_a_role_under_tls() -> None:
     audit = FakeAudit()
     await authorizer(audit).require_read(FakeContext(), "ListPotGroups")  # type: ignore[arg-type]
     assert audit.entries == []
-    under_tls = authorizer(audit, tls=TlsSettings("a.crt", "a.key", "ca.crt"))
+    under_tls = authorizer(
+        audit, tls=TlsSettings(cert_file="a.crt", key_file="a.key", ca_file="ca.crt")
+    )
     with pytest.raises(Aborted) as refused:
         await under_tls.require_read(FakeContext(), "ListPotGroups")  # type: ignore[arg-type]
     assert refused.value.code == grpc.StatusCode.PERMISSION_DENIED

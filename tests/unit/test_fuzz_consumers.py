@@ -1,12 +1,11 @@
 """Property-based fuzzing of the payout and display consumers, without Kafka (issue 9, "Bad input").
 
-Payout: ``PayoutService._apply_batch`` (the awards consumer's batch step) runs against a tiny
-in-memory stand-in for the transactional producer (``transaction()``, ``send``,
-``send_offsets_to_transaction``) with batches mixing valid awards, duplicates, arbitrary bytes and
-awards with hostile fields, over several partitions. It never raises; the consumed offsets of
-every partition are committed in the same transaction as the payouts; exactly one payout is
-ordered per new well-formed award; a malformed award (undecodable, no award id, a negative
-amount) orders nothing and is written to the dead-letter topic with a specific reason.
+Payout: ``PayoutPartition.apply`` (the pure handler the exactly-once processor drives for one
+awards partition) takes batches mixing valid awards, duplicates, arbitrary bytes and awards with
+hostile fields. It never raises; the partition's offset moves past every record; exactly one
+payout is ordered per new well-formed award, its record pinned to the award's partition; a
+malformed award (undecodable, no award id, a negative amount) orders nothing and is written to
+the dead-letter topic with a specific reason.
 
 Display: ``feed.apply_record`` with arbitrary bytes and hostile pot updates and awards on either
 topic (or another) never raises, and a record that is not a well-formed message for a pot group
@@ -15,15 +14,12 @@ leaves the board as it was.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from aiokafka import TopicPartition
 from google.protobuf.message import DecodeError
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,9 +27,9 @@ from hypothesis import strategies as st
 from jackpot.display.board import Board, Sign
 from jackpot.display.feed import apply_record
 from jackpot.display.settings import DisplaySettings
-from jackpot.payout.service import PayoutService
+from jackpot.payout.service import PayoutBook, PayoutPartition
 from jackpot.payout.settings import PayoutSettings
-from jackpot.topics import DEAD_LETTER
+from jackpot.platform.exactly_once import OutputRecord
 from jackpot.v1 import common_pb2, dead_letter_pb2, payout_pb2, pot_pb2
 from tests.unit.fuzzing import CHARS, FUZZ, INT64, UINT32
 
@@ -56,37 +52,6 @@ ARBITRARY = st.one_of(
 # ------------------------------------------------------------------------------- payout
 
 
-@dataclass
-class FakeProducer:
-    """The transactional producer's surface the payout service uses, in memory."""
-
-    sent: list[tuple[str, bytes | None, bytes]] = field(default_factory=list)
-    offsets: list[tuple[dict[TopicPartition, int], str]] = field(default_factory=list)
-    transactions: int = 0
-    _open: list[tuple[str, bytes | None, bytes]] | None = None
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
-        assert self._open is None, "nested transaction"
-        self._open = []
-        try:
-            yield
-        finally:
-            self.sent.extend(self._open)  # committed (an exception would abort: not here)
-            self._open = None
-            self.transactions += 1
-
-    async def send(self, topic: str, value: bytes, key: bytes | None = None) -> None:
-        assert self._open is not None, "send outside a transaction"
-        self._open.append((topic, key, value))
-
-    async def send_offsets_to_transaction(
-        self, offsets: dict[TopicPartition, int], group_id: str
-    ) -> None:
-        assert self._open is not None, "offsets outside a transaction"
-        self.offsets.append((dict(offsets), group_id))
-
-
 @dataclass(frozen=True)
 class Record:
     topic: str
@@ -97,7 +62,6 @@ class Record:
 
 
 SETTINGS = PayoutSettings(approval_threshold=1_000_000)
-DEAD_LETTER_TOPIC = getattr(SETTINGS, "dead_letter_topic", DEAD_LETTER.name)
 
 
 def award(award_id: str, amount: int = 100_000, **fields: Any) -> bytes:
@@ -136,86 +100,83 @@ def well_formed(value: bytes) -> pot_pb2.Award | None:
     return message if message.award_id and message.amount >= 0 else None
 
 
-def batch_of(values: list[tuple[int, bytes]]) -> dict[TopicPartition, list[Record]]:
-    batch: dict[TopicPartition, list[Record]] = {}
-    for partition, value in values:
-        tp = TopicPartition(SETTINGS.awards_topic, partition)
-        records = batch.setdefault(tp, [])
-        offset = records[-1].offset + 1 if records else 10 * partition
-        records.append(Record(tp.topic, partition, offset, value))
-    return batch
+@dataclass
+class Consumed:
+    """What the payout handler of one awards partition wrote, batch by batch, all committed."""
+
+    handler: PayoutPartition
+    sent: list[OutputRecord] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
 
 
-async def consume(
-    service: PayoutService, batches: list[dict[TopicPartition, list[Record]]]
-) -> FakeProducer:
-    producer = FakeProducer()
-    service._producer = producer
-    for batch in batches:
-        await service._apply_batch(batch)
-    return producer
+def records_of(values: list[bytes], first_offset: int) -> list[Record]:
+    return [
+        Record(SETTINGS.awards_topic, 0, first_offset + i, value) for i, value in enumerate(values)
+    ]
 
 
-BATCHES = st.lists(
-    st.lists(st.tuples(st.integers(0, 2), VALUES), min_size=1, max_size=8),
-    min_size=1,
-    max_size=3,
-)
+def consume(batches: list[list[bytes]]) -> Consumed:
+    consumed = Consumed(PayoutPartition(0, SETTINGS, PayoutBook()))
+    offset = 10
+    for values in batches:
+        batch = consumed.handler.apply(records_of(values, offset))  # type: ignore[arg-type]
+        consumed.handler.commit(batch)
+        consumed.sent.extend(batch.records)
+        consumed.offsets.append(consumed.handler.next_offset)
+        offset += len(values)
+    return consumed
+
+
+BATCHES = st.lists(st.lists(VALUES, min_size=1, max_size=8), min_size=1, max_size=3)
 
 
 @settings(FUZZ, max_examples=300)
 @given(batches=BATCHES)
-def test_fuzz_payout_award_batches_never_break_the_consumer(
-    batches: list[list[tuple[int, bytes]]],
-) -> None:
-    service = PayoutService(SETTINGS)
-    producer = asyncio.run(consume(service, [batch_of(b) for b in batches]))
-    assert producer.transactions == len(batches)
-    expected_offsets = [
-        ({tp: records[-1].offset + 1 for tp, records in batch_of(b).items()}, "jackpot-payout")
-        for b in batches
-    ]
-    assert producer.offsets == expected_offsets  # every partition moves on, garbage or not
+def test_fuzz_payout_award_batches_never_break_the_consumer(batches: list[list[bytes]]) -> None:
+    consumed = consume(batches)
+    ends = [10 + sum(len(b) for b in batches[: i + 1]) for i in range(len(batches))]
+    assert consumed.offsets == ends  # the partition moves on, garbage or not
     decodable: set[str] = set()
     first: dict[str, pot_pb2.Award] = {}  # the first well-formed award of each id wins
-    for values in batches:  # in the order the consumer sees them: partition by partition
-        for value in (r.value for records in batch_of(values).values() for r in records):
-            with contextlib.suppress(DecodeError):
-                decodable.add(pot_pb2.Award.FromString(value).award_id)
-            message = well_formed(value)
-            if message is not None and message.award_id not in first:
-                first[message.award_id] = message
-    assert set(service.book.payouts) <= decodable  # nothing from undecodable bytes
-    assert set(first) <= set(service.book.payouts)  # every well-formed award is ordered
+    for value in (v for values in batches for v in values):
+        with contextlib.suppress(DecodeError):
+            decodable.add(pot_pb2.Award.FromString(value).award_id)
+        message = well_formed(value)
+        if message is not None and message.award_id not in first:
+            first[message.award_id] = message
+    book = consumed.handler.book
+    assert set(book.payouts) <= decodable  # nothing from undecodable bytes
+    assert set(first) == set(book.payouts)  # every well-formed award is ordered, nothing else
     for award_id, source in first.items():
-        payout = service.book.payouts[award_id]
+        payout = book.payouts[award_id]
         assert (payout.amount, payout.table_id, payout.seat, payout.prize) == (
             source.amount,
             source.table_id,
             source.seat,
             source.prize,
         )
-    payouts = [v for t, _, v in producer.sent if t == SETTINGS.payouts_topic]
-    assert len(payouts) == len(service.book.payouts)  # one payout per award, exactly once
-    for value in payouts:
-        payout_pb2.Payout.FromString(value)
-    ledger = [v for t, _, v in producer.sent if t == SETTINGS.ledger_topic]
+        assert book.partition_of[award_id] == 0
+    payouts = [r for r in consumed.sent if r.topic == SETTINGS.payouts_topic]
+    assert len(payouts) == len(book.payouts)  # one payout per award, exactly once
+    assert {r.partition for r in payouts} <= {0}  # pinned to the award's partition
+    for record in payouts:
+        payout_pb2.Payout.FromString(record.value or b"")
+    ledger = [r for r in consumed.sent if r.topic == SETTINGS.ledger_topic]
     assert len(ledger) == len(payouts)
-    for value in ledger:
-        pot_pb2.LedgerEntry.FromString(value)
+    for record in ledger:
+        pot_pb2.LedgerEntry.FromString(record.value or b"")
 
 
 @settings(FUZZ, max_examples=200)
 @given(values=st.lists(st.one_of(HOSTILE_AWARDS, ARBITRARY), min_size=1, max_size=6))
 def test_fuzz_malformed_awards_are_dead_lettered(values: list[bytes]) -> None:
     """Every award the consumer refuses goes to the dead-letter topic with a reason."""
-    service = PayoutService(SETTINGS)
-    producer = asyncio.run(consume(service, [batch_of([(0, v) for v in values])]))
+    consumed = consume([values])
     refused = [v for v in values if well_formed(v) is None]
     letters = [
-        dead_letter_pb2.DeadLetter.FromString(v)
-        for t, _, v in producer.sent
-        if t == DEAD_LETTER_TOPIC
+        dead_letter_pb2.DeadLetter.FromString(r.value or b"")
+        for r in consumed.sent
+        if r.topic == SETTINGS.dead_letter_topic
     ]
     assert sorted(letter.original for letter in letters) == sorted(refused)
     for letter in letters:
@@ -226,10 +187,20 @@ def test_fuzz_malformed_awards_are_dead_lettered(values: list[bytes]) -> None:
 
 def test_fuzz_regression_an_award_with_a_negative_amount_does_not_break_the_batch() -> None:
     """Minimised by hypothesis: Award(award_id='a1', amount=-1) raised out of the batch."""
-    service = PayoutService(SETTINGS)
-    producer = asyncio.run(consume(service, [batch_of([(0, award("a1", -1)), (0, award("a2"))])]))
-    assert set(service.book.payouts) == {"a2"}
-    assert producer.offsets == [({TopicPartition(SETTINGS.awards_topic, 0): 2}, "jackpot-payout")]
+    consumed = consume([[award("a1", -1), award("a2")]])
+    assert set(consumed.handler.book.payouts) == {"a2"}
+    assert consumed.offsets == [12]
+
+
+def test_a_rolled_back_batch_leaves_no_payout_and_is_applied_again() -> None:
+    handler = PayoutPartition(0, SETTINGS, PayoutBook())
+    handler.apply(records_of([award("a1")], 0))  # type: ignore[arg-type]
+    handler.rollback()  # its transaction failed
+    assert handler.book.payouts == {}
+    assert handler.next_offset == 0
+    again = handler.apply(records_of([award("a1")], 0))  # type: ignore[arg-type]
+    handler.commit(again)
+    assert list(handler.book.payouts) == ["a1"]
 
 
 # ------------------------------------------------------------------------------ display

@@ -38,12 +38,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jackpot.domain.cards import CARD_CODES, GAME_RULES, Game
-from jackpot.domain.errors import Reason
+from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.table import Limits, Phase, Table
-from jackpot.gateway.service import Gateway, HelloRefused
+from jackpot.gateway.service import Gateway
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import OutboxRecord, Spool
-from jackpot.platform.deadletter import reject_reason
+from jackpot.platform.codec import reason_to_proto
 from jackpot.v1 import common_pb2, dead_letter_pb2, device_pb2, pot_pb2, table_events_pb2
 from tests.unit.fuzzing import FUZZ, INT64
 
@@ -54,8 +54,10 @@ GROUP = "scl-main"
 SETTINGS = GatewaySettings(
     name="fuzz",
     tables=(
-        TableSettings("T-DRW", Game.DRAW, GROUP, CREDENTIAL),
-        TableSettings("T-GOP", Game.GO_POKER, GROUP, CREDENTIAL),
+        TableSettings(table_id="T-DRW", game=Game.DRAW, pot_group_id=GROUP, credential=CREDENTIAL),
+        TableSettings(
+            table_id="T-GOP", game=Game.GO_POKER, pot_group_id=GROUP, credential=CREDENTIAL
+        ),
     ),
 )
 TABLE_IDS = [t.table_id for t in SETTINGS.tables]
@@ -525,12 +527,12 @@ def hellos(draw: st.DrawFn) -> bytes:
         st.builds(_random_bytes, st.integers(60_000, 100_000), st.integers(0, 2**32)),
     )
 )
-def test_fuzz_hello_raises_only_hello_refused(harness: Harness, raw: bytes) -> None:
+def test_fuzz_hello_raises_only_domain_errors(harness: Harness, raw: bytes) -> None:
     harness.reset()
-    refused: HelloRefused | None = None
+    refused: DomainError | None = None
     try:
         session, welcome = harness.gateway.hello(raw)
-    except HelloRefused as error:
+    except DomainError as error:
         refused = error
     if refused is not None:
         assert isinstance(refused.reason, Reason)
@@ -540,7 +542,7 @@ def test_fuzz_hello_raises_only_hello_refused(harness: Harness, raw: bytes) -> N
         assert record.topic == DEAD_LETTER_TOPIC
         letter = dead_letter_pb2.DeadLetter.FromString(record.value)
         assert letter.original == raw[:ORIGINAL_LIMIT]
-        assert letter.reason == reject_reason(refused.reason)
+        assert letter.reason == reason_to_proto(refused.reason)
         assert letter.detail == refused.detail
         return
     hello = device_pb2.ConnectRequest.FromString(raw).hello
@@ -556,7 +558,7 @@ def test_fuzz_regression_hello_with_an_unknown_game_number_is_refused(harness: H
     raw = device_pb2.ConnectRequest(
         hello=device_pb2.Hello(table_id="T-DRW", game=5, credential=CREDENTIAL)  # type: ignore[arg-type]
     ).SerializeToString()
-    with pytest.raises(HelloRefused) as refused:
+    with pytest.raises(DomainError) as refused:
         harness.gateway.hello(raw)
     assert refused.value.reason is Reason.UNKNOWN_GAME
 

@@ -30,6 +30,7 @@ from loadtest.rounds import CONFIG, ROYAL_FLUSH
 
 from jackpot.domain.cards import CARD_CODES
 from jackpot.domain.engine import PotGroup
+from jackpot.platform.codec import game_to_proto
 from jackpot.pot import commands, records
 from jackpot.pot.processor import Outputs, PotProcessor, decode_state
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
@@ -546,7 +547,7 @@ def admin_commands(draw: st.DrawFn) -> table_events_pb2.TableEvent:
 def play_a_round(feeder: Feeder, group_id: str, table_id: str, hand: list[str]) -> None:
     """Lock the table's next round at the group's maximum bet and resolve it with ``hand``."""
     runtime = feeder.processor.groups[group_id]
-    game = records.game_value(runtime.group.tables[table_id].game)
+    game = game_to_proto(runtime.group.tables[table_id].game)
     sequence = runtime.table_sequences.get(table_id, 0) + 1
     round_id = f"P{sequence}"
     bet = runtime.group.config.max_bet

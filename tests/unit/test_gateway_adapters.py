@@ -11,6 +11,7 @@ from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.table import ExchangeCards, Fold, PlaceBet, Results
 from jackpot.gateway.adapters import ADAPTERS
 from jackpot.gateway.settings import load_settings, settings_from_dict
+from jackpot.platform.settings import SettingsError
 from jackpot.v1 import device_pb2
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,7 +100,7 @@ def test_settings_refuse_weak_or_repeated_tables() -> None:
         settings_from_dict({"tables": [table, table]}, environ={})
     with pytest.raises(ValueError, match="at least 16"):
         settings_from_dict({"tables": [{**table, "credential": "short"}]}, environ={})
-    with pytest.raises(DomainError):
+    with pytest.raises(SettingsError, match=r"tables\[0\]\.game: .*unknown game 'roulette'"):
         settings_from_dict({"tables": [{**table, "game": "roulette"}]}, environ={})
     env = settings_from_dict({"tables": [table]}, environ={"KAFKA_BOOTSTRAP_SERVERS": "k:1"})
     assert env.bootstrap_servers == "k:1"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import socket
+from functools import partial
 
 import structlog
 from aiohttp import web
@@ -20,12 +20,15 @@ from jackpot.platform.authz import Authorizer
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
-from jackpot.platform.runtime import run_service
+from jackpot.platform.runtime import Supervisor, run_service, serve
+from jackpot.platform.settings import load_or_exit
 
 log = structlog.get_logger("jackpot.display")
 
 
-async def run_display(settings: DisplaySettings, stop: asyncio.Event) -> None:
+async def compose_display(settings: DisplaySettings, supervisor: Supervisor) -> None:
+    """Build and start the display's parts under ``supervisor``: the feed, the clock, the web
+    signs and the SignService."""
     board = Board(settings.stale_seconds, settings.winner_seconds)
     audit = AuditLog(
         settings.bootstrap_servers,
@@ -52,32 +55,31 @@ async def run_display(settings: DisplaySettings, stop: asyncio.Event) -> None:
         settings.http_port,
         ssl_context=settings.access.tls.server_context() if settings.web_tls else None,
     )
-    tasks = [asyncio.create_task(follow(board, settings)), asyncio.create_task(clock(board))]
+    supervisor.health(grpc_server)
+    supervisor.on_stop("grpc", lambda: grpc_server.stop(supervisor.grace(1)))
+    supervisor.on_stop("web", runner.cleanup)
+    supervisor.on_stop("audit", lambda: audit.stop(supervisor.grace(5)))
+    supervisor.spawn("display-feed", follow(board, settings))
+    supervisor.spawn("display-clock", clock(board))
     await site.start()
     await audit.start()
+    supervisor.watch(audit.writer)
     await grpc_server.start()
     log.info(
         "display_started",
         http=f"http://{settings.http_host}:{settings.http_port}/",
         grpc=settings.grpc_address,
     )
-    try:
-        await stop.wait()
-    finally:
-        await grpc_server.stop(grace_seconds=1)
-        await runner.cleanup()
-        await audit.stop()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        log.info("display_stopped")
+
+
+async def run_display(settings: DisplaySettings, stop: asyncio.Event) -> int:
+    """The display service in this event loop until ``stop`` (0) or a part fails (1)."""
+    return await serve("display", partial(compose_display, settings), stop)
 
 
 def main() -> int:
-    settings = DisplaySettings.from_env()
+    settings = load_or_exit(DisplaySettings)
     configure_logging()
     serve_metrics(settings.metrics_port, settings.metrics_host)
 
-    return run_service(lambda stop: run_display(settings, stop))
+    return run_service("display", partial(compose_display, settings))

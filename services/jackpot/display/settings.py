@@ -1,64 +1,75 @@
-"""The display service's settings: one typed object built in ``main`` from the environment.
+"""The display service's settings: one frozen model, read in ``main`` from JACKPOT_DISPLAY_*.
 
-| variable | default | meaning |
-|---|---|---|
-| KAFKA_BOOTSTRAP_SERVERS | 127.0.0.1:9092 | brokers |
-| JACKPOT_DISPLAY_GRPC | 127.0.0.1:50054 | SignService address |
-| JACKPOT_DISPLAY_HTTP | 127.0.0.1:8080 | web signs (host:port) |
-| JACKPOT_DISPLAY_WEB_TLS | true | with JACKPOT_TLS_*: serve the web signs over HTTPS too |
-| JACKPOT_DISPLAY_METRICS_HOST / _PORT | 127.0.0.1 / 9104 | /metrics (port 0 disables) |
-| JACKPOT_DISPLAY_STALE_SECONDS | 5 | show "closed" after this long without a pot update (D5) |
-| JACKPOT_DISPLAY_WINNER_SECONDS | 15 | how long a winner banner stays up (D2) |
-| JACKPOT_DISPLAY_MAX_RATE | 4 | updates per second per sign at most |
-| JACKPOT_DISPLAY_{POT_UPDATES,AWARDS}_TOPIC | jackpot.<name>.v1 | topic names |
+Every field is read from ``JACKPOT_DISPLAY_<FIELD NAME IN CAPITALS>`` unless it names its variable
+(``JACKPOT_DISPLAY_GRPC``, ``JACKPOT_DISPLAY_HTTP``; the brokers also from
+``KAFKA_BOOTSTRAP_SERVERS``); Kafka security and access are the shared sections of
+:mod:`jackpot.platform.settings`. The table of every variable is docs/settings.md
+(``jackpot settings``).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar
 
-from jackpot.platform.authz import AccessSettings
-from jackpot.platform.kafka import KafkaSecurity
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import SettingsConfigDict
+
+from jackpot.platform.settings import Bool, Env, Port, ServiceSettings
 from jackpot.topics import AWARDS, POT_UPDATES
 
 
-@dataclass(frozen=True)
-class DisplaySettings:
-    bootstrap_servers: str = "127.0.0.1:9092"
-    grpc_address: str = "127.0.0.1:50054"
-    http_host: str = "127.0.0.1"
-    http_port: int = 8080
-    web_tls: bool = True  # HTTPS for the web signs when TLS is configured
-    metrics_port: int = 9104
-    metrics_host: str = "127.0.0.1"
-    stale_seconds: float = 5.0
-    winner_seconds: float = 15.0
-    max_rate: float = 4.0
-    write_timeout_seconds: float = 5.0
-    pot_updates_topic: str = POT_UPDATES.name
-    awards_topic: str = AWARDS.name
-    kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
-    access: AccessSettings = field(default_factory=AccessSettings)
+class DisplaySettings(ServiceSettings):
+    """The display service: the jackpot signs (a gRPC stream and web pages); stateless, scale at
+    will."""
 
+    model_config = SettingsConfigDict(env_prefix="JACKPOT_DISPLAY_")
+    service: ClassVar[str] = "display"
+
+    grpc_address: Annotated[str, Env("{prefix}GRPC")] = Field(
+        "127.0.0.1:50054", description="SignService address (host:port)"
+    )
+    http: Annotated[str, Env("{prefix}HTTP")] = Field(
+        "",
+        description="the web signs' host:port (no host: 127.0.0.1); when set, it sets http_host "
+        "and http_port",
+    )
+    http_host: str = Field("127.0.0.1", description="the web signs' address")
+    http_port: Port = Field(8080, description="the web signs' port (0: any free port)")
+    web_tls: Bool = Field(
+        True, description="with JACKPOT_TLS_*: serve the web signs over HTTPS too"
+    )
+    metrics_host: str = Field("127.0.0.1", description="/metrics address (0.0.0.0 in a container)")
+    metrics_port: Port = Field(9104, description="/metrics port (0 disables it)")
+    stale_seconds: float = Field(
+        5.0, gt=0, description='show "closed" after this long without a pot update (D5)'
+    )
+    winner_seconds: float = Field(15.0, ge=0, description="how long a winner banner stays up (D2)")
+    max_rate: float = Field(4.0, gt=0, description="updates per second per sign at most")
+    write_timeout_seconds: float = Field(
+        5.0, gt=0, description="a web sign that takes longer to accept an update is disconnected"
+    )
+    pot_updates_topic: str = Field(POT_UPDATES.name, description="input: pot updates")
+    awards_topic: str = Field(AWARDS.name, description="input: awards (winner banners)")
+
+    @field_validator("http")
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> DisplaySettings:
-        http = environ.get("JACKPOT_DISPLAY_HTTP", "127.0.0.1:8080")
-        host, _, port = http.rpartition(":")
-        return cls(
-            bootstrap_servers=environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
-            grpc_address=environ.get("JACKPOT_DISPLAY_GRPC", "127.0.0.1:50054"),
-            http_host=host or "127.0.0.1",
-            http_port=int(port),
-            web_tls=environ.get("JACKPOT_DISPLAY_WEB_TLS", "true").lower() != "false",
-            metrics_port=int(environ.get("JACKPOT_DISPLAY_METRICS_PORT", "9104")),
-            metrics_host=environ.get("JACKPOT_DISPLAY_METRICS_HOST", "127.0.0.1"),
-            stale_seconds=float(environ.get("JACKPOT_DISPLAY_STALE_SECONDS", "5")),
-            winner_seconds=float(environ.get("JACKPOT_DISPLAY_WINNER_SECONDS", "15")),
-            max_rate=float(environ.get("JACKPOT_DISPLAY_MAX_RATE", "4")),
-            pot_updates_topic=environ.get("JACKPOT_DISPLAY_POT_UPDATES_TOPIC", POT_UPDATES.name),
-            awards_topic=environ.get("JACKPOT_DISPLAY_AWARDS_TOPIC", AWARDS.name),
-            kafka_security=KafkaSecurity.from_env(environ),
-            access=AccessSettings.from_env(environ),
-        )
+    def _host_and_port(cls, value: str) -> str:
+        if value and _split(value) is None:
+            raise ValueError("expected host:port with a port in 0-65535")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _http_sets_host_and_port(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("http"), str):
+            split = _split(data["http"])
+            if split is not None:
+                return {**data, "http_host": split[0], "http_port": split[1]}
+        return data
+
+
+def _split(address: str) -> tuple[str, int] | None:
+    host, _, port = address.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        return None
+    return host or "127.0.0.1", int(port)

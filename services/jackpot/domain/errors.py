@@ -1,7 +1,11 @@
 """Why the domain refuses an input: one machine-readable reason plus a sentence naming the culprit.
 
-The reasons mirror ``jackpot.v1.RejectReason`` (the edges map one to the other by name), so a
-device, the dead-letter topic and a log line all say the same thing.
+The reasons mirror ``jackpot.v1.RejectReason`` (``jackpot.platform.codec`` maps one to the other
+by name), so a device, the dead-letter topic and a log line all say the same thing.
+
+:class:`DomainError` is the one refusal type of the system: the domain, the gateway (a device's
+Hello and events), the pot processor and the payout service all raise it, and every dead letter is
+built from one (``jackpot.platform.deadletter``).
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ from typing import Any
 import grpc
 
 from jackpot.domain.cards import Game
+from jackpot.platform.codec import game_to_proto
 from jackpot.platform.tls import TlsSettings, secure_channel
-from jackpot.v1 import common_pb2, device_pb2
+from jackpot.v1 import device_pb2
 
 SERVICE_NAME = "jackpot.v1.TableDeviceService"
 CommandHandler = Callable[[device_pb2.ConnectResponse], None]
@@ -82,7 +83,7 @@ class DeviceClient:
         self._call = call(requests())
         hello = device_pb2.Hello(
             table_id=self.table_id,
-            game=common_pb2.Game.Value(f"GAME_{self.game.name}"),  # type: ignore[arg-type]
+            game=game_to_proto(self.game),
             device_id=self.device_id,
             credential=self.credential if credential is None else credential,
         )

@@ -12,8 +12,8 @@ import contextlib
 import grpc
 import structlog
 
-from jackpot.domain.errors import Reason
-from jackpot.gateway.service import Gateway, HelloRefused, Session
+from jackpot.domain.errors import DomainError, Reason
+from jackpot.gateway.service import Gateway, Session
 from jackpot.platform.tls import peer_principal
 from jackpot.v1 import device_pb2
 
@@ -55,7 +55,7 @@ class TableDeviceServicer:
         peer = peer_principal(context)
         try:
             session, welcome = self._gateway.hello(first, peer)
-        except HelloRefused as refused:
+        except DomainError as refused:
             self._gateway.refuse_hello(first, refused, peer)
             await context.abort(
                 _STATUS.get(refused.reason, grpc.StatusCode.PERMISSION_DENIED),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import replace
+from functools import partial
 
 import structlog
 
@@ -16,14 +18,16 @@ from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
-from jackpot.platform.runtime import run_service
-from jackpot.topics import AUDIT, TopicSpec
+from jackpot.platform.runtime import Supervisor, run_service, serve
+from jackpot.platform.settings import settings_or_exit
+from jackpot.topics import AUDIT, DEAD_LETTER, POT_UPDATES, TABLE_EVENTS
 
 log = structlog.get_logger("jackpot.gateway")
 
 
-async def run_gateway(settings: GatewaySettings, stop: asyncio.Event) -> None:
-    """Run until ``stop`` is set; then stop taking calls, flush what can be flushed, close."""
+async def compose_gateway(settings: GatewaySettings, supervisor: Supervisor) -> None:
+    """Build and start one gateway's parts under ``supervisor``; on stop it takes no more
+    calls, flushes what can be flushed and closes the spool."""
     topics = settings.topics
     if settings.create_topics:
         with contextlib.suppress(Exception):  # the broker may be away: the spool covers for it
@@ -31,12 +35,10 @@ async def run_gateway(settings: GatewaySettings, stop: asyncio.Event) -> None:
                 ensure_topics(
                     settings.bootstrap_servers,
                     [
-                        TopicSpec(topics.table_events, 6),
-                        TopicSpec(topics.pot_updates, 6),
-                        TopicSpec(topics.dead_letter, 1),
-                        TopicSpec(
-                            settings.access.audit_topic, AUDIT.partitions, dict(AUDIT.config)
-                        ),
+                        replace(TABLE_EVENTS, name=topics.table_events),
+                        replace(POT_UPDATES, name=topics.pot_updates),
+                        replace(DEAD_LETTER, name=topics.dead_letter),
+                        replace(AUDIT, name=settings.access.audit_topic),
                     ],
                     **settings.kafka_security.client_options(),
                 ),
@@ -57,24 +59,34 @@ async def run_gateway(settings: GatewaySettings, stop: asyncio.Event) -> None:
         settings.access.tls.server_credentials(),
         settings.access.health_address,
     )
-    await audit.start()
-    await gateway.start()
-    await server.start()
-    log.info("gateway_started", name=settings.name, grpc=settings.grpc_address, port=server.port)
-    try:
-        await stop.wait()
-    finally:
-        await server.stop(grace_seconds=5)
-        await gateway.stop(flush_seconds=5)
-        await audit.stop(drain_seconds=2)
+
+    async def close_spool() -> None:
         depth = spool.depth()
         spool.close()
-        log.info("gateway_stopped", name=settings.name, spool_depth=depth)
+        log.info("gateway_spool_closed", name=settings.name, spool_depth=depth)
+
+    supervisor.health(server)
+    supervisor.on_stop("grpc", lambda: server.stop(supervisor.grace(5)))
+    supervisor.on_stop("gateway", lambda: gateway.stop(supervisor.grace(5)))
+    supervisor.on_stop("audit", lambda: audit.stop(supervisor.grace(2)))
+    supervisor.on_stop("spool", close_spool)
+    await audit.start()
+    supervisor.watch(audit.writer)
+    await gateway.start()
+    for task in gateway.tasks:
+        supervisor.watch(task)
+    await server.start()
+    log.info("gateway_started", name=settings.name, grpc=settings.grpc_address, port=server.port)
+
+
+async def run_gateway(settings: GatewaySettings, stop: asyncio.Event) -> int:
+    """One gateway in this event loop until ``stop`` (0) or a part fails (1)."""
+    return await serve(f"gateway:{settings.name}", partial(compose_gateway, settings), stop)
 
 
 def main(config_path: str) -> int:
-    settings = load_settings(config_path)
+    settings = settings_or_exit(lambda: load_settings(config_path), "jackpot gateway")
     configure_logging()
     serve_metrics(settings.metrics_port, settings.metrics_host)
 
-    return run_service(lambda stop: run_gateway(settings, stop))
+    return run_service(f"gateway:{settings.name}", partial(compose_gateway, settings))

@@ -43,10 +43,11 @@ from jackpot.gateway import metrics
 from jackpot.gateway.adapters import ADAPTERS
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool
+from jackpot.platform import codec
 from jackpot.platform.audit import AuditLog
-from jackpot.platform.deadletter import dead_letter, reject_reason
+from jackpot.platform.deadletter import dead_letter
 from jackpot.platform.kafka import follow_latest, idempotent_producer, stop_client
-from jackpot.v1 import common_pb2, device_pb2, pot_pb2, table_events_pb2
+from jackpot.v1 import device_pb2, pot_pb2, table_events_pb2
 
 log = structlog.get_logger("jackpot.gateway")
 
@@ -75,13 +76,6 @@ class Session:
     def push(self, message: device_pb2.ConnectResponse | None) -> None:
         with contextlib.suppress(asyncio.QueueFull):  # a stuck controller resyncs on reconnect
             self.outbox.put_nowait(message)
-
-
-class HelloRefused(Exception):
-    def __init__(self, reason: Reason, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail
 
 
 class Gateway:
@@ -130,6 +124,11 @@ class Gateway:
             asyncio.create_task(self._watchdog(), name="gateway-watchdog"),
         ]
 
+    @property
+    def tasks(self) -> list[asyncio.Task[None]]:
+        """The publisher, the pot watcher and the watchdog: parts its supervisor watches."""
+        return list(self._tasks)
+
     async def stop(self, flush_seconds: float = 5.0) -> None:
         """Close sessions; let the publisher finish its batch and flush the spool, then stop.
 
@@ -140,6 +139,8 @@ class Gateway:
             session.push(None)
         self._stopping.set()
         self._spooled.set()
+        if not self._tasks:
+            return
         publisher, *others = self._tasks
         for task in others:
             task.cancel()
@@ -171,34 +172,35 @@ class Gateway:
 
         With mTLS, ``peer`` is the client certificate's principal: it must be a device bound to
         the table the Hello names (a stolen credential alone does not open another table).
+        A refused Hello raises :class:`DomainError`; pass it to :meth:`refuse_hello`.
         """
         try:
             request = device_pb2.ConnectRequest.FromString(raw)
         except DecodeError:
-            raise HelloRefused(
+            raise DomainError(
                 Reason.MALFORMED, "the first message is not a ConnectRequest"
             ) from None
         if request.WhichOneof("message") != "hello":
-            raise HelloRefused(Reason.NOT_AUTHENTICATED, "the first message must be a Hello")
+            raise DomainError(Reason.NOT_AUTHENTICATED, "the first message must be a Hello")
         hello = request.hello
         configured = self.settings.table(hello.table_id)
         if configured is None:
-            raise HelloRefused(
+            raise DomainError(
                 Reason.UNKNOWN_TABLE, f"table {hello.table_id!r} is not on this gateway"
             )
         if self.settings.access.tls.enabled:
             decision = authorize(peer or ANONYMOUS, Action.CONNECT_DEVICE, hello.table_id)
             if not decision.allowed:
-                raise HelloRefused(Reason.NOT_AUTHENTICATED, decision.detail)
+                raise DomainError(Reason.NOT_AUTHENTICATED, decision.detail)
         if not _same_secret(hello.credential, configured.credential):
-            raise HelloRefused(
+            raise DomainError(
                 Reason.NOT_AUTHENTICATED, f"wrong credential for table {hello.table_id}"
             )
-        if hello.game != common_pb2.Game.Value(f"GAME_{configured.game.name}"):
-            raise HelloRefused(
+        if codec.game_of(hello.game) != configured.game:
+            raise DomainError(
                 Reason.UNKNOWN_GAME,
                 f"table {hello.table_id} runs {configured.game.value}, not "
-                f"{_game_name(hello.game)}",
+                f"{codec.game_name(hello.game)}",
             )
         old = self.sessions.get(hello.table_id)
         if old is not None:
@@ -225,9 +227,7 @@ class Gateway:
             del self.sessions[session.table_id]
         metrics.CONNECTED.set(len(self.sessions))
 
-    def refuse_hello(
-        self, raw: bytes, refused: HelloRefused, peer: Principal | None = None
-    ) -> None:
+    def refuse_hello(self, raw: bytes, refused: DomainError, peer: Principal | None = None) -> None:
         metrics.REJECTS.labels(refused.reason.value).inc()
         if refused.reason is Reason.NOT_AUTHENTICATED and self.audit is not None:
             self.audit.note(
@@ -320,7 +320,7 @@ class Gateway:
             round_id=getattr(fact, "round_id", "") or device_event.round_id,
             sequence=table.published,
             pot_group_id=configured.pot_group_id,
-            game=common_pb2.Game.Value(f"GAME_{table.game.name}"),  # type: ignore[arg-type]
+            game=codec.game_to_proto(table.game),
         )
         if device_event.HasField("occurred_at"):
             message.occurred_at.CopyFrom(device_event.occurred_at)
@@ -333,9 +333,7 @@ class Gateway:
                 )
             case SeatForfeitedFact(_, seat, reason):
                 message.seat_forfeited.seat = seat
-                message.seat_forfeited.reason = table_events_pb2.ForfeitReason.Value(  # type: ignore[assignment]
-                    f"FORFEIT_REASON_{reason}"
-                )
+                message.seat_forfeited.reason = codec.forfeit_reason_to_proto(reason)
             case RoundResultFact(_, hands, community):
                 message.round_result.hands.extend(
                     table_events_pb2.SeatHand(seat=s, cards=list(cards)) for s, cards in hands
@@ -530,13 +528,6 @@ def _sane(limits: Limits) -> bool:
     )
 
 
-def _game_name(value: int) -> str:
-    try:
-        return common_pb2.Game.Name(value)
-    except ValueError:
-        return f"unknown game {value}"
-
-
 def _fingerprint(event: device_pb2.DeviceEvent) -> str:
     """What makes a resend the same event: everything but the device's timestamp and event id."""
     content = device_pb2.DeviceEvent()
@@ -571,7 +562,7 @@ def _reply(
         reply = device_pb2.EventReply(
             sequence=sequence,
             accepted=False,
-            reason=reject_reason(error.reason),  # type: ignore[arg-type]
+            reason=codec.reason_to_proto(error.reason),
             detail=error.detail,
         )
     return device_pb2.ConnectResponse(reply=reply)

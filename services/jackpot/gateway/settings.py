@@ -1,121 +1,176 @@
-"""The gateway's settings: one typed object, loaded once in ``main`` from a JSON file.
+"""The gateway's settings: one frozen model, read in ``main`` from its file and JACKPOT_GATEWAY_*.
 
-File format (``jackpot gateway --config FILE``; see deploy/local/gateway.example.json)::
+``jackpot gateway --config FILE`` reads a JSON object whose keys are the fields below (see
+deploy/local/gateway.example.json)::
 
-    {"name": "pit-a",                              # names this gateway in logs and dead letters
-     "bootstrap_servers": "127.0.0.1:9092",        # env KAFKA_BOOTSTRAP_SERVERS overrides
-     "grpc_address": "127.0.0.1:50051",
-     "metrics_port": 9101,                         # 0 disables /metrics
-     "metrics_host": "127.0.0.1",                  # 0.0.0.0 in a container
-     "create_topics": true,                        # false when its Kafka user may not create
-     "credentials_file": "/etc/jackpot/credentials.json",  # optional {table_id: credential}
-     "spool_path": ".run/gateway-pit-a.sqlite",
-     "heartbeat_timeout_seconds": 5,               # D5: close betting after this long without
-                                                   #     a pot update or with undelivered events
+    {"name": "pit-a", "grpc_address": "127.0.0.1:50051", "metrics_port": 9101,
+     "spool_path": ".run/gateway-pit-a.sqlite", "heartbeat_timeout_seconds": 5,
+     "credentials_file": "/etc/jackpot/credentials.json",      # optional {table_id: credential}
+     "topics": {"table_events": "...", "pot_updates": "...", "dead_letter": "..."},
      "tables": [{"table_id": "SCL-CAR-01", "game": "caribbean", "pot_group_id": "scl-main",
-                 "credential": "..."}]}            # the device secret, bound to this table id
+                 "credential": "..."}]}                       # the device secret of this table id
 
-Credentials in the file are for development; production leaves them out of the file and mounts
-``credentials_file`` from a Secret. Kafka security comes from the ``KAFKA_SECURITY_PROTOCOL`` /
-``KAFKA_SASL_*`` / ``KAFKA_SSL_CAFILE`` variables (:class:`jackpot.platform.kafka.KafkaSecurity`).
+Every scalar setting can also be given as ``JACKPOT_GATEWAY_<FIELD IN CAPITALS>`` (the topics as
+``JACKPOT_GATEWAY_<TOPIC>_TOPIC``), which wins over the file; the brokers also come from
+``KAFKA_BOOTSTRAP_SERVERS``; Kafka security and access are the shared sections of
+:mod:`jackpot.platform.settings`. The tables come only from the file. Credentials in the file are
+for development; production leaves them out and mounts ``credentials_file`` from a Secret. The
+table of every setting is docs/settings.md (``jackpot settings``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar, Self
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic_settings import SettingsConfigDict
 
 from jackpot.domain.cards import Game, parse_game
-from jackpot.platform.authz import AccessSettings
-from jackpot.platform.kafka import KafkaSecurity
+from jackpot.platform.settings import (
+    Bool,
+    Env,
+    NoEnv,
+    Port,
+    ServiceSettings,
+    SettingsError,
+    SettingsSection,
+)
+from jackpot.platform.settings import load_settings as load_from_environment
 from jackpot.topics import DEAD_LETTER, POT_UPDATES, TABLE_EVENTS
 
+MIN_CREDENTIAL_LENGTH = 16
 
-@dataclass(frozen=True, slots=True)
-class TableSettings:
+
+def _game(value: object) -> object:
+    return parse_game(value) if isinstance(value, str) else value
+
+
+class TableSettings(BaseModel):
+    """One table of the pit: its id, game, pot group and device credential."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
     table_id: str
-    game: Game
+    game: Annotated[Game, BeforeValidator(_game)]
     pot_group_id: str
-    credential: str
+    credential: str = Field("", repr=False)
+
+    @model_validator(mode="after")
+    def _strong_credential(self) -> Self:
+        if len(self.credential) < MIN_CREDENTIAL_LENGTH:
+            raise ValueError(
+                f"table {self.table_id}: the credential must be at least "
+                f"{MIN_CREDENTIAL_LENGTH} characters"
+            )
+        return self
 
 
-@dataclass(frozen=True, slots=True)
-class Topics:
-    table_events: str = TABLE_EVENTS.name
-    pot_updates: str = POT_UPDATES.name
-    dead_letter: str = DEAD_LETTER.name
+class Topics(SettingsSection):
+    """The topics a gateway writes and follows."""
+
+    table_events: Annotated[str, Env("JACKPOT_GATEWAY_TABLE_EVENTS_TOPIC")] = Field(
+        TABLE_EVENTS.name, description="output: the tables' events"
+    )
+    pot_updates: Annotated[str, Env("JACKPOT_GATEWAY_POT_UPDATES_TOPIC")] = Field(
+        POT_UPDATES.name, description="input: pot updates (D5: betting closes without them)"
+    )
+    dead_letter: Annotated[str, Env("JACKPOT_GATEWAY_DEAD_LETTER_TOPIC")] = Field(
+        DEAD_LETTER.name, description="refused device messages, with the reason"
+    )
 
 
-@dataclass(frozen=True, slots=True)
-class GatewaySettings:
-    name: str
-    tables: tuple[TableSettings, ...]
-    bootstrap_servers: str = "127.0.0.1:9092"
-    grpc_address: str = "127.0.0.1:50051"
-    metrics_port: int = 0
-    metrics_host: str = "127.0.0.1"
-    create_topics: bool = True
-    kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
-    spool_path: str = ".run/gateway.sqlite"
-    heartbeat_timeout_seconds: float = 5.0
-    max_event_bytes: int = 64 * 1024
-    hello_timeout_seconds: float = 10.0
-    topics: Topics = field(default_factory=Topics)
-    # Devices' mTLS (JACKPOT_TLS_*: certificates bound to table ids) and the audit topic.
-    access: AccessSettings = field(default_factory=AccessSettings)
+class GatewaySettings(ServiceSettings):
+    """A table gateway for one pit: the devices' gRPC stream in, Kafka out, a local spool for
+    when the brokers are away. Its file (`--config FILE`, JSON) has the keys of the *setting*
+    column; the variables win over the file."""
+
+    model_config = SettingsConfigDict(env_prefix="JACKPOT_GATEWAY_")
+    service: ClassVar[str] = "gateway"
+
+    name: str = Field("gateway", description="names this gateway in logs and dead letters")
+    tables: Annotated[tuple[TableSettings, ...], NoEnv("the `tables` list of the file")] = Field(
+        (),
+        description="the pit's tables: table_id, game, pot_group_id, credential (at least 16 "
+        "characters)",
+    )
+    grpc_address: str = Field("127.0.0.1:50051", description="TableDevice address (host:port)")
+    metrics_port: Port = Field(0, description="/metrics port (0 disables it)")
+    metrics_host: str = Field("127.0.0.1", description="/metrics address (0.0.0.0 in a container)")
+    create_topics: Bool = Field(
+        True, description="create missing topics at start (false when its Kafka user may not)"
+    )
+    credentials_file: str = Field(
+        "", description="JSON file {table_id: credential} that fills in the tables' credentials"
+    )
+    spool_path: str = Field(".run/gateway.sqlite", description="the local spool (SQLite)")
+    heartbeat_timeout_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="D5: close betting after this long without a pot update or with undelivered "
+        "events",
+    )
+    max_event_bytes: int = Field(64 * 1024, ge=1, description="larger device messages are refused")
+    hello_timeout_seconds: float = Field(
+        10.0, gt=0, description="a device must say hello within this long"
+    )
+    topics: Topics = Field(default_factory=Topics)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _credentials_from_file(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data.get("credentials_file"):
+            return data
+        path = str(data["credentials_file"])
+        try:
+            loaded = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ValueError(f"credentials_file {path!r}: {error}") from None
+        if not isinstance(loaded, dict):
+            raise ValueError(f"credentials_file {path!r}: expected {{table_id: credential}}")
+        secrets = {str(k): str(v) for k, v in loaded.items()}
+        tables = [
+            {**t, "credential": secrets.get(str(t.get("table_id"))) or t.get("credential", "")}
+            if isinstance(t, Mapping)
+            else t
+            for t in data.get("tables", ())
+        ]
+        return {**data, "tables": tables}
+
+    @field_validator("tables")
+    @classmethod
+    def _distinct_tables(cls, tables: tuple[TableSettings, ...]) -> tuple[TableSettings, ...]:
+        seen = set()
+        for table in tables:
+            if table.table_id in seen:
+                raise ValueError(f"table {table.table_id} is configured twice")
+            seen.add(table.table_id)
+        if not tables:
+            raise ValueError("a gateway needs at least one table")
+        return tables
 
     def table(self, table_id: str) -> TableSettings | None:
         return next((t for t in self.tables if t.table_id == table_id), None)
 
 
 def settings_from_dict(
-    data: Mapping[str, Any], environ: Mapping[str, str] = os.environ
+    data: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    origin: str = "gateway settings",
 ) -> GatewaySettings:
-    tables = []
-    seen = set()
-    secrets: dict[str, str] = {}
-    if data.get("credentials_file"):
-        loaded = json.loads(Path(str(data["credentials_file"])).read_text(encoding="utf-8"))
-        secrets = {str(k): str(v) for k, v in loaded.items()}
-    for raw in data.get("tables", []):
-        table_id = str(raw["table_id"])
-        if table_id in seen:
-            raise ValueError(f"table {table_id} is configured twice")
-        seen.add(table_id)
-        credential = secrets.get(table_id) or str(raw.get("credential", ""))
-        if len(credential) < 16:
-            raise ValueError(f"table {table_id}: the credential must be at least 16 characters")
-        tables.append(
-            TableSettings(
-                table_id, parse_game(str(raw["game"])), str(raw["pot_group_id"]), credential
-            )
-        )
-    if not tables:
-        raise ValueError("a gateway needs at least one table")
-    topics = Topics(**data.get("topics", {}))
-    return GatewaySettings(
-        name=str(data.get("name", "gateway")),
-        tables=tuple(tables),
-        bootstrap_servers=environ.get(
-            "KAFKA_BOOTSTRAP_SERVERS", str(data.get("bootstrap_servers", "127.0.0.1:9092"))
-        ),
-        grpc_address=str(data.get("grpc_address", "127.0.0.1:50051")),
-        metrics_port=int(data.get("metrics_port", 0)),
-        metrics_host=str(data.get("metrics_host", "127.0.0.1")),
-        create_topics=bool(data.get("create_topics", True)),
-        kafka_security=KafkaSecurity.from_env(environ),
-        spool_path=str(data.get("spool_path", ".run/gateway.sqlite")),
-        heartbeat_timeout_seconds=float(data.get("heartbeat_timeout_seconds", 5)),
-        max_event_bytes=int(data.get("max_event_bytes", 64 * 1024)),
-        hello_timeout_seconds=float(data.get("hello_timeout_seconds", 10)),
-        topics=topics,
-        access=AccessSettings.from_env(environ),
-    )
+    """The settings of a parsed file, the variables of ``environ`` (default ``os.environ``) over
+    it; :class:`SettingsError` names what is wrong (``origin``: the file, in the message)."""
+    return load_from_environment(GatewaySettings, environ, values=data, origin=origin)
 
 
-def load_settings(path: str | Path, environ: Mapping[str, str] = os.environ) -> GatewaySettings:
-    return settings_from_dict(json.loads(Path(path).read_text(encoding="utf-8")), environ)
+def load_settings(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewaySettings:
+    """``jackpot gateway --config FILE``: the file's settings with the variables over them."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SettingsError(f"{path}: cannot read the gateway settings: {error}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: the gateway settings must be a JSON object")
+    return settings_from_dict(data, environ, origin=str(path))

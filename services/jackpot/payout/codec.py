@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from jackpot.domain.payout import Payout, PayoutState, Transition
+from jackpot.domain.payout import Payout, Transition
+from jackpot.platform.codec import (
+    payout_ledger_type,
+    payout_state_from_proto,
+    payout_state_to_proto,
+)
 from jackpot.v1 import payout_pb2, pot_pb2
-
-LEDGER_TYPES = {
-    PayoutState.ORDERED: pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_ORDERED,
-    PayoutState.AWAITING_APPROVAL: pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_AWAITING_APPROVAL,
-    PayoutState.APPROVED: pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_APPROVED,
-    PayoutState.PAID: pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID,
-    PayoutState.VOIDED: pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED,
-}
-
-
-def state_to_proto(state: PayoutState) -> payout_pb2.PayoutState:
-    return payout_pb2.PayoutState.Value(f"PAYOUT_STATE_{state.value}")  # type: ignore[return-value]
 
 
 def to_proto(payout: Payout) -> payout_pb2.Payout:
@@ -28,12 +21,12 @@ def to_proto(payout: Payout) -> payout_pb2.Payout:
         prize=payout.prize,
         amount=payout.amount,
         cards=list(payout.cards),
-        state=state_to_proto(payout.state),
+        state=payout_state_to_proto(payout.state),
         order=payout.order,
     )
     for step in payout.history:
         transition = message.history.add(
-            state=state_to_proto(step.state),
+            state=payout_state_to_proto(step.state),
             by=step.by,
             reason=step.reason,
         )
@@ -54,7 +47,7 @@ def from_proto(message: payout_pb2.Payout) -> Payout:
         order=message.order,
         history=tuple(
             Transition(
-                PayoutState(payout_pb2.PayoutState.Name(t.state).removeprefix("PAYOUT_STATE_")),
+                payout_state_from_proto(t.state),
                 t.by,
                 t.at.ToNanoseconds(),
                 t.reason,
@@ -71,7 +64,7 @@ def ledger_entry(payout: Payout) -> pot_pb2.LedgerEntry:
         entry_id=f"payout:{payout.award_id}:{len(payout.history) - 1}",
         pot_group_id=payout.pot_group_id,
         ledger_sequence=0,
-        type=LEDGER_TYPES[step.state],
+        type=payout_ledger_type(step.state),
         table_id=payout.table_id,
         round_id=payout.round_id,
         seat=payout.seat,

@@ -13,6 +13,7 @@ from jackpot.domain.errors import DomainError
 from jackpot.payout.codec import to_proto
 from jackpot.payout.service import PayoutService
 from jackpot.platform.authz import Authorizer
+from jackpot.platform.exactly_once import NotCommitted
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
 SERVICE_NAME = "jackpot.v1.PayoutService"
@@ -51,6 +52,11 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                 who, Action.APPROVE_PAYOUT, "refused", request.award_id, str(error)
             )
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
+        except NotCommitted as error:
+            self._authorizer.outcome(
+                who, Action.APPROVE_PAYOUT, "failed", request.award_id, str(error)
+            )
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
         self._authorizer.outcome(
             who, Action.APPROVE_PAYOUT, "applied", request.award_id, f"{payout.amount} pesos"
         )
@@ -69,6 +75,11 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                 who, Action.VOID_PAYOUT, "refused", request.award_id, str(error)
             )
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
+        except NotCommitted as error:
+            self._authorizer.outcome(
+                who, Action.VOID_PAYOUT, "failed", request.award_id, str(error)
+            )
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
         self._authorizer.outcome(
             who, Action.VOID_PAYOUT, "applied", request.award_id, f"{payout.amount} pesos"
         )
@@ -132,9 +143,10 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                     award_id = message.paid.award_id
                     try:
                         payout = await self._service.paid(hello.table_id, award_id, hello.dealer)
-                    except DomainError as error:
+                    except (DomainError, NotCommitted) as error:
+                        outcome = "refused" if isinstance(error, DomainError) else "failed"
                         self._authorizer.outcome(
-                            terminal, Action.CONFIRM_PAYMENT, "refused", award_id, str(error)
+                            terminal, Action.CONFIRM_PAYMENT, outcome, award_id, str(error)
                         )
                         refused.append(str(error))
                         changed.set()

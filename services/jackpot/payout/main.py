@@ -1,41 +1,53 @@
-"""`jackpot payout`: the composition root of the payout service (run one active instance)."""
+"""`jackpot payout`: the composition root of the payout service (N instances share the awards
+partitions; each serves the payouts of the partitions it owns)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import socket
+from dataclasses import replace
+from functools import partial
 
 import structlog
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.audit import AuditLog
 from jackpot.platform.authz import Authorizer
+from jackpot.platform.exactly_once import ProcessorMetrics
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
-from jackpot.platform.runtime import run_service
-from jackpot.topics import AUDIT, AWARDS, LEDGER, PAYOUTS, TopicSpec
+from jackpot.platform.runtime import Supervisor, run_service, serve
+from jackpot.platform.settings import load_or_exit
+from jackpot.topics import AUDIT, AWARDS, DEAD_LETTER, LEDGER, PAYOUTS
 
 log = structlog.get_logger("jackpot.payout")
 
 
-async def run_payout(settings: PayoutSettings, stop: asyncio.Event) -> None:
+async def compose_payout(
+    settings: PayoutSettings, supervisor: Supervisor, registry: CollectorRegistry = REGISTRY
+) -> None:
+    """Build and start the payout service's parts under ``supervisor``."""
     if settings.create_topics:
         await ensure_topics(
             settings.bootstrap_servers,
             [
-                TopicSpec(settings.awards_topic, AWARDS.partitions, dict(AWARDS.config)),
-                TopicSpec(settings.payouts_topic, PAYOUTS.partitions, dict(PAYOUTS.config)),
-                TopicSpec(settings.ledger_topic, LEDGER.partitions, dict(LEDGER.config)),
-                TopicSpec(settings.access.audit_topic, AUDIT.partitions, dict(AUDIT.config)),
+                replace(AWARDS, name=settings.awards_topic),
+                replace(PAYOUTS, name=settings.payouts_topic),
+                replace(LEDGER, name=settings.ledger_topic),
+                replace(DEAD_LETTER, name=settings.dead_letter_topic),
+                replace(AUDIT, name=settings.access.audit_topic),
             ],
             **settings.kafka_security.client_options(),
         )
-    service = PayoutService(settings)
+    service = PayoutService(
+        settings, processor_metrics=ProcessorMetrics(REGISTRY, "jackpot_payout")
+    )
     audit = AuditLog(
         settings.bootstrap_servers,
         settings.access.audit_topic,
@@ -50,22 +62,25 @@ async def run_payout(settings: PayoutSettings, stop: asyncio.Event) -> None:
         settings.access.tls.server_credentials(),
         settings.access.health_address,
     )
-    await service.start()
+    supervisor.health(server)
+    supervisor.on_stop("grpc", lambda: server.stop(supervisor.grace(5)))
+    supervisor.on_stop("processor", service.stop)
+    supervisor.on_stop("audit", lambda: audit.stop(supervisor.grace(5)))
+    supervisor.spawn("payout-processor", service.run())
     await audit.start()
+    supervisor.watch(audit.writer)
     await server.start()
     log.info("payout_serving", grpc=settings.grpc_address, port=server.port)
-    try:
-        await stop.wait()
-    finally:
-        await server.stop(grace_seconds=5)
-        await service.stop()
-        await audit.stop()
-        log.info("payout_stopped")
+
+
+async def run_payout(settings: PayoutSettings, stop: asyncio.Event) -> int:
+    """The payout service in this event loop until ``stop`` (0) or a part fails (1)."""
+    return await serve("payout", partial(compose_payout, settings), stop)
 
 
 def main() -> int:
-    settings = PayoutSettings.from_env()
+    settings = load_or_exit(PayoutSettings)
     configure_logging()
     serve_metrics(settings.metrics_port, settings.metrics_host)
 
-    return run_service(lambda stop: run_payout(settings, stop))
+    return run_service("payout", partial(compose_payout, settings))

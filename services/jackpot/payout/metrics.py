@@ -1,4 +1,5 @@
-"""The payout service's Prometheus metrics."""
+"""The payout service's Prometheus metrics (its processor's, such as
+``jackpot_payout_consumer_lag_records``, come from ``jackpot.platform.exactly_once``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,4 @@ TRANSITIONS = Counter(
 )
 DUPLICATE_AWARDS = Counter(
     "jackpot_payout_duplicate_awards_total", "Awards seen again and ignored (already paid out)"
-)
-CONSUMER_LAG = Gauge(
-    "jackpot_payout_consumer_lag_records", "Awards not yet read, by partition", ["partition"]
 )

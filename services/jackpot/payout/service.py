@@ -1,22 +1,27 @@
 """The payout service's core: one payout per award, exactly once, and its transitions.
 
-Awards are consumed read_committed from the awards topic by one consumer group. Each batch is
-turned into payouts and written, with a ledger entry per transition and the consumed offsets, in
-one Kafka transaction; a payout already known for an award id is never created again (the state is
-restored from the compacted payouts topic before consuming). Supervisor and terminal transitions
-go through the same transactional producer. The single transactional id fences an old instance
-(a zombie) the moment a new one starts.
+Awards go through the one exactly-once processor (``jackpot.platform.exactly_once``), partitioned
+like the pot: awards are keyed by pot group, so one awards partition *p* owns an award, and every
+record of its payout is written to jackpot.payouts.v1 partition *p* (key award id, compacted). An
+instance given *p* first fences *p*'s previous owner (transactional id ``<prefix>-<p>``), then
+restores *p*'s payouts from the payouts topic to its end, then consumes: nothing a stalled old
+instance does can commit behind the restore's back, so the book never shows a paid prize as open.
+N instances share the partitions; each serves the payouts of the partitions it owns.
+
+Each batch of awards becomes payouts written, with a ledger entry per transition and the consumed
+offsets, in one transaction; an award id already known is never paid out again. Supervisor and
+terminal transitions are submitted to the processor: decided and written under its lock, on the
+producer of the award's partition, so two confirmations of one payment cannot both pass.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import structlog
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.structs import ConsumerRecord
 from google.protobuf.message import DecodeError
 
 from jackpot.domain.errors import DomainError, Reason
@@ -25,7 +30,13 @@ from jackpot.payout import metrics
 from jackpot.payout.codec import from_proto, ledger_entry, to_proto
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.deadletter import dead_letter
-from jackpot.platform.kafka import committed_consumer, transactional_producer
+from jackpot.platform.exactly_once import (
+    ExactlyOnceProcessor,
+    NotOwned,
+    OutputRecord,
+    ProcessorConfig,
+    ProcessorMetrics,
+)
 from jackpot.v1 import payout_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.payout")
@@ -48,19 +59,26 @@ def _award(value: bytes | None) -> pot_pb2.Award:
 
 
 class PayoutBook:
-    """All payouts by award id, and who wants to hear about a table's changes."""
+    """The payouts of the partitions this instance owns, and who listens to a table's changes."""
 
     def __init__(self) -> None:
         self.payouts: dict[str, Payout] = {}
+        self.partition_of: dict[str, int] = {}
         self._listeners: list[Listener] = []
-        self.next_order = 1
 
-    def put(self, payout: Payout) -> None:
+    def put(self, partition: int, payout: Payout) -> None:
         self.payouts[payout.award_id] = payout
-        self.next_order = max(self.next_order, payout.order + 1)
-        for listener in list(self._listeners):
-            listener(payout.table_id)
-        self.refresh_metrics()
+        self.partition_of[payout.award_id] = partition
+        self._notify({payout.table_id})
+
+    def forget(self, partition: int) -> None:
+        """The partition moved to another instance: its payouts are no longer ours to show."""
+        gone = [a for a, p in self.partition_of.items() if p == partition]
+        tables = {self.payouts[a].table_id for a in gone}
+        for award_id in gone:
+            del self.payouts[award_id]
+            del self.partition_of[award_id]
+        self._notify(tables)
 
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -69,14 +87,21 @@ class PayoutBook:
         self._listeners.remove(listener)
 
     def open_for(self, table_id: str) -> list[Payout]:
+        """A table's payouts still to pay, in payment order (rule S5)."""
         return sorted(
             (p for p in self.payouts.values() if p.table_id == table_id and p.state in OPEN),
-            key=lambda p: p.order,
+            key=lambda p: (p.order, p.award_id),
         )
 
     def listing(self, pending_only: bool) -> list[Payout]:
         chosen = (p for p in self.payouts.values() if not pending_only or p.state in OPEN)
-        return sorted(chosen, key=lambda p: p.order)
+        return sorted(chosen, key=lambda p: (p.order, p.award_id))
+
+    def _notify(self, tables: set[str]) -> None:
+        for table_id in tables:
+            for listener in list(self._listeners):
+                listener(table_id)
+        self.refresh_metrics()
 
     def refresh_metrics(self) -> None:
         pending = [p for p in self.payouts.values() if p.state in OPEN]
@@ -85,170 +110,97 @@ class PayoutBook:
         metrics.OLDEST_PENDING.set(0 if oldest is None else (time.time_ns() - oldest) / 1e9)
 
 
-class PayoutService:
-    def __init__(self, settings: PayoutSettings, book: PayoutBook | None = None) -> None:
+@dataclass(slots=True)
+class PayoutBatch:
+    """Payouts created or moved, and the records one transaction writes for them."""
+
+    payouts: list[Payout] = field(default_factory=list)
+    records: list[OutputRecord] = field(default_factory=list)
+    duplicates: int = 0
+
+
+class PayoutPartition:
+    """The payouts of one awards partition: the pure handler the processor drives."""
+
+    def __init__(self, partition: int, settings: PayoutSettings, book: PayoutBook) -> None:
+        self.partition = partition
         self.settings = settings
-        self.book = book or PayoutBook()
-        self._producer: AIOKafkaProducer | None = None
-        self._lock = asyncio.Lock()  # one transaction at a time on the one producer
-        self._task: asyncio.Task[None] | None = None
-        self.ready = asyncio.Event()
+        self.book = book
+        self.payouts: dict[str, Payout] = {}
+        self.next_order = 1
+        self._next_offset = 0
+        self._committed_offset = 0
 
-    async def start(self) -> None:
-        await self.restore()
-        self._producer = transactional_producer(
-            self.settings.bootstrap_servers,
-            self.settings.transactional_id,
-            **self.settings.kafka_security.client_options(),
-        )
-        await self._producer.start()
-        self._task = asyncio.create_task(self._consume(), name="payout-consumer")
-        self.ready.set()
-        log.info("payout_started", payouts=len(self.book.payouts))
+    @property
+    def next_offset(self) -> int:
+        return self._next_offset
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        if self._producer is not None:
-            await self._producer.stop()
+    def restore(self, changelog: Mapping[bytes, bytes], committed: int | None) -> int | None:
+        """Every payout of the partition at its latest state; consume from the committed offset."""
+        for key, value in changelog.items():
+            try:
+                payout = from_proto(payout_pb2.Payout.FromString(value))
+            except (DecodeError, ValueError):
+                log.error("payout_record_unreadable", partition=self.partition, key=key)
+                continue
+            self._keep(payout)
+        self._next_offset = self._committed_offset = committed or 0
+        log.info("payouts_restored", partition=self.partition, payouts=len(self.payouts))
+        return committed
 
-    async def restore(self) -> None:
-        """Read the compacted payouts topic to its end: the latest state per award id."""
-        consumer = committed_consumer(
-            self.settings.bootstrap_servers,
-            self.settings.payouts_topic,
-            group_id=None,
-            **self.settings.kafka_security.client_options(),
-        )
-        await consumer.start()
-        try:
-            partitions = consumer.assignment()
-            end = await consumer.end_offsets(list(partitions))
-
-            async def behind() -> bool:
-                return any([await consumer.position(tp) < end[tp] for tp in partitions])
-
-            while await behind():
-                batch = await consumer.getmany(timeout_ms=1000)
-                for records in batch.values():
-                    for record in records:
-                        if record.value is None:
-                            continue
-                        try:
-                            self.book.put(from_proto(payout_pb2.Payout.FromString(record.value)))
-                        except (DecodeError, ValueError):
-                            log.error("payout_record_unreadable", offset=record.offset)
-        finally:
-            await consumer.stop()
-
-    async def _consume(self) -> None:
-        consumer = AIOKafkaConsumer(
-            self.settings.awards_topic,
-            bootstrap_servers=self.settings.bootstrap_servers,
-            group_id=self.settings.consumer_group,
-            isolation_level="read_committed",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            **self.settings.kafka_security.client_options(),
-        )
-        await consumer.start()
-        try:
-            while True:
-                batch = await consumer.getmany(timeout_ms=500, max_records=200)
-                if not batch:
-                    continue
-                await self._apply_batch(batch)
-                for tp in batch:
-                    highwater = consumer.highwater(tp)
-                    if highwater is not None:
-                        lag = highwater - await consumer.position(tp)
-                        metrics.CONSUMER_LAG.labels(str(tp.partition)).set(lag)
-        finally:
-            await consumer.stop()
-
-    async def _apply_batch(self, batch: dict[TopicPartition, list]) -> None:  # type: ignore[type-arg]
-        async with self._lock:
-            await self._apply_batch_locked(batch)
-
-    async def _apply_batch_locked(self, batch: dict[TopicPartition, list]) -> None:  # type: ignore[type-arg]
-        created: list[Payout] = []
-        letters: list[bytes] = []
+    def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> PayoutBatch:
+        """One payout per award id never seen; a refused award becomes a dead letter."""
+        batch = PayoutBatch()
+        seen: set[str] = set()
         now = time.time_ns()
-        order = self.book.next_order
-        for records in batch.values():
-            for record in records:
-                try:
-                    award = _award(record.value)
-                    if award.award_id in self.book.payouts or any(
-                        p.award_id == award.award_id for p in created
-                    ):
-                        metrics.DUPLICATE_AWARDS.inc()
-                        continue
-                    created.append(
-                        order_payout(
-                            award_id=award.award_id,
-                            pot_group_id=award.pot_group_id,
-                            table_id=award.table_id,
-                            round_id=award.round_id,
-                            seat=award.seat,
-                            prize=award.prize,
-                            amount=award.amount,
-                            cards=tuple(award.cards),
-                            order=order,
-                            approval_threshold=self.settings.approval_threshold,
-                            at_ns=now,
-                        )
-                    )
-                    order += 1
-                except DomainError as refused:
-                    log.error("award_refused", reason=refused.reason.value, detail=refused.detail)
-                    letter = dead_letter(
-                        "payout",
-                        refused.reason,
-                        refused.detail,
-                        record.value or b"",
-                        topic=record.topic,
-                        partition=record.partition,
-                        offset=record.offset,
-                    )
-                    letters.append(letter.SerializeToString())
-        offsets = {tp: records[-1].offset + 1 for tp, records in batch.items()}
-        await self._commit(created, offsets, letters)
-
-    async def _commit(
-        self,
-        payouts: list[Payout],
-        offsets: dict[TopicPartition, int] | None = None,
-        dead_letters: list[bytes] | None = None,
-    ) -> None:
-        """Write payouts and their ledger entries (and consumed offsets) in one transaction.
-
-        The caller holds ``_lock``: a transition is decided and written as one step, so two
-        confirmations of the same payment can never both pass the "not yet paid" check.
-        """
-        producer = self._producer
-        assert producer is not None
-        assert self._lock.locked()
-        async with producer.transaction():
-            for payout in payouts:
-                await producer.send(
-                    self.settings.payouts_topic,
-                    to_proto(payout).SerializeToString(),
-                    key=payout.award_id.encode(),
+        order = self.next_order
+        for record in records:
+            self._next_offset = record.offset + 1
+            try:
+                award = _award(record.value)
+            except DomainError as refused:
+                log.error("award_refused", reason=refused.reason.value, detail=refused.detail)
+                letter = dead_letter(
+                    "payout",
+                    refused.reason,
+                    refused.detail,
+                    record.value or b"",
+                    topic=record.topic,
+                    partition=record.partition,
+                    offset=record.offset,
                 )
-                await producer.send(
-                    self.settings.ledger_topic,
-                    ledger_entry(payout).SerializeToString(),
-                    key=payout.pot_group_id.encode(),
+                batch.records.append(
+                    OutputRecord(
+                        self.settings.dead_letter_topic, letter.SerializeToString(), b"payout"
+                    )
                 )
-            for letter in dead_letters or ():
-                await producer.send(self.settings.dead_letter_topic, letter, key=b"payout")
-            if offsets:
-                await producer.send_offsets_to_transaction(offsets, self.settings.consumer_group)
-        for payout in payouts:  # committed: now it is true
-            self.book.put(payout)
+                continue
+            if award.award_id in self.payouts or award.award_id in seen:
+                batch.duplicates += 1
+                continue
+            seen.add(award.award_id)
+            self._add(batch, self._order(award, order, now))
+            order += 1
+        return batch
+
+    def transition(self, award_id: str, change: Callable[[Payout], Payout]) -> PayoutBatch:
+        """A batch moving one payout; ``change`` raises DomainError to refuse."""
+        current = self.payouts.get(award_id)
+        if current is None:
+            raise DomainError(Reason.INVALID_STATE, f"no payout for award {award_id!r}")
+        batch = PayoutBatch()
+        self._add(batch, change(current))
+        return batch
+
+    def tick(self) -> None:
+        return None
+
+    def commit(self, batch: PayoutBatch) -> None:
+        """Committed: now it is true."""
+        self._committed_offset = self._next_offset
+        metrics.DUPLICATE_AWARDS.inc(batch.duplicates)
+        for payout in batch.payouts:
+            self._keep(payout)
             metrics.TRANSITIONS.labels(payout.state.value).inc()
             if payout.state is PayoutState.PAID:
                 metrics.PAID.inc()
@@ -258,21 +210,120 @@ class PayoutService:
                 table=payout.table_id,
                 round=payout.round_id,
                 pot_group=payout.pot_group_id,
+                partition=self.partition,
                 state=payout.state.value,
                 by=payout.history[-1].by,
             )
 
-    def _get(self, award_id: str) -> Payout:
-        payout = self.book.payouts.get(award_id)
-        if payout is None:
-            raise DomainError(Reason.INVALID_STATE, f"no payout for award {award_id!r}")
-        return payout
+    def rollback(self) -> None:
+        # Payouts change only in commit: going back is going back to the committed offset.
+        self._next_offset = self._committed_offset
+
+    def close(self) -> None:
+        self.book.forget(self.partition)
+
+    def _keep(self, payout: Payout) -> None:
+        self.payouts[payout.award_id] = payout
+        self.next_order = max(self.next_order, payout.order + 1)
+        self.book.put(self.partition, payout)
+
+    def _order(self, award: pot_pb2.Award, order: int, now: int) -> Payout:
+        return order_payout(
+            award_id=award.award_id,
+            pot_group_id=award.pot_group_id,
+            table_id=award.table_id,
+            round_id=award.round_id,
+            seat=award.seat,
+            prize=award.prize,
+            amount=award.amount,
+            cards=tuple(award.cards),
+            order=order,
+            approval_threshold=self.settings.approval_threshold,
+            at_ns=now,
+        )
+
+    def _add(self, batch: PayoutBatch, payout: Payout) -> None:
+        """The payout's record pinned to this partition (its changelog), and its ledger entry."""
+        batch.payouts.append(payout)
+        batch.records.append(
+            OutputRecord(
+                self.settings.payouts_topic,
+                to_proto(payout).SerializeToString(),
+                payout.award_id.encode(),
+                self.partition,
+            )
+        )
+        batch.records.append(
+            OutputRecord(
+                self.settings.ledger_topic,
+                ledger_entry(payout).SerializeToString(),
+                payout.pot_group_id.encode(),
+            )
+        )
+
+
+def processor_config(settings: PayoutSettings) -> ProcessorConfig:
+    """The exactly-once processor's configuration from the payout's settings."""
+    return ProcessorConfig(
+        name="payout",
+        kafka_options=settings.kafka_options(),
+        input_topic=settings.awards_topic,
+        changelog_topic=settings.payouts_topic,
+        consumer_group=settings.consumer_group,
+        transactional_id_prefix=settings.transactional_id_prefix,
+        instance_id=settings.instance_id,
+        session_timeout_ms=settings.session_timeout_ms,
+        heartbeat_ms=settings.heartbeat_ms,
+        max_poll_interval_ms=settings.max_poll_interval_ms,
+        transaction_timeout_ms=settings.transaction_timeout_ms,
+        poll_timeout_ms=settings.poll_timeout_ms,
+        max_batch_records=settings.max_batch_records,
+        retry_backoff_ms=settings.retry_backoff_ms,
+    )
+
+
+class PayoutService:
+    """The payout book of the owned partitions and the transitions terminals and supervisors ask."""
+
+    def __init__(
+        self,
+        settings: PayoutSettings,
+        book: PayoutBook | None = None,
+        processor_metrics: ProcessorMetrics | None = None,
+    ) -> None:
+        self.settings = settings
+        self.book = book or PayoutBook()
+        self.processor: ExactlyOnceProcessor[PayoutPartition] = ExactlyOnceProcessor(
+            processor_config(settings),
+            lambda p: PayoutPartition(p, settings, self.book),
+            processor_metrics or ProcessorMetrics(None, "jackpot_payout"),
+            on_ownership=self._on_ownership,
+        )
+
+    def _on_ownership(self, owned: list[int]) -> None:
+        log.info("payout_partitions", owned=owned, payouts=len(self.book.payouts))
+
+    async def run(self) -> None:
+        """Fence, restore, consume, transact until :meth:`stop` (ProcessorError if it cannot)."""
+        await self.processor.run()
+
+    async def stop(self) -> None:
+        await self.processor.stop()
 
     async def _transition(self, award_id: str, change: Callable[[Payout], Payout]) -> Payout:
-        async with self._lock:
-            payout = change(self._get(award_id))
-            await self._commit([payout])
-            return payout
+        partition = self.book.partition_of.get(award_id)
+        if partition is None:
+            raise DomainError(Reason.INVALID_STATE, f"no payout for award {award_id!r}")
+        try:
+            batch = await self.processor.submit(
+                partition, lambda handler: handler.transition(award_id, change)
+            )
+        except NotOwned:
+            raise DomainError(
+                Reason.INVALID_STATE,
+                f"award {award_id!r} is no longer served by this instance; reconnect",
+            ) from None
+        return batch.payouts[-1]
 
     async def approve(self, award_id: str, supervisor: str, note: str = "") -> Payout:
         return await self._transition(

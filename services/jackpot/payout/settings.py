@@ -1,74 +1,93 @@
-"""The payout service's settings: one typed object built in ``main`` from the environment.
+"""The payout service's settings: one frozen model, read in ``main`` from JACKPOT_PAYOUT_*.
 
-| variable | default | meaning |
-|---|---|---|
-| KAFKA_BOOTSTRAP_SERVERS | 127.0.0.1:9092 | brokers |
-| JACKPOT_PAYOUT_GRPC | 127.0.0.1:50053 | PayoutService address |
-| JACKPOT_PAYOUT_METRICS_HOST / _PORT | 127.0.0.1 / 9103 | /metrics (port 0 disables) |
-| JACKPOT_PAYOUT_APPROVAL_THRESHOLD | 1000000 | prizes >= this (pesos) wait for a supervisor |
-| JACKPOT_PAYOUT_CONSUMER_GROUP | jackpot-payout | consumer group on the awards topic |
-| JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX | jackpot-payout | transactional id (fences a zombie) |
-| JACKPOT_PAYOUT_TERMINALS_FILE | (none) | JSON {table_id: credential}; unset: any table (dev) |
-| JACKPOT_PAYOUT_CREATE_TOPICS | true | create missing topics at start |
-| JACKPOT_PAYOUT_{AWARDS,PAYOUTS,LEDGER}_TOPIC | jackpot.<name>.v1 | topic names |
-| JACKPOT_TLS_CERT / _KEY / _CA | (none) | mutual TLS (jackpot.platform.tls) |
-| JACKPOT_INSECURE_ROLES | (none) | plaintext only: roles every caller gets (development) |
-| JACKPOT_AUDIT_TOPIC | jackpot.audit.v1 | the hash-chained audit log |
+Every field is read from ``JACKPOT_PAYOUT_<FIELD NAME IN CAPITALS>`` unless it names its variable
+(``JACKPOT_PAYOUT_GRPC``; the brokers also from ``KAFKA_BOOTSTRAP_SERVERS``); Kafka security and
+access are the shared sections of :mod:`jackpot.platform.settings`. The table of every variable
+is docs/settings.md (``jackpot settings``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any, ClassVar
 
-from jackpot.platform.authz import AccessSettings
-from jackpot.platform.kafka import KafkaSecurity
+from pydantic import Field, model_validator
+from pydantic_settings import SettingsConfigDict
+
+from jackpot.platform.settings import Bool, Env, NoEnv, Port, ServiceSettings, default_instance_id
 from jackpot.topics import AWARDS, DEAD_LETTER, LEDGER, PAYOUTS
 
 
-@dataclass(frozen=True)
-class PayoutSettings:
-    bootstrap_servers: str = "127.0.0.1:9092"
-    grpc_address: str = "127.0.0.1:50053"
-    metrics_host: str = "127.0.0.1"
-    metrics_port: int = 9103
-    approval_threshold: int = 1_000_000
-    consumer_group: str = "jackpot-payout"
-    transactional_id: str = "jackpot-payout"
-    terminal_credentials: Mapping[str, str] | None = None
-    create_topics: bool = True
-    awards_topic: str = AWARDS.name
-    payouts_topic: str = PAYOUTS.name
-    ledger_topic: str = LEDGER.name
-    dead_letter_topic: str = DEAD_LETTER.name
-    kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
-    access: AccessSettings = field(default_factory=AccessSettings)
+class PayoutSettings(ServiceSettings):
+    """The payout service: one payout per award, dealer terminals, supervisor approvals. Its
+    instances share the awards partitions; each serves the payouts of the partitions it owns."""
 
+    model_config = SettingsConfigDict(env_prefix="JACKPOT_PAYOUT_")
+    service: ClassVar[str] = "payout"
+
+    grpc_address: Annotated[str, Env("{prefix}GRPC")] = Field(
+        "127.0.0.1:50053", description="PayoutService address (host:port)"
+    )
+    metrics_host: str = Field("127.0.0.1", description="/metrics address (0.0.0.0 in a container)")
+    metrics_port: Port = Field(9103, description="/metrics port (0 disables it)")
+    approval_threshold: int = Field(
+        1_000_000, ge=0, description="prizes of at least this many pesos wait for a supervisor"
+    )
+    consumer_group: str = Field("jackpot-payout", description="consumer group on the awards topic")
+    transactional_id_prefix: str = Field(
+        "jackpot-payout",
+        description="transactional ids are `<prefix>-<partition>`: one per awards partition "
+        "fences a zombie",
+    )
+    instance_id: Annotated[str, Env("{prefix}INSTANCE_ID", default="<hostname>-<pid>")] = Field(
+        default_factory=default_instance_id,
+        description="names this instance in logs and the audit log (the pod name in Kubernetes)",
+    )
+    terminals_file: str = Field(
+        "",
+        description="JSON file {table_id: credential} of the dealer terminals (empty: any table, "
+        "development)",
+    )
+    terminal_credentials: Annotated[
+        Mapping[str, str] | None, NoEnv("read from terminals_file, or given as a keyword")
+    ] = Field(None, repr=False, description="dealer terminal credentials by table id")
+    create_topics: Bool = Field(True, description="create missing topics at start")
+    awards_topic: str = Field(AWARDS.name, description="input: awards (pot service)")
+    payouts_topic: str = Field(PAYOUTS.name, description="the payouts' compacted state")
+    ledger_topic: str = Field(LEDGER.name, description="output: paid and voided payouts")
+    dead_letter_topic: str = Field(DEAD_LETTER.name, description="refused awards, with the reason")
+    session_timeout_ms: int = Field(10_000, description="consumer group session timeout")
+    heartbeat_ms: int = Field(3_000, description="the consumer group's heartbeat")
+    max_poll_interval_ms: int = Field(
+        60_000,
+        description="a stalled instance leaves the group after this long; its successor fences it",
+    )
+    transaction_timeout_ms: int = Field(30_000, description="Kafka transaction timeout")
+    retry_backoff_ms: int = Field(500, description="pause before retrying a failed transaction")
+    poll_timeout_ms: int = Field(100, description="longest wait for input")
+    max_batch_records: int = Field(200, ge=1, description="input records per transaction at most")
+
+    @model_validator(mode="before")
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> PayoutSettings:
-        credentials = None
-        path = environ.get("JACKPOT_PAYOUT_TERMINALS_FILE")
-        if path:
-            credentials = {str(k): str(v) for k, v in json.loads(Path(path).read_text()).items()}
-        return cls(
-            bootstrap_servers=environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
-            grpc_address=environ.get("JACKPOT_PAYOUT_GRPC", "127.0.0.1:50053"),
-            metrics_host=environ.get("JACKPOT_PAYOUT_METRICS_HOST", "127.0.0.1"),
-            metrics_port=int(environ.get("JACKPOT_PAYOUT_METRICS_PORT", "9103")),
-            approval_threshold=int(environ.get("JACKPOT_PAYOUT_APPROVAL_THRESHOLD", "1000000")),
-            consumer_group=environ.get("JACKPOT_PAYOUT_CONSUMER_GROUP", "jackpot-payout"),
-            transactional_id=environ.get(
-                "JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX", "jackpot-payout"
-            ),
-            terminal_credentials=credentials,
-            create_topics=environ.get("JACKPOT_PAYOUT_CREATE_TOPICS", "true").lower() != "false",
-            awards_topic=environ.get("JACKPOT_PAYOUT_AWARDS_TOPIC", AWARDS.name),
-            payouts_topic=environ.get("JACKPOT_PAYOUT_PAYOUTS_TOPIC", PAYOUTS.name),
-            ledger_topic=environ.get("JACKPOT_PAYOUT_LEDGER_TOPIC", LEDGER.name),
-            dead_letter_topic=environ.get("JACKPOT_PAYOUT_DEAD_LETTER_TOPIC", DEAD_LETTER.name),
-            kafka_security=KafkaSecurity.from_env(environ),
-            access=AccessSettings.from_env(environ),
-        )
+    def _read_terminals_file(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data.get("terminals_file"):
+            return data
+        if data.get("terminal_credentials") is not None:
+            return data
+        path = str(data["terminals_file"])
+        try:
+            loaded = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ValueError(f"JACKPOT_PAYOUT_TERMINALS_FILE {path!r}: {error}") from None
+        if not isinstance(loaded, dict):
+            raise ValueError(
+                f"JACKPOT_PAYOUT_TERMINALS_FILE {path!r}: expected a JSON object "
+                "{table_id: credential}"
+            )
+        credentials = {str(k): str(v) for k, v in loaded.items()}
+        return {**data, "terminal_credentials": credentials}
+
+    def transactional_id(self, partition: int) -> str:
+        return f"{self.transactional_id_prefix}-{partition}"

@@ -119,6 +119,13 @@ class AuditLog:
     def chain(self) -> str:
         return self.head.chain
 
+    @property
+    def writer(self) -> asyncio.Task[None]:
+        """The task that appends the entries (a part its service's supervisor watches)."""
+        if self._writer is None:
+            raise RuntimeError("the audit log was not started")
+        return self._writer
+
     async def start(self) -> None:
         """Start the writer; it first finds where this chain stands (retrying while Kafka is
         away, so a gateway can start and note faults before the brokers answer)."""

@@ -13,54 +13,25 @@ Without TLS there are no identities. ``JACKPOT_INSECURE_ROLES`` (for example
 developer's laptop and the local demo only; it is refused together with TLS, and unset means
 plaintext callers can do nothing protected.
 
-| variable | meaning |
-|---|---|
-| JACKPOT_TLS_CERT / _KEY / _CA | mutual TLS on the gRPC port (:mod:`jackpot.platform.tls`) |
-| JACKPOT_INSECURE_ROLES | plaintext only: the roles every caller gets (development) |
-| JACKPOT_AUDIT_TOPIC | the hash-chained audit log (default jackpot.audit.v1) |
-| JACKPOT_HEALTH_GRPC | host:port of a plaintext, health-only gRPC port for probes |
+Its variables (JACKPOT_TLS_*, JACKPOT_INSECURE_ROLES, JACKPOT_AUDIT_TOPIC, JACKPOT_HEALTH_GRPC)
+are in docs/settings.md; the model itself is in :mod:`jackpot.platform.settings`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import grpc
 import structlog
 
-from jackpot.domain.access import ANONYMOUS, Action, Principal, Role, authorize, parse_roles
+from jackpot.domain.access import ANONYMOUS, Action, Principal, authorize
 from jackpot.platform.audit import AuditLog
-from jackpot.platform.tls import TlsSettings, peer_principal
-from jackpot.topics import AUDIT
+from jackpot.platform.settings import AccessSettings as AccessSettings
+from jackpot.platform.tls import peer_principal
 
 log = structlog.get_logger("jackpot.authz")
 
 AUDIT_WRITE_TIMEOUT_SECONDS = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class AccessSettings:
-    tls: TlsSettings = field(default_factory=TlsSettings)
-    insecure_roles: frozenset[Role] = frozenset()
-    audit_topic: str = AUDIT.name
-    # A plaintext port serving only grpc.health.v1 (Kubernetes probes present no certificate).
-    health_address: str = ""
-
-    def __post_init__(self) -> None:
-        if self.tls.enabled and self.insecure_roles:
-            raise ValueError("JACKPOT_INSECURE_ROLES is for plaintext development only, not TLS")
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> AccessSettings:
-        return cls(
-            tls=TlsSettings.from_env(environ),
-            insecure_roles=parse_roles(environ.get("JACKPOT_INSECURE_ROLES", "")),
-            audit_topic=environ.get("JACKPOT_AUDIT_TOPIC", AUDIT.name),
-            health_address=environ.get("JACKPOT_HEALTH_GRPC", ""),
-        )
 
 
 class Authorizer:

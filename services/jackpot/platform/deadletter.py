@@ -1,20 +1,19 @@
-"""Dead letters: every refused input goes to jackpot.dead-letter.v1 with its bytes and a reason."""
+"""Dead letters: every refused input goes to jackpot.dead-letter.v1 with its bytes and a reason.
+
+The one builder of a ``DeadLetter``, for every service that refuses input (gateway, pot, payout).
+Pure, no I/O: the pot processor builds its letters here and the service writes them with the rest
+of its transaction; the gateway spools them.
+"""
 
 from __future__ import annotations
 
 import time
 
-from aiokafka import AIOKafkaProducer
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from jackpot.domain.errors import Reason
-from jackpot.topics import DEAD_LETTER
-from jackpot.v1 import common_pb2, dead_letter_pb2
-
-
-def reject_reason(reason: Reason) -> int:
-    """The protobuf RejectReason for a domain Reason (they share names)."""
-    return int(common_pb2.RejectReason.Value(f"REJECT_REASON_{reason.value}"))
+from jackpot.platform.codec import reason_to_proto
+from jackpot.v1 import dead_letter_pb2
 
 
 def dead_letter(
@@ -26,12 +25,14 @@ def dead_letter(
     topic: str = "",
     partition: int = -1,
     offset: int = -1,
+    at_ns: int | None = None,
 ) -> dead_letter_pb2.DeadLetter:
+    """The letter for ``original`` refused for ``reason``, rejected at ``at_ns`` (default: now)."""
     now = Timestamp()
-    now.FromNanoseconds(time.time_ns())
+    now.FromNanoseconds(time.time_ns() if at_ns is None else at_ns)
     return dead_letter_pb2.DeadLetter(
         source=source,
-        reason=reject_reason(reason),  # type: ignore[arg-type]
+        reason=reason_to_proto(reason),
         detail=detail,
         original=original,
         original_topic=topic,
@@ -40,9 +41,3 @@ def dead_letter(
         table_id=table_id,
         rejected_at=now,
     )
-
-
-async def send_dead_letter(
-    producer: AIOKafkaProducer, letter: dead_letter_pb2.DeadLetter, topic: str = DEAD_LETTER.name
-) -> None:
-    await producer.send_and_wait(topic, letter.SerializeToString(), key=letter.source.encode())

@@ -8,69 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
-from aiokafka.helpers import create_ssl_context
 
+from jackpot.platform.settings import SECURITY_PROTOCOLS as SECURITY_PROTOCOLS
+from jackpot.platform.settings import KafkaSecurity as KafkaSecurity
 from jackpot.topics import TopicSpec
 
 log = structlog.get_logger("jackpot.kafka")
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 STARTUP_TOPIC_WAIT_SECONDS = 15.0  # how long a starting service waits for its topics to appear
-
-
-@dataclass(frozen=True, slots=True)
-class KafkaSecurity:
-    """How a client authenticates to the brokers (the same variables for every service).
-
-    ``KAFKA_SECURITY_PROTOCOL`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ``KAFKA_SASL_MECHANISM``
-    (for example SCRAM-SHA-512), ``KAFKA_SASL_USERNAME``, ``KAFKA_SASL_PASSWORD`` and
-    ``KAFKA_SSL_CAFILE`` (the CA that signed the brokers' certificates).
-    """
-
-    protocol: str = "PLAINTEXT"
-    sasl_mechanism: str = ""
-    username: str = ""
-    password: str = field(default="", repr=False)
-    cafile: str = ""
-
-    def __post_init__(self) -> None:
-        if self.protocol.upper() not in SECURITY_PROTOCOLS:
-            raise ValueError(
-                f"KAFKA_SECURITY_PROTOCOL {self.protocol!r} is not one of "
-                f"{', '.join(SECURITY_PROTOCOLS)}"
-            )
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> KafkaSecurity:
-        return cls(
-            protocol=environ.get("KAFKA_SECURITY_PROTOCOL", "PLAINTEXT"),
-            sasl_mechanism=environ.get("KAFKA_SASL_MECHANISM", ""),
-            username=environ.get("KAFKA_SASL_USERNAME", ""),
-            password=environ.get("KAFKA_SASL_PASSWORD", ""),
-            cafile=environ.get("KAFKA_SSL_CAFILE", ""),
-        )
-
-    def client_options(self) -> dict[str, Any]:
-        """Keyword arguments for any aiokafka client (producer, consumer, admin)."""
-        protocol = self.protocol.upper()
-        if protocol == "PLAINTEXT":
-            return {}
-        options: dict[str, Any] = {"security_protocol": protocol}
-        if protocol in ("SSL", "SASL_SSL"):
-            options["ssl_context"] = create_ssl_context(cafile=self.cafile or None)
-        if protocol.startswith("SASL"):
-            options["sasl_mechanism"] = self.sasl_mechanism or "PLAIN"
-            options["sasl_plain_username"] = self.username
-            options["sasl_plain_password"] = self.password
-        return options
 
 
 async def ensure_topics(

@@ -1,21 +1,178 @@
-"""Running a service until SIGTERM or SIGINT: the tail of every composition root."""
+"""The one supervised runtime of every ``jackpot <service>``: its parts, its health, its exit.
+
+A service's composition root (``compose``) builds its components, starts them, and tells the
+:class:`Supervisor` three things: the parts to watch (the asyncio tasks that do the work: a
+processor, a publisher, a watchdog, a feed, the audit writer), the gRPC servers whose health
+reports for the service, and the steps that stop it gracefully, in order. Then :func:`serve`
+waits for one of two things:
+
+- SIGTERM or SIGINT (or the ``stop`` event): the stop steps run, each within its budget, the
+  parts still running are cancelled, and the exit status is 0;
+- a part that ends or raises on its own: the service can no longer do its job, so its health
+  turns NOT_SERVING at once, the part and its error are logged (``service_part_failed``), the
+  stop steps run within :data:`FAILURE_STOP_SECONDS` in all, and the exit status is 1, so that
+  Kubernetes (or the demo's supervisor) restarts it. No process keeps answering SERVING with a
+  dead task.
+
+A composition root that raises while starting is the same failure: logged, stopped, exit 1.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+log = structlog.get_logger("jackpot.runtime")
+
+STOP_STEP_SECONDS = 30.0  # a graceful stop step after SIGTERM (Kubernetes grants 30 s by default)
+FAILURE_STOP_SECONDS = 1.5  # everything after a failure: the process exits within 2 s
+FAILURE_GRACE_SECONDS = 0.3  # what one step may grant calls in flight after a failure
 
 
-async def until_signalled(run: Callable[[asyncio.Event], Awaitable[int | None]]) -> int:
-    """Run ``run(stop)``; SIGTERM or SIGINT sets ``stop`` so it can shut down gracefully."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    return await run(stop) or 0
+class Health(Protocol):
+    """What reports the service's health (``GrpcServer``)."""
+
+    async def set_serving(self, serving: bool) -> None: ...
 
 
-def run_service(run: Callable[[asyncio.Event], Awaitable[int | None]]) -> int:
-    """The exit status of ``run`` driven by :func:`until_signalled` on a fresh event loop."""
-    return asyncio.run(until_signalled(run))
+@dataclass(frozen=True, slots=True)
+class StopStep:
+    name: str
+    run: Callable[[], Awaitable[object]]
+
+
+class Supervisor:
+    """Watches a service's parts; the first to end on its own stops the service (exit 1)."""
+
+    def __init__(self, service: str) -> None:
+        self.service = service
+        self._parts: dict[asyncio.Task[Any], str] = {}
+        self._health: list[Health] = []
+        self._steps: list[StopStep] = []
+        self.failed: tuple[str, BaseException | None] | None = None
+        self._log = log.bind(service=service)
+
+    def spawn(self, name: str, work: Coroutine[Any, Any, object]) -> asyncio.Task[Any]:
+        """Run ``work`` as an essential part named ``name``."""
+        task = asyncio.create_task(work, name=name)
+        self.watch(task)
+        return task
+
+    def watch(self, task: asyncio.Task[Any], name: str = "") -> None:
+        """Watch a task a component started itself (its name names the part)."""
+        self._parts[task] = name or task.get_name()
+
+    def health(self, server: Health) -> None:
+        self._health.append(server)
+
+    def grace(self, seconds: float) -> float:
+        """A stop step's grace period: ``seconds`` after a signal, short after a failure."""
+        return min(seconds, FAILURE_GRACE_SECONDS) if self.failed else seconds
+
+    def on_stop(self, name: str, step: Callable[[], Awaitable[object]]) -> None:
+        """A graceful stop step; steps run in the order they were added."""
+        self._steps.append(StopStep(name, step))
+
+    @property
+    def health_servers(self) -> list[Health]:
+        return list(self._health)
+
+    @property
+    def parts(self) -> list[str]:
+        return sorted(self._parts.values())
+
+    async def run(self, stop: asyncio.Event) -> int:
+        """Until ``stop`` is set (0) or a part ends on its own (1); then stop everything."""
+        stopper = asyncio.create_task(stop.wait(), name="stop-signal")
+        try:
+            done, _ = await asyncio.wait(
+                {*self._parts, stopper}, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            stopper.cancel()
+        ended = [task for task in done if task in self._parts]
+        if not ended:
+            await self.shutdown(failed=False)
+            return 0
+        task = ended[0]
+        error = None if task.cancelled() else task.exception()
+        await self.fail(self._parts[task], error)
+        return 1
+
+    async def fail(self, part: str, error: BaseException | None) -> None:
+        """``part`` cannot go on: NOT_SERVING now, say why, stop within the failure budget."""
+        self.failed = (part, error)
+        await self._not_serving()
+        self._log.error(
+            "service_part_failed",
+            part=part,
+            error=repr(error) if error is not None else "ended without an error",
+            exc_info=error,
+        )
+        await self.shutdown(failed=True)
+
+    async def shutdown(self, failed: bool) -> None:
+        """The stop steps in order (each bounded), then cancel whatever still runs."""
+        started = time.monotonic()
+        budget = FAILURE_STOP_SECONDS if failed else None
+        if not failed:
+            self._log.info("service_stopping", parts=self.parts)
+        for step in self._steps:
+            left = STOP_STEP_SECONDS if budget is None else budget - (time.monotonic() - started)
+            if left <= 0:
+                self._log.warning("service_stop_step_skipped", step=step.name)
+                continue
+            try:
+                await asyncio.wait_for(step.run(), left)
+            except Exception as error:
+                self._log.warning("service_stop_step_failed", step=step.name, error=repr(error))
+        await self._cancel_parts(0.2 if failed else 5.0)
+        self._log.info(
+            "service_stopped", failed=failed, seconds=round(time.monotonic() - started, 3)
+        )
+
+    async def _not_serving(self) -> None:
+        for server in self._health:
+            with contextlib.suppress(Exception):
+                await server.set_serving(False)
+
+    async def _cancel_parts(self, wait_seconds: float) -> None:
+        running = [task for task in self._parts if not task.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running, timeout=wait_seconds)
+
+
+Compose = Callable[[Supervisor], Awaitable[None]]
+
+
+async def serve(service: str, compose: Compose, stop: asyncio.Event) -> int:
+    """Compose the service under a supervisor and run it until ``stop`` or a failure."""
+    supervisor = Supervisor(service)
+    try:
+        await compose(supervisor)
+    except Exception as error:
+        await supervisor.fail("start", error)
+        return 1
+    return await supervisor.run(stop)
+
+
+def run_service(service: str, compose: Compose) -> int:
+    """``serve`` on a fresh event loop; SIGTERM or SIGINT stops it gracefully. The exit status."""
+
+    async def main() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        return await serve(service, compose, stop)
+
+    return asyncio.run(main())

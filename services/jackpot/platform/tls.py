@@ -1,12 +1,8 @@
 """Mutual TLS for every gRPC endpoint, and who the peer is.
 
-One typed :class:`TlsSettings` per process, read in ``main`` from:
-
-| variable | meaning |
-|---|---|
-| JACKPOT_TLS_CERT | this process's certificate (PEM) |
-| JACKPOT_TLS_KEY | its private key (PEM) |
-| JACKPOT_TLS_CA | the CA that signs every peer (PEM); peers must present a certificate it signed |
+One typed :class:`TlsSettings` per process (defined with the other settings in
+:mod:`jackpot.platform.settings`; variables JACKPOT_TLS_CERT, JACKPOT_TLS_KEY, JACKPOT_TLS_CA, see
+docs/settings.md), read in ``main`` as part of the service's settings.
 
 All three set: servers require and verify client certificates, clients present theirs. None set:
 plaintext (local development; see :mod:`jackpot.platform.authz` for what is then allowed).
@@ -16,83 +12,14 @@ each OU = a role, URI SAN ``urn:jackpot:table:<id>`` = the table it is bound to 
 
 from __future__ import annotations
 
-import os
-import ssl
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
-
 import grpc
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from jackpot.domain.access import Principal, Role
+from jackpot.platform.settings import TlsSettings as TlsSettings
 
 TABLE_URI_PREFIX = "urn:jackpot:table:"
-
-
-@dataclass(frozen=True, slots=True)
-class TlsSettings:
-    cert_file: str = ""
-    key_file: str = ""
-    ca_file: str = ""
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> TlsSettings:
-        settings = cls(
-            cert_file=environ.get("JACKPOT_TLS_CERT", ""),
-            key_file=environ.get("JACKPOT_TLS_KEY", ""),
-            ca_file=environ.get("JACKPOT_TLS_CA", ""),
-        )
-        given = [bool(settings.cert_file), bool(settings.key_file), bool(settings.ca_file)]
-        if any(given) and not all(given):
-            raise ValueError("JACKPOT_TLS_CERT, JACKPOT_TLS_KEY and JACKPOT_TLS_CA go together")
-        return settings
-
-    @classmethod
-    def for_name(cls, directory: Path, name: str) -> TlsSettings:
-        """The files ``jackpot pki`` writes for ``name`` in ``directory``."""
-        return cls(
-            str(directory / f"{name}.crt"),
-            str(directory / f"{name}.key"),
-            str(directory / "ca.crt"),
-        )
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.cert_file)
-
-    def _read(self) -> tuple[bytes, bytes, bytes]:
-        return (
-            Path(self.key_file).read_bytes(),
-            Path(self.cert_file).read_bytes(),
-            Path(self.ca_file).read_bytes(),
-        )
-
-    def server_credentials(self) -> grpc.ServerCredentials | None:
-        """Credentials that require a client certificate signed by the CA (None: plaintext)."""
-        if not self.enabled:
-            return None
-        key, cert, ca = self._read()
-        return grpc.ssl_server_credentials(
-            [(key, cert)], root_certificates=ca, require_client_auth=True
-        )
-
-    def server_context(self) -> ssl.SSLContext | None:
-        """For HTTPS (web signs): the server certificate, no client certificate asked."""
-        if not self.enabled:
-            return None
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self.cert_file, self.key_file)
-        return context
-
-    def channel_credentials(self) -> grpc.ChannelCredentials | None:
-        if not self.enabled:
-            return None
-        key, cert, ca = self._read()
-        return grpc.ssl_channel_credentials(
-            root_certificates=ca, private_key=key, certificate_chain=cert
-        )
 
 
 def secure_channel(

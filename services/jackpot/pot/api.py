@@ -20,6 +20,7 @@ from aiokafka import AIOKafkaProducer
 from jackpot.domain.access import Action, Principal
 from jackpot.domain.config import load_config
 from jackpot.domain.errors import DomainError
+from jackpot.platform import codec
 from jackpot.platform.authz import Authorizer
 from jackpot.platform.kafka import idempotent_producer
 from jackpot.pot import commands, records
@@ -203,7 +204,7 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
         who = await self._require(
             context, request.admin, request.pot_group_id, f"link {request.table.table_id}", False
         )
-        if not request.table.table_id or records.game_of(request.table.game) is None:
+        if not request.table.table_id or codec.game_of(request.table.game) is None:
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, "table.table_id and a known table.game needed"
             )

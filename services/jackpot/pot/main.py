@@ -2,9 +2,10 @@
 
 Reads :class:`~jackpot.pot.settings.PotSettings` from JACKPOT_* variables, configures logging,
 serves Prometheus metrics, creates the topics it needs, then runs the processing service, the
-state view and the gRPC API (with health and reflection) until SIGTERM or SIGINT, and stops them
-gracefully: the API first (calls in flight may finish), then processing (the transaction in flight
-completes and the consumer leaves its group), then the view.
+state view and the gRPC API (with health and reflection) under the supervised runtime
+(``jackpot.platform.runtime``) until SIGTERM or SIGINT, and stops them gracefully: the API first
+(calls in flight may finish), then processing (the transaction in flight completes and the
+consumer leaves its group), then the view. A part that fails turns health NOT_SERVING and exits 1.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from functools import partial
 
 import structlog
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from jackpot.platform.audit import AuditLog
 from jackpot.platform.authz import Authorizer
@@ -22,7 +24,8 @@ from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
-from jackpot.platform.runtime import run_service
+from jackpot.platform.runtime import Supervisor, run_service
+from jackpot.platform.settings import load_or_exit
 from jackpot.pot.api import SERVICE_NAME, CommandPublisher, PotApi
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.service import PotService
@@ -120,26 +123,16 @@ class PotServer:
             instance=settings.instance_id,
         )
 
-    async def wait(self, stop: asyncio.Event) -> int:
-        """Until ``stop`` is set (0) or a part ends on its own (1)."""
-        stopper = asyncio.create_task(stop.wait(), name="stop")
-        try:
-            done, _ = await asyncio.wait(
-                {*self._tasks, stopper}, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            stopper.cancel()
-        status = 0
-        for task in done & self._tasks:
-            error = None if task.cancelled() else task.exception()
-            log.error("pot_part_ended", part=task.get_name(), error=repr(error))
-            status = 1
-        return status
+    @property
+    def tasks(self) -> list[asyncio.Task[None]]:
+        """The processing service and the state view: the parts a supervisor watches."""
+        return list(self._tasks)
 
-    async def stop(self) -> None:
+    async def stop(self, grace_seconds: float | None = None) -> None:
         """API first (calls in flight may finish), then processing, then the view."""
         self.view.end_watches()
-        await self.server.stop(self.settings.grpc_grace_seconds)
+        grace = self.settings.grpc_grace_seconds if grace_seconds is None else grace_seconds
+        await self.server.stop(grace)
         await self.service.stop()
         for task in self._tasks:
             if task.get_name() == "pot-view":
@@ -153,17 +146,21 @@ class PotServer:
         log.info("pot_stopped")
 
 
-async def _main(settings: PotSettings, stop: asyncio.Event) -> int:
-    serve_metrics(settings.metrics_port, settings.metrics_host)
-    server = PotServer(settings, PotMetrics(REGISTRY))
+async def compose_pot(
+    settings: PotSettings, supervisor: Supervisor, registry: CollectorRegistry = REGISTRY
+) -> None:
+    """Start the pot service's parts under ``supervisor``; :meth:`PotServer.stop` stops them."""
+    server = PotServer(settings, PotMetrics(registry))
+    supervisor.health(server.server)
+    supervisor.on_stop("pot", lambda: server.stop(supervisor.grace(settings.grpc_grace_seconds)))
     await server.start()
-    try:
-        return await server.wait(stop)
-    finally:
-        await server.stop()
+    for task in server.tasks:
+        supervisor.watch(task)
+    supervisor.watch(server.audit.writer)
 
 
 def main() -> int:
-    settings = PotSettings.from_env()
+    settings = load_or_exit(PotSettings)
     configure_logging(settings.log_level, settings.log_json)
-    return run_service(lambda stop: _main(settings, stop))
+    serve_metrics(settings.metrics_port, settings.metrics_host)
+    return run_service("pot", partial(compose_pot, settings))

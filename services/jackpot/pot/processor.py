@@ -40,18 +40,13 @@ from jackpot.domain.events import (
     ConfigProposed,
     Event,
     MysteryAwarded,
-    MysteryCommitted,
-    PotGroupOpened,
-    PotReseeded,
     PrizeAwarded,
-    RoundSettled,
-    SeatForfeited,
-    TableLinked,
-    TableUnlinked,
 )
 from jackpot.domain.mystery import TriggerSource, secure_trigger
+from jackpot.platform import codec
+from jackpot.platform.deadletter import dead_letter
 from jackpot.pot import records
-from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, table_events_pb2
+from jackpot.v1 import dead_letter_pb2, pot_pb2, table_events_pb2
 
 STATE_FORMAT = 1
 # State-topic key of a group's update-sequence mark: 0xFF never occurs in UTF-8, so it cannot
@@ -66,21 +61,6 @@ def state_key(group_id: str) -> bytes:
 def sequence_mark_key(group_id: str) -> bytes:
     return SEQUENCE_MARK_PREFIX + group_id.encode()
 
-
-LEDGER_TYPES: dict[type[Event], int] = {
-    PotGroupOpened: pot_pb2.LEDGER_ENTRY_TYPE_POT_GROUP_OPENED,
-    TableLinked: pot_pb2.LEDGER_ENTRY_TYPE_TABLE_LINKED,
-    TableUnlinked: pot_pb2.LEDGER_ENTRY_TYPE_TABLE_UNLINKED,
-    BetsCollected: pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED,
-    SeatForfeited: pot_pb2.LEDGER_ENTRY_TYPE_SEAT_FORFEITED,
-    PrizeAwarded: pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED,
-    PotReseeded: pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED,
-    RoundSettled: pot_pb2.LEDGER_ENTRY_TYPE_ROUND_SETTLED,
-    ConfigProposed: pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_PROPOSED,
-    ConfigActivated: pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED,
-    MysteryCommitted: pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_COMMITTED,
-    MysteryAwarded: pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED,
-}
 
 SeatValue = TypeVar("SeatValue")
 
@@ -130,15 +110,6 @@ class Outputs:
             or self.snapshots
             or self.sequence_marks
         )
-
-
-class Refused(Exception):
-    """An input the processor refuses before the domain sees it; nothing was changed."""
-
-    def __init__(self, reason: Reason, detail: str) -> None:
-        super().__init__(f"{reason.value}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 @dataclass(slots=True)
@@ -359,9 +330,21 @@ class PotProcessor:
             if event.WhichOneof("payload") == "pot_group_command":
                 return self._apply_command(event, outputs)
             return self._apply_table_event(event, outputs)
-        except (Refused, DomainError) as refusal:
+        except DomainError as refusal:
             outputs.rejected[refusal.reason.value] += 1
-            outputs.dead_letters.append(self._dead_letter(record, event, refusal))
+            outputs.dead_letters.append(
+                dead_letter(
+                    self.source,
+                    refusal.reason,
+                    refusal.detail,
+                    record.value or b"",
+                    table_id=event.table_id if event is not None else "",
+                    topic=record.topic,
+                    partition=record.partition,
+                    offset=record.offset,
+                    at_ns=self._clock_ns(),
+                )
+            )
             _bound(event).warning(
                 "event_refused",
                 reason=refusal.reason.value,
@@ -374,23 +357,23 @@ class PotProcessor:
 
     def _decode(self, record: InputRecord) -> table_events_pb2.TableEvent:
         if record.value is None:
-            raise Refused(Reason.MALFORMED, "empty record (tombstone)")
+            raise DomainError(Reason.MALFORMED, "empty record (tombstone)")
         try:
             event = table_events_pb2.TableEvent.FromString(record.value)
         except DecodeError as error:
-            raise Refused(Reason.MALFORMED, f"not a TableEvent: {error}") from None
+            raise DomainError(Reason.MALFORMED, f"not a TableEvent: {error}") from None
         if not event.event_id:
-            raise Refused(Reason.MALFORMED, "event_id is empty")
+            raise DomainError(Reason.MALFORMED, "event_id is empty")
         if not event.pot_group_id:
-            raise Refused(Reason.MALFORMED, f"event {event.event_id} has no pot_group_id")
+            raise DomainError(Reason.MALFORMED, f"event {event.event_id} has no pot_group_id")
         if record.key is not None and record.key != event.pot_group_id.encode():
-            raise Refused(
+            raise DomainError(
                 Reason.MALFORMED,
                 f"record key {record.key!r} is not the event's pot group {event.pot_group_id!r}: "
                 "it would be on another group's partition",
             )
         if event.WhichOneof("payload") is None:
-            raise Refused(Reason.MALFORMED, f"event {event.event_id} has no payload")
+            raise DomainError(Reason.MALFORMED, f"event {event.event_id} has no payload")
         return event
 
     def _is_duplicate(
@@ -421,7 +404,7 @@ class PotProcessor:
             return None
         if kind == "create":
             if runtime is not None:
-                raise Refused(Reason.INVALID_STATE, f"pot group {group_id} exists already")
+                raise DomainError(Reason.INVALID_STATE, f"pot group {group_id} exists already")
             config = _load_config(command.create.config_json)
             self._dirty.add(group_id)
             group, domain_events = PotGroup.open(
@@ -432,7 +415,7 @@ class PotProcessor:
             before: tuple[int, tuple[int, ...]] = (config.version, ())
         else:
             if runtime is None:
-                raise Refused(Reason.UNKNOWN_POT_GROUP, f"pot group {group_id} does not exist")
+                raise DomainError(Reason.UNKNOWN_POT_GROUP, f"pot group {group_id} does not exist")
             before = _config_versions(runtime.group)
             self._dirty.add(group_id)
             domain_events = self._group_command(runtime.group, command, kind)
@@ -451,9 +434,9 @@ class PotProcessor:
             return group.propose_config(config, command.requested_by, command.reason)
         if kind == "link_table":
             link = command.link_table
-            game = records.game_of(link.game)
+            game = codec.game_of(link.game)
             if not link.table_id or game is None:
-                raise Refused(Reason.MALFORMED, "link_table needs a table_id and a known game")
+                raise DomainError(Reason.MALFORMED, "link_table needs a table_id and a known game")
             return group.link_table(
                 link.table_id,
                 game,
@@ -464,20 +447,20 @@ class PotProcessor:
             )
         if kind == "unlink_table":
             if not command.unlink_table.table_id:
-                raise Refused(Reason.MALFORMED, "unlink_table needs a table_id")
+                raise DomainError(Reason.MALFORMED, "unlink_table needs a table_id")
             return group.unlink_table(command.unlink_table.table_id)
-        raise Refused(Reason.MALFORMED, f"pot group command without a known command ({kind})")
+        raise DomainError(Reason.MALFORMED, f"pot group command without a known command ({kind})")
 
     def _apply_table_event(
         self, event: table_events_pb2.TableEvent, outputs: Outputs
     ) -> str | None:
         if not event.table_id:
-            raise Refused(Reason.MALFORMED, f"event {event.event_id} has no table_id")
+            raise DomainError(Reason.MALFORMED, f"event {event.event_id} has no table_id")
         if event.sequence == 0:
-            raise Refused(Reason.MALFORMED, f"event {event.event_id} has no table sequence")
+            raise DomainError(Reason.MALFORMED, f"event {event.event_id} has no table sequence")
         runtime = self._groups.get(event.pot_group_id)
         if runtime is None:
-            raise Refused(
+            raise DomainError(
                 Reason.UNKNOWN_POT_GROUP, f"pot group {event.pot_group_id} does not exist"
             )
         if self._is_duplicate(runtime, event, outputs):
@@ -485,19 +468,18 @@ class PotProcessor:
         group = runtime.group
         table = group.tables.get(event.table_id)
         if table is None:
-            raise Refused(
+            raise DomainError(
                 Reason.UNKNOWN_TABLE,
                 f"table {event.table_id} is not linked to pot group {event.pot_group_id}",
             )
-        game = records.game_of(event.game)
-        if game != table.game:
-            raise Refused(
+        if codec.game_of(event.game) != table.game:
+            raise DomainError(
                 Reason.UNKNOWN_GAME,
-                f"event says game {_game_name(event.game)}; table {event.table_id} is "
+                f"event says game {codec.game_name(event.game)}; table {event.table_id} is "
                 f"linked as {table.game.value}",
             )
         if not event.round_id:
-            raise Refused(Reason.MALFORMED, f"event {event.event_id} has no round_id")
+            raise DomainError(Reason.MALFORMED, f"event {event.event_id} has no round_id")
         before = _config_versions(group)
         self._dirty.add(event.pot_group_id)  # before the engine runs: rollback must see it
         domain_events = self._round_event(group, event)
@@ -519,15 +501,10 @@ class PotProcessor:
             return group.lock_round(table_id, round_id, bets)
         if kind == "seat_forfeited":
             forfeit = event.seat_forfeited
-            if forfeit.reason == table_events_pb2.FORFEIT_REASON_UNSPECIFIED:
-                raise Refused(Reason.MALFORMED, f"seat {forfeit.seat} forfeit has no reason")
-            if forfeit.reason not in table_events_pb2.ForfeitReason.values():
-                raise Refused(
-                    Reason.MALFORMED, f"seat {forfeit.seat} forfeit reason {forfeit.reason} unknown"
-                )
-            reason = table_events_pb2.ForfeitReason.Name(forfeit.reason).removeprefix(
-                "FORFEIT_REASON_"
-            )
+            try:
+                reason = codec.forfeit_reason_from_proto(forfeit.reason)
+            except DomainError as error:
+                raise DomainError(error.reason, f"seat {forfeit.seat} {error.detail}") from None
             return group.forfeit(table_id, round_id, forfeit.seat, reason)
         if kind == "round_result":
             result = event.round_result
@@ -536,7 +513,7 @@ class PotProcessor:
         if kind == "round_voided":
             locked = group.locked.get(table_id)
             if locked is not None and locked.round_id == round_id:
-                raise Refused(
+                raise DomainError(
                     Reason.INVALID_STATE,
                     f"round {round_id} is locked and its bets collected; only a round voided "
                     "before lock is refunded (rule C1)",
@@ -544,7 +521,7 @@ class PotProcessor:
             return []  # never collected, nothing to refund from the pot
         if kind == "seat_closed":
             return []  # the gateway closes the seat (E5); the pot holds no seat state
-        raise Refused(Reason.MALFORMED, f"unknown table event payload {kind}")
+        raise DomainError(Reason.MALFORMED, f"unknown table event payload {kind}")
 
     # ------------------------------------------------------------------------- records
 
@@ -587,7 +564,7 @@ class PotProcessor:
                 entry_id=f"{context.event_id}:{index}",
                 pot_group_id=group.group_id,
                 ledger_sequence=runtime.ledger_sequence,
-                type=LEDGER_TYPES[type(domain_event)],  # type: ignore[arg-type]
+                type=codec.ledger_type(domain_event),
                 transfers=records.transfers(moved),
                 config_version=version,
                 pending_config_versions=pending,
@@ -648,24 +625,6 @@ class PotProcessor:
             update_sequence=runtime.update_sequence,
         )
 
-    def _dead_letter(
-        self,
-        record: InputRecord,
-        event: table_events_pb2.TableEvent | None,
-        refusal: Refused | DomainError,
-    ) -> dead_letter_pb2.DeadLetter:
-        return dead_letter_pb2.DeadLetter(
-            source=self.source,
-            reason=f"REJECT_REASON_{refusal.reason.value}",
-            detail=refusal.detail,
-            original=record.value or b"",
-            original_topic=record.topic,
-            original_partition=record.partition,
-            original_offset=record.offset,
-            table_id=event.table_id if event is not None else "",
-            rejected_at=records.timestamp_ns(self._clock_ns()),
-        )
-
 
 def _bound(event: table_events_pb2.TableEvent | None) -> Any:
     """The module logger with the event's pot group, table and round bound (only when logging)."""
@@ -692,13 +651,6 @@ def _config_versions(group: PotGroup) -> tuple[int, tuple[int, ...]]:
     return group.config.version, tuple(config.version for config, _, _ in group.pending)
 
 
-def _game_name(value: int) -> str:
-    try:
-        return common_pb2.Game.Name(value)
-    except ValueError:
-        return f"unknown game {value}"
-
-
 def _load_config(text: str) -> PotGroupConfig:
     """Operator JSON to a validated configuration; anything hostile is INVALID_CONFIG."""
     try:
@@ -706,16 +658,18 @@ def _load_config(text: str) -> PotGroupConfig:
     except (TypeError, ValueError, OverflowError, RecursionError, AttributeError) as error:
         if isinstance(error, DomainError):
             raise
-        raise Refused(Reason.INVALID_CONFIG, f"configuration refused: {error!r}"[:500]) from None
+        raise DomainError(
+            Reason.INVALID_CONFIG, f"configuration refused: {error!r}"[:500]
+        ) from None
 
 
 def _config_json(text: str) -> dict[str, object]:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as error:
-        raise Refused(Reason.INVALID_CONFIG, f"configuration is not JSON: {error}") from None
+        raise DomainError(Reason.INVALID_CONFIG, f"configuration is not JSON: {error}") from None
     if not isinstance(data, dict):
-        raise Refused(Reason.INVALID_CONFIG, "configuration JSON must be an object")
+        raise DomainError(Reason.INVALID_CONFIG, "configuration JSON must be an object")
     return data
 
 
@@ -723,6 +677,6 @@ def _unique_seats(pairs: Iterable[tuple[int, SeatValue]]) -> dict[int, SeatValue
     seats: dict[int, SeatValue] = {}
     for seat, value in pairs:
         if seat in seats:
-            raise Refused(Reason.MALFORMED, f"seat {seat} appears twice in the event")
+            raise DomainError(Reason.MALFORMED, f"seat {seat} appears twice in the event")
         seats[seat] = value
     return seats

@@ -14,11 +14,11 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from jackpot.domain.cards import Game
 from jackpot.domain.config import MAIN
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.events import Transfer
 from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.platform.codec import game_to_proto
 from jackpot.v1 import common_pb2, pot_pb2
 
 INT64_MAX = 2**63 - 1
@@ -66,21 +66,6 @@ def transfers(items: Iterable[Transfer]) -> list[pot_pb2.Transfer]:
     ]
 
 
-GAMES_BY_VALUE: dict[int, Game] = {
-    int(common_pb2.Game.Value(f"GAME_{game.value.upper()}")): game for game in Game
-}
-VALUES_BY_GAME = {game: value for value, game in GAMES_BY_VALUE.items()}
-
-
-def game_of(game: int) -> Game | None:
-    """The domain game of a jackpot.v1.Game value, or None for GAME_UNSPECIFIED/unknown values."""
-    return GAMES_BY_VALUE.get(game)
-
-
-def game_value(game: Game) -> int:
-    return VALUES_BY_GAME[game]
-
-
 def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
@@ -123,7 +108,7 @@ def linked_tables(group: PotGroup) -> list[pot_pb2.LinkedTable]:
     return [
         pot_pb2.LinkedTable(
             table_id=table.table_id,
-            game=game_value(table.game),  # type: ignore[arg-type]
+            game=game_to_proto(table.game),
             site=table.site,
             locked_round_id=group.locked[table.table_id].round_id
             if table.table_id in group.locked

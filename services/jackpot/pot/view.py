@@ -24,11 +24,12 @@ import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from jackpot.domain.engine import PotGroup
+from jackpot.platform import codec
 from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS
 from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.processor import SEQUENCE_MARK_PREFIX, decode_state
 from jackpot.pot.settings import PotSettings
-from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, table_events_pb2
+from jackpot.v1 import dead_letter_pb2, pot_pb2, table_events_pb2
 
 log = structlog.get_logger("jackpot.pot.view")
 
@@ -216,7 +217,7 @@ class PotStateView:
             return
         waiter = self._waiters.get(event.event_id)
         if waiter is not None and not waiter.future.done():
-            reason = common_pb2.RejectReason.Name(letter.reason).removeprefix("REJECT_REASON_")
+            reason = codec.reason_from_proto(letter.reason).value
             waiter.future.set_result(
                 CommandOutcome(event.event_id, applied=False, reason=reason, detail=letter.detail)
             )

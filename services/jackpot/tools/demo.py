@@ -37,6 +37,7 @@ from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
 from jackpot.domain.money import MINOR_PER_PESO, format_amount
 from jackpot.gateway.client import DeviceClient
+from jackpot.platform.codec import game_to_proto
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.tools.pki import LOCAL_HOSTS, issue, issue_dev
@@ -308,7 +309,7 @@ class Demo:
                         pot_group_id=table.group,
                         table=table_events_pb2.LinkTable(
                             table_id=table.table_id,
-                            game=f"GAME_{table.game.name}",
+                            game=game_to_proto(table.game),
                             site=f"site-{table.site.lower()}",
                             **LIMITS,
                         ),

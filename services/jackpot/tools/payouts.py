@@ -18,33 +18,55 @@ import getpass
 import time
 
 import grpc
+from aiokafka import AIOKafkaConsumer
 
 from jackpot.domain.payout import OPEN
-from jackpot.payout.service import PayoutService
+from jackpot.payout.codec import from_proto
+from jackpot.payout.service import PayoutBook
 from jackpot.payout.settings import PayoutSettings
+from jackpot.platform.exactly_once import read_compacted
+from jackpot.platform.kafka import stop_client, topic_partitions
+from jackpot.platform.settings import settings_or_exit
 from jackpot.platform.tls import secure_channel
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
-
-async def load(settings: PayoutSettings) -> PayoutService:
-    service = PayoutService(settings)
-    await service.restore()
-    return service
+LOAD_SECONDS = 60.0
 
 
-def render(service: PayoutService, pending_only: bool, now_ns: int | None = None) -> list[str]:
+async def load(settings: PayoutSettings) -> PayoutBook:
+    """Every payout at its latest state, read from the whole compacted payouts topic."""
+    topic = settings.payouts_topic
+    counts = await topic_partitions(settings.kafka_options(), [topic])
+    if topic not in counts:
+        raise SystemExit(f"the payouts topic {topic} does not exist")
+    consumer = AIOKafkaConsumer(
+        **settings.kafka_options(), group_id=None, isolation_level="read_committed"
+    )
+    await consumer.start()
+    try:
+        latest = await read_compacted(consumer, topic, list(range(counts[topic])), LOAD_SECONDS)
+    finally:
+        await stop_client(consumer)
+    book = PayoutBook()
+    for partition, records in latest.items():
+        for value in records.values():
+            book.put(partition, from_proto(payout_pb2.Payout.FromString(value)))
+    return book
+
+
+def render(book: PayoutBook, pending_only: bool, now_ns: int | None = None) -> list[str]:
     now_ns = time.time_ns() if now_ns is None else now_ns
     lines = [
         f"{'award':54} {'table':12} {'seat':>4} {'prize':16} {'amount':>12} {'state':18} {'age':>8}"
     ]
-    for payout in service.book.listing(pending_only):
+    for payout in book.listing(pending_only):
         age = (now_ns - payout.ordered_at_ns) / 1e9 if payout.state in OPEN else 0
         lines.append(
             f"{payout.award_id:54} {payout.table_id:12} {payout.seat:>4} {payout.prize:16} "
             f"{payout.amount:>12,} {payout.state.value:18} {age:>7.0f}s"
         )
-    open_count = sum(1 for p in service.book.payouts.values() if p.state in OPEN)
-    lines.append(f"{open_count} unpaid of {len(service.book.payouts)} payouts")
+    open_count = sum(1 for p in book.payouts.values() if p.state in OPEN)
+    lines.append(f"{open_count} unpaid of {len(book.payouts)} payouts")
     return lines
 
 
@@ -74,13 +96,13 @@ async def decide(settings: PayoutSettings, action: str, award_id: str, reason: s
 
 
 def run(pending_only: bool, approve: str = "", void: str = "", reason: str = "") -> int:
-    settings = PayoutSettings.from_env()
+    settings = settings_or_exit(PayoutSettings.from_env, "jackpot payouts")
     if approve or void:
         if not reason:
             raise SystemExit("--reason is required to approve or void a payout")
         action, award_id = ("approve", approve) if approve else ("void", void)
         print(asyncio.run(decide(settings, action, award_id, reason)))
         return 0
-    service = asyncio.run(load(settings))
-    print("\n".join(render(service, pending_only)))
+    book = asyncio.run(load(settings))
+    print("\n".join(render(book, pending_only)))
     return 0

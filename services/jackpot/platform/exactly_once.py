@@ -1,0 +1,676 @@
+"""The one exactly-once processor: consume, process, produce in Kafka transactions, per partition.
+
+Every consume-process-produce service (the pot and the payout) plugs a pure
+:class:`PartitionHandler` into one :class:`ExactlyOnceProcessor`; nothing else in the code base
+speaks Kafka transactions. For each input partition *p* the processor is given by the consumer
+group it does, in this order:
+
+1. **fence**: start *p*'s transactional producer (id ``<prefix>-<p>``) and complete
+   ``InitProducerId``. That bumps the id's epoch: the previous owner (a zombie that still believes
+   it owns *p*) can no longer commit, and the broker finishes or aborts whatever it left open;
+2. **restore**: read *p*'s compacted changelog partition (same number) read_committed to its end,
+   within a deadline, and hand the latest value per key to the handler. Because the fence came
+   first, nothing can be committed to the changelog behind the restore's back;
+3. **consume** the input read_committed from the committed offset (or the handler's own, if its
+   state is ahead);
+4. **apply** the pure handler to a batch;
+5. **transact**: the outputs, the new state (changelog records) and the consumed offsets
+   (``send_offsets_to_transaction``) in one transaction;
+6. **roll back** on any failure: abort, the handler rolls its memory back to the last commit, the
+   consumer re-seeks to the committed offset. A producer whose idempotence state the brokers no
+   longer accept is renewed; a fenced producer halts the partition (paused and reported) until
+   the rebalance takes it away; a producer that cannot even abort makes :meth:`run` raise.
+
+aiokafka has no KIP-447 consumer-group fencing, so this is the classic pre-KIP-447 scheme: one
+transactional id per input partition, shape of aiokafka ``docs/examples/transaction_example.rst``
+and faust's table recovery.
+
+Work that does not come from the input topic (the pot's heartbeats, the payout's terminal and
+supervisor transitions) goes through :meth:`ExactlyOnceProcessor.tick` and
+:meth:`ExactlyOnceProcessor.submit`: the same producer, the same lock, the same roll back, no
+offsets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import structlog
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.errors import (
+    InvalidProducerEpoch,
+    InvalidProducerIdMapping,
+    InvalidTxnState,
+    KafkaError,
+    OutOfOrderSequenceNumber,
+    ProducerFenced,
+    UnknownProducerId,
+)
+from aiokafka.structs import ConsumerRecord
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, stop_client, topic_partitions
+
+log = structlog.get_logger("jackpot.exactly_once")
+
+TRANSACTION_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+
+# The producer's sequence or epoch is out of step with the brokers: only a new producer helps.
+PRODUCER_STATE_ERRORS = (
+    OutOfOrderSequenceNumber,
+    UnknownProducerId,
+    InvalidProducerEpoch,
+    InvalidProducerIdMapping,
+    InvalidTxnState,
+)
+
+
+class ProcessorError(RuntimeError):
+    """The processor cannot go on safely; the service must stop and be restarted."""
+
+
+class NotOwned(RuntimeError):
+    """This instance does not own (or has halted) the partition a piece of work belongs to."""
+
+    def __init__(self, partition: int) -> None:
+        super().__init__(f"partition {partition} is not owned by this instance")
+        self.partition = partition
+
+
+class NotCommitted(RuntimeError):
+    """The transaction of a submitted change failed: nothing of it was written or kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRecord:
+    """One record a transaction writes; ``partition`` pins it (changelog records do)."""
+
+    topic: str
+    value: bytes | None
+    key: bytes | None
+    partition: int | None = None
+
+
+class Batch(Protocol):
+    """What a handler returns for a transaction: the records to write."""
+
+    @property
+    def records(self) -> Sequence[OutputRecord]: ...
+
+
+B = TypeVar("B", bound=Batch)
+H = TypeVar("H", bound="PartitionHandler[Any]")
+
+
+class PartitionHandler(Protocol[B]):
+    """The pure side of one input partition: its state and how records change it.
+
+    ``next_offset`` is the input offset after the last record applied (rolled back with it).
+    ``apply`` may change memory, but only ``commit`` makes it the rollback point; ``rollback``
+    returns to it exactly.
+    """
+
+    @property
+    def next_offset(self) -> int: ...
+
+    def restore(self, changelog: Mapping[bytes, bytes], committed: int | None) -> int | None:
+        """Rebuild from the latest changelog value per key; the offset to consume from (None:
+        the beginning of the partition)."""
+        ...
+
+    def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> B: ...
+
+    def tick(self) -> B | None:
+        """Periodic outputs without input (for example liveness), or None."""
+        ...
+
+    def commit(self, batch: B) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def close(self) -> None:
+        """The partition is halted or no longer owned: forget everything (and its metrics).
+        May be called twice (halted, then revoked)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessorConfig:
+    """How one service's processor connects and paces itself (built from its settings)."""
+
+    name: str  # the service, for logs and client ids
+    kafka_options: Mapping[str, Any]  # bootstrap_servers and security options
+    input_topic: str
+    changelog_topic: str
+    consumer_group: str
+    transactional_id_prefix: str
+    instance_id: str
+    session_timeout_ms: int = 10_000
+    heartbeat_ms: int = 3_000
+    max_poll_interval_ms: int = 60_000
+    transaction_timeout_ms: int = 30_000
+    poll_timeout_ms: int = 100
+    max_batch_records: int = 200
+    retry_backoff_ms: int = 500
+    restore_timeout_seconds: float = 120.0
+
+    def transactional_id(self, partition: int) -> str:
+        return f"{self.transactional_id_prefix}-{partition}"
+
+
+class ProcessorMetrics:
+    """Transactions, aborts, ownership and lag of one processor (no per-player labels).
+
+    ``prefix`` names them: ``jackpot`` for the pot service (its historical names),
+    ``jackpot_payout`` for the payout service.
+    """
+
+    def __init__(self, registry: CollectorRegistry | None, prefix: str) -> None:
+        registry = registry if registry is not None else CollectorRegistry()
+        self.transaction_seconds = Histogram(
+            f"{prefix}_transaction_seconds",
+            "Duration of one Kafka transaction: produce outputs, send offsets, commit; kind is "
+            "batch (input records) or tick/change (no input: heartbeats, terminal transitions)",
+            ["kind"],
+            buckets=TRANSACTION_BUCKETS,
+            registry=registry,
+        )
+        self.transactions_aborted = Counter(
+            f"{prefix}_transactions_aborted",
+            "Transactions aborted and retried after a failure",
+            registry=registry,
+        )
+        self.consumer_lag = Gauge(
+            f"{prefix}_consumer_lag_records",
+            "Committed input records not yet processed, per owned input partition",
+            ["partition"],
+            registry=registry,
+        )
+        self.partitions_owned = Gauge(
+            f"{prefix}_partitions_owned", "Input partitions this instance owns", registry=registry
+        )
+        self.partitions_halted = Gauge(
+            f"{prefix}_partitions_halted",
+            "Owned input partitions halted (fenced by another instance, or a processing bug): "
+            "nothing of them is processed until the group takes them away",
+            registry=registry,
+        )
+
+    def set_lag(self, partition: int, records: int) -> None:
+        self.consumer_lag.labels(partition=str(partition)).set(max(records, 0))
+
+    def forget_partition(self, partition: int) -> None:
+        with contextlib.suppress(KeyError):
+            self.consumer_lag.remove(str(partition))
+
+
+@dataclass(slots=True)
+class Owned(Generic[H]):
+    """An input partition this instance owns: its handler and its transactional producer."""
+
+    partition: int
+    tp: TopicPartition
+    handler: H
+    producer: AIOKafkaProducer
+    halted: bool = False  # fenced or broken: nothing processed until revoked
+    why_halted: str = ""
+
+
+class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, processor: ExactlyOnceProcessor[Any]) -> None:
+        self._processor = processor
+
+    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+        await self._processor._on_revoked(list(revoked))
+
+    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+        await self._processor._on_assigned(list(assigned))
+
+
+class ExactlyOnceProcessor(Generic[H]):
+    """Runs ``handler_factory(partition)`` for every input partition this instance is given."""
+
+    def __init__(
+        self,
+        config: ProcessorConfig,
+        handler_factory: Callable[[int], H],
+        metrics: ProcessorMetrics,
+        *,
+        tick_seconds: float | None = None,
+        on_ownership: Callable[[list[int]], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.metrics = metrics
+        self._factory = handler_factory
+        self._tick_seconds = tick_seconds
+        self._on_ownership = on_ownership
+        self._owned: dict[int, Owned[H]] = {}
+        self._lock = asyncio.Lock()
+        self._assignment_epoch = 0
+        self._stopping = asyncio.Event()
+        self._closed = False
+        self._failure: BaseException | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+        self._restore_consumer: AIOKafkaConsumer | None = None
+        self._last_tick = 0.0
+        self._running_task: asyncio.Task[Any] | None = None
+        self._done = asyncio.Event()
+        self.running = asyncio.Event()  # set once subscribed: the group may assign partitions
+        self._log = log.bind(service=config.name, instance=config.instance_id)
+
+    # ----------------------------------------------------------------------------- life
+
+    @property
+    def owned_partitions(self) -> list[int]:
+        return sorted(p for p, owned in self._owned.items() if not owned.halted)
+
+    @property
+    def halted_partitions(self) -> list[int]:
+        return sorted(p for p, owned in self._owned.items() if owned.halted)
+
+    def handlers(self) -> list[H]:
+        """The handlers of the partitions owned and not halted, by partition."""
+        return [self._owned[p].handler for p in self.owned_partitions]
+
+    def handler(self, partition: int) -> H | None:
+        owned = self._owned.get(partition)
+        return None if owned is None or owned.halted else owned.handler
+
+    async def run(self) -> None:
+        """Process until :meth:`stop` or a fatal error; always leaves the group on the way out."""
+        self._running_task = asyncio.current_task()
+        try:
+            await self._start()
+            while not self._stopping.is_set():
+                await self._step()
+                if self._failure is not None:
+                    raise ProcessorError(f"{self.config.name} cannot continue") from self._failure
+        finally:
+            await self._shutdown()
+            self._done.set()
+
+    async def stop(self) -> None:
+        """Let :meth:`run` finish its current transaction and leave the group; returns when it
+        has (at once if it never ran)."""
+        self._stopping.set()
+        if self._running_task is not None and self._running_task is not asyncio.current_task():
+            await self._done.wait()
+
+    async def _start(self) -> None:
+        config = self.config
+        options = dict(config.kafka_options)
+        await self._check_changelog_partitions()
+        self._restore_consumer = AIOKafkaConsumer(
+            **options,
+            group_id=None,
+            isolation_level="read_committed",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            client_id=f"{config.instance_id}-restore",
+        )
+        await self._restore_consumer.start()
+        self._consumer = AIOKafkaConsumer(
+            **options,
+            group_id=config.consumer_group,
+            isolation_level="read_committed",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            partition_assignment_strategy=(RangePartitionAssignor,),
+            session_timeout_ms=config.session_timeout_ms,
+            heartbeat_interval_ms=config.heartbeat_ms,
+            max_poll_interval_ms=config.max_poll_interval_ms,
+            client_id=config.instance_id,
+        )
+        await self._consumer.start()
+        self._consumer.subscribe([config.input_topic], listener=_Rebalance(self))
+        self.running.set()
+        self._log.info("processor_started", topic=config.input_topic)
+
+    async def _check_changelog_partitions(self) -> None:
+        """The state of input partition p is kept on changelog partition p: the changelog needs
+        at least as many partitions as the input."""
+        config = self.config
+        counts = await topic_partitions(
+            config.kafka_options,
+            [config.input_topic, config.changelog_topic],
+            wait_seconds=STARTUP_TOPIC_WAIT_SECONDS,
+        )
+        inputs = counts.get(config.input_topic, 0)
+        changelogs = counts.get(config.changelog_topic, 0)
+        if not inputs or not changelogs:
+            raise ProcessorError(
+                f"topics {config.input_topic} and {config.changelog_topic} must exist "
+                "(let the service create them, or create them from jackpot.topics)"
+            )
+        if changelogs < inputs:
+            raise ProcessorError(
+                f"{config.changelog_topic} has {changelogs} partitions, fewer than the {inputs} "
+                f"of {config.input_topic}"
+            )
+
+    async def _shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stopping.set()
+        if self._consumer is not None:
+            await stop_client(self._consumer)  # leaves the group: the others rebalance at once
+        for owned in list(self._owned.values()):
+            await self._close(owned)
+        self._owned.clear()
+        self._ownership_changed()
+        if self._restore_consumer is not None:
+            await stop_client(self._restore_consumer)
+        self._log.info("processor_stopped")
+
+    # ---------------------------------------------------------------------------- loop
+
+    async def _step(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        epoch = self._assignment_epoch
+        batch = await consumer.getmany(
+            timeout_ms=self.config.poll_timeout_ms, max_records=self.config.max_batch_records
+        )
+        async with self._lock:
+            if epoch != self._assignment_epoch:
+                # The assignment changed while these records were fetched: drop them, and
+                # re-seek so that none fetched after the new positions is skipped either.
+                for current in self._owned.values():
+                    consumer.seek(current.tp, current.handler.next_offset)
+                return
+            work = [
+                self._process(owned, records)
+                for tp, records in batch.items()
+                if (owned := self._owned.get(tp.partition)) is not None and not owned.halted
+            ]
+            if work:
+                await asyncio.gather(*work)
+            await self._ticks()
+            self._update_lag()
+
+    async def _process(self, owned: Owned[H], records: list[ConsumerRecord[bytes, bytes]]) -> None:
+        handler = owned.handler
+        fresh = [r for r in records if r.offset >= handler.next_offset]  # older: before a re-seek
+        if not fresh:
+            return
+        try:
+            batch = handler.apply(fresh)
+        except Exception as error:
+            # A bug (for example rule M2 broken): never commit it, stop this partition loudly.
+            handler.rollback()
+            self._halt(owned, "processing_failed", error)
+            return
+        await self._transact(owned, batch, "batch")
+
+    async def _ticks(self) -> None:
+        if self._tick_seconds is None:
+            return
+        now = time.monotonic()
+        if now - self._last_tick < self._tick_seconds:
+            return
+        self._last_tick = now
+        work = []
+        for owned in self._owned.values():
+            if owned.halted:
+                continue
+            batch = owned.handler.tick()
+            if batch is not None:
+                work.append(self._transact(owned, batch, "tick"))
+        if work:
+            await asyncio.gather(*work)
+
+    async def submit(self, partition: int, change: Callable[[H], B]) -> B:
+        """Decide ``change`` on partition's handler and write its batch in a transaction of its
+        own; the batch once committed. ``change`` may raise to refuse (nothing is written).
+
+        Decided and written under the processor's lock: two changes of one partition never
+        interleave, so a check made in ``change`` still holds when its batch commits.
+        """
+        async with self._lock:
+            owned = self._owned.get(partition)
+            if owned is None or owned.halted:
+                raise NotOwned(partition)
+            try:
+                batch = change(owned.handler)
+            except BaseException:
+                owned.handler.rollback()
+                raise
+            if not await self._transact(owned, batch, "change"):
+                raise NotCommitted(f"the transaction on partition {partition} failed; retry")
+            return batch
+
+    async def _transact(self, owned: Owned[H], batch: B, kind: str) -> bool:
+        """Write a batch (with offsets for input batches) in one transaction; undo on failure."""
+        producer = owned.producer
+        handler = owned.handler
+        started = time.perf_counter()
+        try:
+            await producer.begin_transaction()
+            sent = [
+                await producer.send(r.topic, r.value, key=r.key, partition=r.partition)
+                for r in batch.records
+            ]
+            await asyncio.gather(*sent)
+            if kind == "batch":
+                await producer.send_offsets_to_transaction(
+                    {owned.tp: handler.next_offset}, self.config.consumer_group
+                )
+            await producer.commit_transaction()
+        except ProducerFenced as error:
+            handler.rollback()
+            self._halt(owned, "producer_fenced", error)
+            return False
+        except (KafkaError, OSError, TimeoutError) as error:
+            await self._abort(owned, error)
+            return False
+        handler.commit(batch)
+        self.metrics.transaction_seconds.labels(kind=kind).observe(time.perf_counter() - started)
+        return True
+
+    async def _abort(self, owned: Owned[H], error: BaseException) -> None:
+        """Abort the open transaction, undo the batch in memory, re-read from the commit point."""
+        self.metrics.transactions_aborted.inc()
+        self._log.warning(
+            "transaction_aborted", partition=owned.partition, error=repr(error), exc_info=error
+        )
+        try:
+            if isinstance(error, PRODUCER_STATE_ERRORS):
+                await self._renew_producer(owned)
+            else:
+                await owned.producer.abort_transaction()
+        except ProducerFenced as fenced:
+            owned.handler.rollback()
+            self._halt(owned, "producer_fenced", fenced)
+            return
+        except Exception as abort_error:
+            owned.handler.rollback()
+            self._halt(owned, "abort_failed", abort_error)
+            self._failure = abort_error
+            return
+        owned.handler.rollback()
+        if self._consumer is not None:
+            self._consumer.seek(owned.tp, owned.handler.next_offset)
+        await asyncio.sleep(self.config.retry_backoff_ms / 1000)
+
+    async def _renew_producer(self, owned: Owned[H]) -> None:
+        """Replace a producer whose idempotence state the brokers no longer accept.
+
+        After a whole-cluster outage the brokers can answer every later batch of the old
+        producer with OutOfOrderSequenceNumber: aborting and retrying on it never ends. A new
+        producer with the same transactional id gets a new epoch; the broker aborts whatever the
+        old one left open, and nothing it wrote outside a committed transaction is visible.
+        """
+        await stop_client(owned.producer)
+        owned.producer = await self._fencing_producer(owned.partition)
+        self._log.warning("producer_renewed", partition=owned.partition)
+
+    def _halt(self, owned: Owned[H], why: str, error: BaseException) -> None:
+        owned.halted = True
+        owned.why_halted = why
+        owned.handler.close()  # what it holds is no longer ours to serve
+        self.metrics.partitions_halted.set(len(self.halted_partitions))
+        if self._consumer is not None:
+            with contextlib.suppress(Exception):
+                self._consumer.pause(owned.tp)
+        self._log.error(
+            "partition_halted",
+            partition=owned.partition,
+            why=why,
+            error=repr(error),
+            exc_info=error,
+        )
+        self._ownership_changed()
+
+    def _update_lag(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        for owned in self._owned.values():
+            stable = consumer.last_stable_offset(owned.tp)
+            if stable is not None:
+                self.metrics.set_lag(owned.partition, stable - owned.handler.next_offset)
+
+    def _ownership_changed(self) -> None:
+        self.metrics.partitions_owned.set(len(self._owned))
+        self.metrics.partitions_halted.set(len(self.halted_partitions))
+        if self._on_ownership is not None:
+            self._on_ownership(self.owned_partitions)
+
+    # ----------------------------------------------------------------------- rebalances
+
+    async def _on_revoked(self, revoked: list[TopicPartition]) -> None:
+        async with self._lock:
+            self._assignment_epoch += 1
+            for tp in revoked:
+                owned = self._owned.pop(tp.partition, None)
+                if owned is not None and tp.topic == self.config.input_topic:
+                    await self._close(owned)
+            self._ownership_changed()
+            self._log.info("partitions_revoked", partitions=sorted(tp.partition for tp in revoked))
+
+    async def _on_assigned(self, assigned: list[TopicPartition]) -> None:
+        async with self._lock:
+            self._assignment_epoch += 1
+            topic = self.config.input_topic
+            fresh = sorted(
+                (tp for tp in assigned if tp.topic == topic and tp.partition not in self._owned),
+                key=lambda tp: tp.partition,
+            )
+            if not fresh:
+                return
+            started = time.perf_counter()
+            try:
+                await self._take_over(fresh)
+            except Exception as error:
+                self._failure = error
+                self._log.error("assignment_failed", error=repr(error), exc_info=error)
+                return
+            self._ownership_changed()
+            self._log.info(
+                "partitions_assigned",
+                partitions=[tp.partition for tp in fresh],
+                seconds=round(time.perf_counter() - started, 3),
+            )
+
+    async def _take_over(self, fresh: list[TopicPartition]) -> None:
+        """Fence the previous owners, then restore, then position the consumer (in that order)."""
+        producers = await asyncio.gather(*(self._fencing_producer(tp.partition) for tp in fresh))
+        try:
+            changelogs = await self._read_changelogs([tp.partition for tp in fresh])
+            consumer = self._consumer
+            assert consumer is not None
+            offsets = await asyncio.gather(*(consumer.committed(tp) for tp in fresh))
+            for tp, producer, committed in zip(fresh, producers, offsets, strict=True):
+                handler = self._factory(tp.partition)
+                start = handler.restore(changelogs[tp.partition], committed)
+                if start is None:
+                    await consumer.seek_to_beginning(tp)
+                else:
+                    consumer.seek(tp, start)
+                consumer.resume(tp)
+                self._owned[tp.partition] = Owned(tp.partition, tp, handler, producer)
+        except BaseException:
+            for producer in producers:
+                await stop_client(producer)
+            raise
+
+    async def _fencing_producer(self, partition: int) -> AIOKafkaProducer:
+        """Start partition's transactional producer; returns once older epochs are fenced."""
+        config = self.config
+        producer = AIOKafkaProducer(
+            **config.kafka_options,
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=2,
+            transactional_id=config.transactional_id(partition),
+            transaction_timeout_ms=config.transaction_timeout_ms,
+            client_id=f"{config.instance_id}-p{partition}",
+        )
+        await producer.start()
+        try:
+            # begin_transaction waits for InitProducerId, which completes only after the
+            # broker finished or aborted the previous epoch's open transaction.
+            await producer.begin_transaction()
+            await producer.abort_transaction()
+        except BaseException:
+            await stop_client(producer)
+            raise
+        return producer
+
+    async def _read_changelogs(self, partitions: list[int]) -> dict[int, dict[bytes, bytes]]:
+        """Per changelog partition, the latest committed value of every key (tombstones drop
+        it), read to the end within the restore deadline."""
+        consumer = self._restore_consumer
+        assert consumer is not None
+        return await read_compacted(
+            consumer,
+            self.config.changelog_topic,
+            partitions,
+            self.config.restore_timeout_seconds,
+        )
+
+    async def _close(self, owned: Owned[H]) -> None:
+        await stop_client(owned.producer)
+        self.metrics.forget_partition(owned.partition)
+        owned.handler.close()
+
+
+async def read_compacted(
+    consumer: AIOKafkaConsumer, topic: str, partitions: list[int], timeout_seconds: float
+) -> dict[int, dict[bytes, bytes]]:
+    """The latest value per key of ``topic``'s ``partitions``, read to their end offsets."""
+    tps = [TopicPartition(topic, p) for p in partitions]
+    consumer.assign(tps)
+    latest: dict[int, dict[bytes, bytes]] = {p: {} for p in partitions}
+    try:
+        await consumer.seek_to_beginning(*tps)
+        ends = await consumer.end_offsets(tps)
+        remaining = {tp for tp in tps if ends[tp] > 0}
+        deadline = time.monotonic() + timeout_seconds
+        while remaining:
+            if time.monotonic() > deadline:
+                raise ProcessorError(
+                    f"restoring {topic} partitions {sorted(partitions)} took more than "
+                    f"{timeout_seconds:g} s"
+                )
+            batch = await consumer.getmany(*remaining, timeout_ms=500)
+            for tp, records in batch.items():
+                for record in records:
+                    if record.key is None:
+                        continue
+                    if record.value is None:
+                        latest[tp.partition].pop(record.key, None)
+                    else:
+                        latest[tp.partition][record.key] = record.value
+            for tp in list(remaining):
+                if await consumer.position(tp) >= ends[tp]:
+                    remaining.discard(tp)
+    finally:
+        consumer.assign([])
+    return latest

@@ -1,0 +1,278 @@
+"""The exactly-once processor's decisions, with stand-ins for Kafka (the real thing is in
+tests/integration/test_pot_service.py and test_payout.py).
+
+What is checked: a partition is fenced before its state is restored and before the consumer is
+positioned (the order that closes the payout's old window); a producer-state error (seen after a
+whole-cluster outage: OutOfOrderSequenceNumber forever) replaces the producer, any other error
+aborts on the same producer, and both undo the batch and re-read from the commit point; a fenced
+producer halts the partition; a submitted change that is refused, or whose transaction fails,
+leaves the handler at its last commit; a change for a partition not owned is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aiokafka import TopicPartition
+from aiokafka.errors import (
+    KafkaConnectionError,
+    OutOfOrderSequenceNumber,
+    ProducerFenced,
+    UnknownProducerId,
+)
+
+from jackpot.platform.exactly_once import (
+    ExactlyOnceProcessor,
+    NotCommitted,
+    NotOwned,
+    OutputRecord,
+    Owned,
+    ProcessorConfig,
+    ProcessorMetrics,
+)
+
+pytestmark = pytest.mark.unit
+
+CONFIG = ProcessorConfig(
+    name="test",
+    kafka_options={"bootstrap_servers": "127.0.0.1:1"},
+    input_topic="in",
+    changelog_topic="changelog",
+    consumer_group="group",
+    transactional_id_prefix="tx",
+    instance_id="i-1",
+    retry_backoff_ms=1,
+)
+
+
+@dataclass
+class Batch:
+    records: list[OutputRecord] = field(default_factory=list)
+    value: int = 0
+
+
+class Counter:
+    """A handler whose state is one number: the sum of the values it committed."""
+
+    def __init__(self, journal: list[str]) -> None:
+        self.journal = journal
+        self.total = self.committed_total = 0
+        self._next = self._committed_next = 0
+
+    @property
+    def next_offset(self) -> int:
+        return self._next
+
+    def restore(self, changelog: Mapping[bytes, bytes], committed: int | None) -> int | None:
+        self.journal.append(f"restore {sorted(changelog.items())} from {committed}")
+        self.total = self.committed_total = int(changelog.get(b"total", b"0"))
+        self._next = self._committed_next = committed or 0
+        return committed
+
+    def apply(self, records: Sequence[Any]) -> Batch:
+        self.total += sum(int(r.value) for r in records)
+        self._next = records[-1].offset + 1
+        return Batch([OutputRecord("changelog", str(self.total).encode(), b"total", 0)])
+
+    def add(self, value: int) -> Batch:
+        if value < 0:
+            raise ValueError("refused")
+        self.total += value
+        return Batch([OutputRecord("changelog", str(self.total).encode(), b"total", 0)], value)
+
+    def tick(self) -> None:
+        return None
+
+    def commit(self, batch: Batch) -> None:
+        self.committed_total = self.total
+        self._committed_next = self._next
+
+    def rollback(self) -> None:
+        self.total = self.committed_total
+        self._next = self._committed_next
+
+    def close(self) -> None:
+        self.journal.append("close")
+
+
+@dataclass
+class FakeProducer:
+    name: str
+    journal: list[str]
+    fail_commit: BaseException | None = None
+    calls: list[str] = field(default_factory=list)
+    sent: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+    async def begin_transaction(self) -> None:
+        self.calls.append("begin")
+
+    async def send(self, topic: str, value: bytes | None, **_: Any) -> Any:
+        self.sent.append((topic, value))
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future.set_result(None)
+        return future
+
+    async def send_offsets_to_transaction(self, offsets: Any, group: str) -> None:
+        self.calls.append(f"offsets {offsets}")
+
+    async def commit_transaction(self) -> None:
+        if self.fail_commit is not None:
+            raise self.fail_commit
+        self.calls.append("commit")
+
+    async def abort_transaction(self) -> None:
+        self.calls.append("abort")
+
+    async def stop(self) -> None:
+        self.calls.append("stop")
+
+
+@dataclass
+class FakeConsumer:
+    journal: list[str]
+    committed_offset: int | None = 7
+    seeks: list[tuple[TopicPartition, int]] = field(default_factory=list)
+
+    async def committed(self, tp: TopicPartition) -> int | None:
+        return self.committed_offset
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.journal.append(f"seek {tp.partition} {offset}")
+        self.seeks.append((tp, offset))
+
+    async def seek_to_beginning(self, tp: TopicPartition) -> None:
+        self.journal.append(f"seek {tp.partition} beginning")
+
+    def resume(self, tp: TopicPartition) -> None:
+        pass
+
+    def pause(self, tp: TopicPartition) -> None:
+        self.journal.append(f"pause {tp.partition}")
+
+
+def processor() -> tuple[ExactlyOnceProcessor[Counter], list[str], list[str]]:
+    journal: list[str] = []
+    made: list[str] = []
+    eos: ExactlyOnceProcessor[Counter] = ExactlyOnceProcessor(
+        CONFIG, lambda p: Counter(journal), ProcessorMetrics(None, "test")
+    )
+    eos._consumer = FakeConsumer(journal)  # type: ignore[assignment]
+
+    async def fencing_producer(partition: int) -> Any:
+        journal.append(f"fence {CONFIG.transactional_id(partition)}")
+        made.append(f"new-{partition}")
+        return FakeProducer(f"new-{partition}", journal)
+
+    async def read_changelogs(partitions: list[int]) -> dict[int, dict[bytes, bytes]]:
+        journal.append(f"read changelog {partitions}")
+        return {p: {b"total": b"40"} for p in partitions}
+
+    eos._fencing_producer = fencing_producer  # type: ignore[method-assign]
+    eos._read_changelogs = read_changelogs  # type: ignore[method-assign]
+    return eos, journal, made
+
+
+async def owning(partition: int) -> tuple[ExactlyOnceProcessor[Counter], Owned[Counter], list[str]]:
+    eos, _, made = processor()
+    await eos._on_assigned([TopicPartition("in", partition)])
+    owned = eos._owned[partition]
+    made.clear()
+    return eos, owned, made
+
+
+async def test_a_partition_is_fenced_then_restored_then_positioned() -> None:
+    eos, journal, _ = processor()
+    await eos._on_assigned([TopicPartition("in", 3)])
+    assert journal == [
+        "fence tx-3",
+        "read changelog [3]",
+        "restore [(b'total', b'40')] from 7",
+        "seek 3 7",
+    ]
+    assert eos.owned_partitions == [3]
+    handler = eos.handler(3)
+    assert handler is not None
+    assert handler.total == 40
+
+
+async def test_a_partition_never_committed_is_read_from_the_beginning() -> None:
+    eos, journal, _ = processor()
+    eos._consumer.committed_offset = None  # type: ignore[union-attr]
+    await eos._on_assigned([TopicPartition("in", 0)])
+    assert journal[-1] == "seek 0 beginning"
+
+
+@pytest.mark.parametrize("error", [OutOfOrderSequenceNumber(), UnknownProducerId()])
+async def test_a_producer_state_error_replaces_the_producer(error: Exception) -> None:
+    eos, owned, made = await owning(4)
+    old = owned.producer
+    await eos._abort(owned, error)
+    assert made == ["new-4"]
+    assert owned.producer is not old
+    assert old.calls == ["stop"]  # type: ignore[attr-defined]
+    assert not owned.halted
+    assert eos._consumer.seeks[-1] == (owned.tp, 7)  # type: ignore[union-attr]
+
+
+async def test_any_other_error_aborts_on_the_same_producer() -> None:
+    eos, owned, made = await owning(4)
+    old = owned.producer
+    await eos._abort(owned, KafkaConnectionError())
+    assert made == []
+    assert owned.producer is old
+    assert old.calls == ["abort"]  # type: ignore[attr-defined]
+    assert eos._consumer.seeks[-1] == (owned.tp, 7)  # type: ignore[union-attr]
+
+
+async def test_a_submitted_change_commits_through_the_partitions_producer() -> None:
+    eos, owned, _ = await owning(1)
+    batch = await eos.submit(1, lambda handler: handler.add(2))
+    assert batch.value == 2
+    assert owned.handler.committed_total == 42
+    assert owned.producer.calls == ["begin", "commit"]  # type: ignore[attr-defined]
+    assert owned.producer.sent == [("changelog", b"42")]  # type: ignore[attr-defined]
+
+
+async def test_a_refused_change_writes_nothing_and_keeps_the_committed_state() -> None:
+    eos, owned, _ = await owning(1)
+    with pytest.raises(ValueError, match="refused"):
+        await eos.submit(1, lambda handler: handler.add(-1))
+    assert owned.handler.total == 40
+    assert owned.producer.calls == []  # type: ignore[attr-defined]
+
+
+async def test_a_change_whose_transaction_fails_is_rolled_back_and_reported() -> None:
+    eos, owned, _ = await owning(1)
+    owned.producer.fail_commit = KafkaConnectionError()  # type: ignore[attr-defined]
+    with pytest.raises(NotCommitted):
+        await eos.submit(1, lambda handler: handler.add(5))
+    assert owned.handler.total == 40
+    assert "abort" in owned.producer.calls  # type: ignore[attr-defined]
+
+
+async def test_a_fenced_producer_halts_the_partition_and_refuses_changes() -> None:
+    eos, owned, _ = await owning(2)
+    owned.producer.fail_commit = ProducerFenced()  # type: ignore[attr-defined]
+    with pytest.raises(NotCommitted):
+        await eos.submit(2, lambda handler: handler.add(5))
+    assert owned.halted
+    assert owned.why_halted == "producer_fenced"
+    assert eos.owned_partitions == []
+    assert eos.halted_partitions == [2]
+    assert owned.handler.total == 40
+    with pytest.raises(NotOwned):
+        await eos.submit(2, lambda handler: handler.add(1))
+
+
+async def test_a_revoked_partition_is_closed_and_forgotten() -> None:
+    eos, owned, _ = await owning(5)
+    await eos._on_revoked([TopicPartition("in", 5)])
+    assert eos.owned_partitions == []
+    assert owned.handler.journal[-1] == "close"
+    assert owned.producer.calls[-1] == "stop"  # type: ignore[attr-defined]
+    with pytest.raises(NotOwned):
+        await eos.submit(5, lambda handler: handler.add(1))

@@ -1,0 +1,132 @@
+"""The supervised runtime (jackpot.platform.runtime): a part that ends or raises turns health
+NOT_SERVING before anything is stopped, names itself, and the service exits 1 within 2 s even
+when a stop step hangs; a stop signal runs the stop steps in order and exits 0; a composition
+root that fails while starting exits 1."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from jackpot.platform.runtime import FAILURE_STOP_SECONDS, Supervisor, serve
+
+pytestmark = pytest.mark.unit
+
+
+class FakeHealth:
+    def __init__(self, journal: list[str]) -> None:
+        self.journal = journal
+        self.serving = True
+
+    async def set_serving(self, serving: bool) -> None:
+        self.serving = serving
+        self.journal.append(f"serving={serving}")
+
+
+async def failing(after: asyncio.Event, error: BaseException | None) -> None:
+    await after.wait()
+    if error is not None:
+        raise error
+
+
+async def test_a_part_that_raises_turns_health_off_then_stops_the_rest_and_exits_1() -> None:
+    journal: list[str] = []
+    fail = asyncio.Event()
+    health = FakeHealth(journal)
+    worker_cancelled = asyncio.Event()
+    seen: list[Supervisor] = []
+
+    async def worker() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            worker_cancelled.set()
+
+    async def stop_step() -> None:
+        journal.append(f"stop grpc while serving={health.serving}")
+
+    async def compose(supervisor: Supervisor) -> None:
+        seen.append(supervisor)
+        supervisor.health(health)
+        supervisor.on_stop("grpc", stop_step)
+        supervisor.spawn("publisher", failing(fail, RuntimeError("broker gone")))
+        supervisor.spawn("watchdog", worker())
+
+    task = asyncio.create_task(serve("test", compose, asyncio.Event()))
+    await asyncio.sleep(0)
+    fail.set()
+    assert await asyncio.wait_for(task, 2.0) == 1
+    assert journal == ["serving=False", "stop grpc while serving=False"]
+    assert worker_cancelled.is_set()
+    (supervisor,) = seen
+    assert supervisor.failed is not None
+    part, error = supervisor.failed
+    assert part == "publisher"
+    assert repr(error) == "RuntimeError('broker gone')"
+
+
+async def test_a_part_that_ends_without_an_error_is_a_failure_too() -> None:
+    ended = asyncio.Event()
+    ended.set()
+
+    async def compose(supervisor: Supervisor) -> None:
+        supervisor.spawn("consumer", failing(ended, None))
+
+    assert await asyncio.wait_for(serve("test", compose, asyncio.Event()), 2.0) == 1
+
+
+async def test_a_hanging_stop_step_does_not_keep_a_failed_service_alive() -> None:
+    fail = asyncio.Event()
+
+    async def hangs() -> None:
+        await asyncio.Event().wait()
+
+    async def compose(supervisor: Supervisor) -> None:
+        supervisor.on_stop("drain", hangs)
+        supervisor.spawn("processor", failing(fail, ValueError("fenced")))
+
+    task = asyncio.create_task(serve("test", compose, asyncio.Event()))
+    await asyncio.sleep(0)
+    started = time.monotonic()
+    fail.set()
+    assert await asyncio.wait_for(task, 2.0) == 1
+    assert time.monotonic() - started < FAILURE_STOP_SECONDS + 0.4
+
+
+async def test_a_stop_signal_runs_the_steps_in_order_and_exits_0() -> None:
+    journal: list[str] = []
+    stop = asyncio.Event()
+
+    def step(name: str):  # type: ignore[no-untyped-def]
+        async def run() -> None:
+            journal.append(name)
+
+        return run
+
+    async def compose(supervisor: Supervisor) -> None:
+        supervisor.health(FakeHealth(journal))
+        for name in ("grpc", "processor", "audit"):
+            supervisor.on_stop(name, step(name))
+        supervisor.spawn("processor", asyncio.Event().wait())
+
+    task = asyncio.create_task(serve("test", compose, stop))
+    await asyncio.sleep(0)
+    stop.set()
+    assert await asyncio.wait_for(task, 2.0) == 0
+    assert journal == ["grpc", "processor", "audit"]  # health is the grpc step's to turn off
+
+
+async def test_a_composition_root_that_fails_at_start_exits_1_and_stops_what_started() -> None:
+    journal: list[str] = []
+
+    async def stop_step() -> None:
+        journal.append("stopped")
+
+    async def compose(supervisor: Supervisor) -> None:
+        supervisor.on_stop("audit", stop_step)
+        raise ConnectionError("no broker")
+
+    assert await asyncio.wait_for(serve("test", compose, asyncio.Event()), 2.0) == 1
+    assert journal == ["stopped"]

@@ -1,0 +1,282 @@
+"""One settings scheme (jackpot.platform.settings): bad values name their variable in one line,
+booleans mean what they say, keywords never read the environment, and docs/settings.md is the
+models' own table."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jackpot.display.settings import DisplaySettings
+from jackpot.gateway.settings import load_settings as load_gateway
+from jackpot.gateway.settings import settings_from_dict
+from jackpot.payout.settings import PayoutSettings
+from jackpot.platform.settings import (
+    FALSE_WORDS,
+    TRUE_WORDS,
+    KafkaSecurity,
+    ServiceSettings,
+    SettingsError,
+    load_settings,
+    settings_markdown,
+)
+from jackpot.pot.settings import PotSettings
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE_GATEWAY = REPO / "deploy" / "local" / "gateway.example.json"
+
+
+def test_docs_settings_md_is_generated_from_the_models() -> None:
+    written = (REPO / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert written == settings_markdown(), (
+        "docs/settings.md differs from the settings models: run "
+        "`.venv/bin/jackpot settings > docs/settings.md`"
+    )
+
+
+def test_every_variable_in_use_is_documented() -> None:
+    text = settings_markdown()
+    for variable in (
+        "JACKPOT_BOOTSTRAP_SERVERS",
+        "KAFKA_BOOTSTRAP_SERVERS",
+        "JACKPOT_STATE_TOPIC",
+        "JACKPOT_PAYOUT_GRPC",
+        "JACKPOT_PAYOUT_TERMINALS_FILE",
+        "JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX",
+        "JACKPOT_DISPLAY_HTTP",
+        "JACKPOT_DISPLAY_WEB_TLS",
+        "JACKPOT_GATEWAY_METRICS_PORT",
+        "KAFKA_SECURITY_PROTOCOL",
+        "KAFKA_SASL_PASSWORD",
+        "JACKPOT_TLS_CERT",
+        "JACKPOT_INSECURE_ROLES",
+        "JACKPOT_AUDIT_TOPIC",
+        "JACKPOT_HEALTH_GRPC",
+    ):
+        assert f"`{variable}`" in text, variable
+
+
+@pytest.mark.parametrize(
+    ("cls", "variable", "value", "allowed"),
+    [
+        (PayoutSettings, "JACKPOT_PAYOUT_METRICS_PORT", "http", "valid integer"),
+        (PotSettings, "JACKPOT_MAX_BATCH_RECORDS", "many", "valid integer"),
+        (DisplaySettings, "JACKPOT_DISPLAY_WEB_TLS", "maybe", "true/false, 1/0, yes/no or on/off"),
+        (PotSettings, "JACKPOT_CREATE_TOPICS", "maybe", "true/false, 1/0, yes/no or on/off"),
+        (DisplaySettings, "JACKPOT_DISPLAY_STALE_SECONDS", "soon", "valid number"),
+        (PotSettings, "JACKPOT_GRPC_GRACE_SECONDS", "5s", "valid number"),
+        (
+            PayoutSettings,
+            "KAFKA_SECURITY_PROTOCOL",
+            "KERBEROS",
+            "'PLAINTEXT', 'SSL', 'SASL_PLAINTEXT' or 'SASL_SSL'",
+        ),
+        (PotSettings, "JACKPOT_METRICS_PORT", "70000", "less than or equal to 65535"),
+        (DisplaySettings, "JACKPOT_DISPLAY_HTTP", "8080x", "host:port"),
+        (PotSettings, "JACKPOT_INSECURE_ROLES", "root", "unknown role 'root'"),
+    ],
+)
+def test_a_bad_value_is_one_line_naming_variable_value_and_what_is_allowed(
+    cls: type[ServiceSettings], variable: str, value: str, allowed: str
+) -> None:
+    with pytest.raises(SettingsError) as refused:
+        load_settings(cls, {variable: value})
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"{variable}={value!r}: "), message
+    assert allowed in message
+
+
+def test_every_bad_value_is_in_the_one_line() -> None:
+    with pytest.raises(SettingsError) as refused:
+        PayoutSettings.from_env(
+            {"JACKPOT_PAYOUT_METRICS_PORT": "x", "JACKPOT_PAYOUT_CREATE_TOPICS": "maybe"}
+        )
+    message = str(refused.value)
+    assert "JACKPOT_PAYOUT_METRICS_PORT='x'" in message
+    assert "JACKPOT_PAYOUT_CREATE_TOPICS='maybe'" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("word", sorted(FALSE_WORDS | {"FALSE", "Off", " no "}))
+def test_false_words_are_false(word: str) -> None:
+    assert (
+        load_settings(PayoutSettings, {"JACKPOT_PAYOUT_CREATE_TOPICS": word}).create_topics is False
+    )
+
+
+@pytest.mark.parametrize("word", sorted(TRUE_WORDS | {"TRUE", "On"}))
+def test_true_words_are_true(word: str) -> None:
+    assert load_settings(DisplaySettings, {"JACKPOT_DISPLAY_WEB_TLS": word}).web_tls is True
+
+
+def test_zero_is_false() -> None:
+    settings = load_settings(PayoutSettings, {"JACKPOT_PAYOUT_CREATE_TOPICS": "0"})
+    assert settings.create_topics is False
+
+
+def test_the_pots_cross_field_rules_name_the_variable() -> None:
+    with pytest.raises(SettingsError, match=r"^JACKPOT_HEARTBEAT_INTERVAL_MS='1000': .*D5"):
+        PotSettings.from_env({"JACKPOT_HEARTBEAT_INTERVAL_MS": "1000"})
+    with pytest.raises(SettingsError, match="poll_timeout_ms must not exceed"):
+        PotSettings.from_env({"JACKPOT_HEARTBEAT_INTERVAL_MS": "50"})
+    with pytest.raises(SettingsError, match="JACKPOT_TLS_CERT, JACKPOT_TLS_KEY and JACKPOT_TLS_CA"):
+        PotSettings.from_env({"JACKPOT_TLS_CERT": "pot.crt"})
+
+
+def test_keywords_never_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JACKPOT_CONSUMER_GROUP", "from-the-environment")
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "elsewhere:9092")
+    monkeypatch.setenv("JACKPOT_PAYOUT_CREATE_TOPICS", "false")
+    settings = PotSettings(table_events_topic="test.table-events")
+    assert settings.consumer_group == "jackpot-pot"
+    assert settings.bootstrap_servers == "127.0.0.1:9092"
+    assert settings.table_events_topic == "test.table-events"
+    assert PayoutSettings().create_topics is True
+    assert PotSettings.from_env().consumer_group == "from-the-environment"
+
+
+def test_replace_is_a_validated_copy() -> None:
+    settings = PotSettings(instance_id="a")
+    copy = settings.replace(instance_id="b")
+    assert (settings.instance_id, copy.instance_id) == ("a", "b")
+    assert copy.table_events_topic == settings.table_events_topic
+    with pytest.raises(ValueError, match="D5"):
+        settings.replace(heartbeat_interval_ms=2000)
+    with pytest.raises(ValueError, match="frozen"):
+        settings.instance_id = "c"  # type: ignore[misc]
+
+
+def test_payout_settings_for_the_partitioned_processor() -> None:
+    settings = PayoutSettings.from_env(
+        {
+            "JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX": "site-a-payout",
+            "JACKPOT_PAYOUT_INSTANCE_ID": "payout-0",
+            "JACKPOT_PAYOUT_MAX_BATCH_RECORDS": "50",
+            "KAFKA_BOOTSTRAP_SERVERS": "kafka:9093",
+        }
+    )
+    assert settings.transactional_id(3) == "site-a-payout-3"
+    assert settings.instance_id == "payout-0"
+    assert settings.max_batch_records == 50
+    assert (settings.session_timeout_ms, settings.heartbeat_ms) == (10_000, 3_000)
+    assert (settings.max_poll_interval_ms, settings.transaction_timeout_ms) == (60_000, 30_000)
+    assert (settings.retry_backoff_ms, settings.poll_timeout_ms) == (500, 100)
+    assert settings.kafka_options() == {"bootstrap_servers": "kafka:9093"}
+    assert PayoutSettings().instance_id  # hostname-pid
+
+
+def test_payout_terminals_file(tmp_path: Path) -> None:
+    path = tmp_path / "terminals.json"
+    path.write_text(json.dumps({"T1": "terminal-secret-0123"}))
+    settings = PayoutSettings.from_env({"JACKPOT_PAYOUT_TERMINALS_FILE": str(path)})
+    assert settings.terminal_credentials == {"T1": "terminal-secret-0123"}
+    assert "terminal-secret" not in repr(settings)
+    with pytest.raises(SettingsError, match="JACKPOT_PAYOUT_TERMINALS_FILE"):
+        PayoutSettings.from_env({"JACKPOT_PAYOUT_TERMINALS_FILE": str(tmp_path / "missing")})
+
+
+def test_display_http_sets_host_and_port() -> None:
+    settings = DisplaySettings.from_env({"JACKPOT_DISPLAY_HTTP": "0.0.0.0:8081"})
+    assert (settings.http_host, settings.http_port) == ("0.0.0.0", 8081)
+    assert DisplaySettings.from_env({"JACKPOT_DISPLAY_HTTP": ":9"}).http_host == "127.0.0.1"
+    assert DisplaySettings(http_port=0).http_port == 0
+
+
+def test_gateway_variables_win_over_its_file(tmp_path: Path) -> None:
+    settings = load_gateway(
+        EXAMPLE_GATEWAY,
+        {
+            "JACKPOT_GATEWAY_METRICS_PORT": "0",
+            "JACKPOT_GATEWAY_TABLE_EVENTS_TOPIC": "site-a.table-events",
+            "KAFKA_BOOTSTRAP_SERVERS": "kafka:9093",
+            "JACKPOT_GATEWAY_CREATE_TOPICS": "off",
+        },
+    )
+    assert settings.metrics_port == 0
+    assert settings.spool_path == ".run/gateway-pit-a.sqlite"  # from the file
+    assert settings.topics.table_events == "site-a.table-events"
+    assert settings.topics.pot_updates == "jackpot.pot-updates.v1"
+    assert settings.bootstrap_servers == "kafka:9093"
+    assert settings.create_topics is False
+    config = tmp_path / "gateway.json"
+    config.write_text(json.dumps({**json.loads(EXAMPLE_GATEWAY.read_text()), "metrics_prot": 1}))
+    with pytest.raises(SettingsError, match=r"gateway\.json: metrics_prot: extra inputs"):
+        load_gateway(config, {})
+    with pytest.raises(SettingsError, match="cannot read"):
+        load_gateway(tmp_path / "missing.json", {})
+
+
+def test_credentials_never_appear_in_an_error() -> None:
+    table = {"table_id": "T1", "game": "draw", "pot_group_id": "g", "credential": "secret-" * 3}
+    with pytest.raises(SettingsError) as refused:
+        settings_from_dict({"tables": [table, table]}, {})
+    assert "secret-" not in str(refused.value)
+    assert "configured twice" in str(refused.value)
+
+
+def test_sections_load_alone() -> None:
+    security = KafkaSecurity.from_env({"KAFKA_SECURITY_PROTOCOL": "sasl_ssl"})
+    assert security.protocol == "SASL_SSL"
+    with pytest.raises(SettingsError, match=r"^KAFKA_SECURITY_PROTOCOL='TLS': "):
+        KafkaSecurity.from_env({"KAFKA_SECURITY_PROTOCOL": "TLS"})
+
+
+def _jackpot(*args: str, variables: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`jackpot ARGS` with only these settings variables (and brokers that are not there)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("JACKPOT_", "KAFKA_"))}
+    environ.update({"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", **variables})
+    script = Path(sys.executable).with_name("jackpot")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "jackpot.cli"]
+    return subprocess.run(
+        [*command, *args], env=environ, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("service", "variable", "value"),
+    [
+        ("payout", "JACKPOT_PAYOUT_METRICS_PORT", "http"),
+        ("payout", "JACKPOT_PAYOUT_CREATE_TOPICS", "maybe"),
+        ("pot", "JACKPOT_HEARTBEAT_INTERVAL_MS", "1500"),
+        ("pot", "KAFKA_SECURITY_PROTOCOL", "KERBEROS"),
+        ("display", "JACKPOT_DISPLAY_STALE_SECONDS", "soon"),
+    ],
+)
+def test_a_service_with_a_bad_setting_exits_2_with_one_line(
+    service: str, variable: str, value: str
+) -> None:
+    result = _jackpot(service, variables={variable: value})
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"jackpot {service}: bad setting: {variable}={value!r}: ")
+
+
+def test_a_gateway_with_a_bad_setting_exits_2_with_one_line(tmp_path: Path) -> None:
+    result = _jackpot(
+        "gateway",
+        "--config",
+        str(EXAMPLE_GATEWAY),
+        variables={"JACKPOT_GATEWAY_HEARTBEAT_TIMEOUT_SECONDS": "never"},
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        "jackpot gateway: bad setting: JACKPOT_GATEWAY_HEARTBEAT_TIMEOUT_SECONDS='never': "
+        "input should be a valid number, unable to parse string as a number"
+    ]
+    missing = _jackpot("gateway", "--config", str(tmp_path / "none.json"), variables={})
+    assert missing.returncode == 2
+    assert len(missing.stderr.splitlines()) == 1
+    assert "cannot read the gateway settings" in missing.stderr
+
+
+def test_jackpot_settings_prints_the_table() -> None:
+    result = _jackpot("settings", variables={})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == settings_markdown()
