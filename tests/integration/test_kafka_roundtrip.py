@@ -16,7 +16,6 @@ from jackpot.platform.kafka import (
     committed_consumer,
     follow_latest,
     idempotent_producer,
-    transactional_producer,
 )
 from jackpot.v1 import common_pb2, table_events_pb2
 from tests.conftest import TopicFactory
@@ -83,7 +82,7 @@ async def test_transactions_commit_and_abort_under_read_committed(
     kafka_bootstrap: str, make_topic: TopicFactory, unique: str
 ) -> None:
     topic = await make_topic("tx")
-    producer = transactional_producer(kafka_bootstrap, f"tx-{unique}")
+    producer = idempotent_producer(kafka_bootstrap, transactional_id=f"tx-{unique}")
     await producer.start()
     try:
         async with producer.transaction():

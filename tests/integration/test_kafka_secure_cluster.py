@@ -36,7 +36,6 @@ from jackpot.platform.kafka import (
     KafkaSecurity,
     committed_consumer,
     idempotent_producer,
-    transactional_producer,
 )
 from jackpot.pot import commands
 from jackpot.pot.main import PotServer
@@ -255,7 +254,7 @@ async def test_groups_transactional_ids_and_topic_creation_are_guarded(
     # A gateway may not take the pot's transactional id (it would fence the pot service).
     options = secure_cluster.options("jackpot-gateway")
     bootstrap = options.pop("bootstrap_servers")
-    thief = transactional_producer(bootstrap, "jackpot-pot-0", **options)
+    thief = idempotent_producer(bootstrap, transactional_id="jackpot-pot-0", **options)
     with pytest.raises(TransactionalIdAuthorizationFailed):
         async with started(thief):
             await thief.begin_transaction()
@@ -287,7 +286,9 @@ async def test_the_pot_user_writes_in_transactions(
 ) -> None:
     options = secure_cluster.options("jackpot-pot")
     bootstrap = options.pop("bootstrap_servers")
-    producer = transactional_producer(bootstrap, f"jackpot-pot-probe-{unique}", **options)
+    producer = idempotent_producer(
+        bootstrap, transactional_id=f"jackpot-pot-probe-{unique}", **options
+    )
 
     def letter(detail: str) -> bytes:
         return dead_letter_pb2.DeadLetter(

@@ -58,8 +58,12 @@ class PayoutSettings(ServiceSettings):
     payouts_topic: str = Field(PAYOUTS.name, description="the payouts' compacted state")
     ledger_topic: str = Field(LEDGER.name, description="output: paid and voided payouts")
     dead_letter_topic: str = Field(DEAD_LETTER.name, description="refused awards, with the reason")
-    session_timeout_ms: int = Field(10_000, description="consumer group session timeout")
-    heartbeat_ms: int = Field(3_000, description="the consumer group's heartbeat")
+    session_timeout_ms: int = Field(
+        3_000,
+        description="consumer group session: a killed instance's partitions move after this "
+        "long (brokers need group.min.session.timeout.ms at most this; fencing keeps it safe)",
+    )
+    heartbeat_ms: int = Field(1_000, description="the consumer group's heartbeat")
     max_poll_interval_ms: int = Field(
         60_000,
         description="a stalled instance leaves the group after this long; its successor fences it",

@@ -90,13 +90,6 @@ def idempotent_producer(bootstrap_servers: str, **extra: object) -> AIOKafkaProd
     )
 
 
-def transactional_producer(
-    bootstrap_servers: str, transactional_id: str, **extra: object
-) -> AIOKafkaProducer:
-    """An idempotent producer with a transactional id (one per input partition fences zombies)."""
-    return idempotent_producer(bootstrap_servers, transactional_id=transactional_id, **extra)
-
-
 def committed_consumer(
     bootstrap_servers: str, *topics: str, group_id: str | None, **extra: object
 ) -> AIOKafkaConsumer:

@@ -71,13 +71,17 @@ class PotSettings(ServiceSettings):
         256,
         description="recent event ids kept per group for idempotency (at least max_batch_records)",
     )
-    session_timeout_ms: int = Field(10_000, description="consumer group session timeout")
+    session_timeout_ms: int = Field(
+        3_000,
+        description="consumer group session: a killed instance's partitions move after this "
+        "long (brokers need group.min.session.timeout.ms at most this; fencing keeps it safe)",
+    )
     max_poll_interval_ms: int = Field(
         60_000,
         description="a stalled instance leaves the group after this long; its successor fences it",
     )
     heartbeat_ms: int = Field(
-        3_000, description="the consumer group's heartbeat (not the pot's, see D5)"
+        1_000, description="the consumer group's heartbeat (not the pot's, see D5)"
     )
     transaction_timeout_ms: int = Field(30_000, description="Kafka transaction timeout")
     retry_backoff_ms: int = Field(500, description="pause before retrying a failed transaction")
