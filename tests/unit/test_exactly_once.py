@@ -32,8 +32,8 @@ from jackpot.platform.exactly_once import (
     OutputRecord,
     Owned,
     ProcessorConfig,
-    ProcessorMetrics,
 )
+from jackpot.platform.metrics import ProcessorMetrics
 
 pytestmark = pytest.mark.unit
 
@@ -158,7 +158,7 @@ def processor() -> tuple[ExactlyOnceProcessor[Counter], list[str], list[str]]:
     journal: list[str] = []
     made: list[str] = []
     eos: ExactlyOnceProcessor[Counter] = ExactlyOnceProcessor(
-        CONFIG, lambda p: Counter(journal), ProcessorMetrics(None, "test")
+        CONFIG, lambda p: Counter(journal), ProcessorMetrics()
     )
     eos._consumer = FakeConsumer(journal)  # type: ignore[assignment]
 

@@ -17,11 +17,10 @@ from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.audit import AuditLog
 from jackpot.platform.authz import Authorizer
-from jackpot.platform.exactly_once import ProcessorMetrics
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.logging import configure_logging
-from jackpot.platform.metrics import serve_metrics
+from jackpot.platform.metrics import ProcessorMetrics, serve_metrics
 from jackpot.platform.runtime import Supervisor, run_service, serve
 from jackpot.platform.settings import load_or_exit
 from jackpot.topics import AUDIT, AWARDS, DEAD_LETTER, LEDGER, PAYOUTS
@@ -45,9 +44,7 @@ async def compose_payout(
             ],
             **settings.kafka_security.client_options(),
         )
-    service = PayoutService(
-        settings, processor_metrics=ProcessorMetrics(REGISTRY, "jackpot_payout")
-    )
+    service = PayoutService(settings, processor_metrics=ProcessorMetrics(registry))
     audit = AuditLog(
         settings.bootstrap_servers,
         settings.access.audit_topic,

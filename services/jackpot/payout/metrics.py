@@ -1,5 +1,5 @@
 """The payout service's Prometheus metrics (its processor's, such as
-``jackpot_payout_consumer_lag_records``, come from ``jackpot.platform.exactly_once``)."""
+``jackpot_consumer_lag_records``, are ``jackpot.platform.metrics.ProcessorMetrics``)."""
 
 from __future__ import annotations
 

@@ -35,8 +35,8 @@ from jackpot.platform.exactly_once import (
     NotOwned,
     OutputRecord,
     ProcessorConfig,
-    ProcessorMetrics,
 )
+from jackpot.platform.metrics import ProcessorMetrics
 from jackpot.v1 import payout_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.payout")
@@ -296,7 +296,7 @@ class PayoutService:
         self.processor: ExactlyOnceProcessor[PayoutPartition] = ExactlyOnceProcessor(
             processor_config(settings),
             lambda p: PayoutPartition(p, settings, self.book),
-            processor_metrics or ProcessorMetrics(None, "jackpot_payout"),
+            processor_metrics or ProcessorMetrics(),
             on_ownership=self._on_ownership,
         )
 

@@ -53,13 +53,11 @@ from aiokafka.errors import (
     UnknownProducerId,
 )
 from aiokafka.structs import ConsumerRecord
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, stop_client, topic_partitions
+from jackpot.platform.metrics import ProcessorMetrics
 
 log = structlog.get_logger("jackpot.exactly_once")
-
-TRANSACTION_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
 
 # The producer's sequence or epoch is out of step with the brokers: only a new producer helps.
 PRODUCER_STATE_ERRORS = (
@@ -162,52 +160,6 @@ class ProcessorConfig:
 
     def transactional_id(self, partition: int) -> str:
         return f"{self.transactional_id_prefix}-{partition}"
-
-
-class ProcessorMetrics:
-    """Transactions, aborts, ownership and lag of one processor (no per-player labels).
-
-    ``prefix`` names them: ``jackpot`` for the pot service (its historical names),
-    ``jackpot_payout`` for the payout service.
-    """
-
-    def __init__(self, registry: CollectorRegistry | None, prefix: str) -> None:
-        registry = registry if registry is not None else CollectorRegistry()
-        self.transaction_seconds = Histogram(
-            f"{prefix}_transaction_seconds",
-            "Duration of one Kafka transaction: produce outputs, send offsets, commit; kind is "
-            "batch (input records) or tick/change (no input: heartbeats, terminal transitions)",
-            ["kind"],
-            buckets=TRANSACTION_BUCKETS,
-            registry=registry,
-        )
-        self.transactions_aborted = Counter(
-            f"{prefix}_transactions_aborted",
-            "Transactions aborted and retried after a failure",
-            registry=registry,
-        )
-        self.consumer_lag = Gauge(
-            f"{prefix}_consumer_lag_records",
-            "Committed input records not yet processed, per owned input partition",
-            ["partition"],
-            registry=registry,
-        )
-        self.partitions_owned = Gauge(
-            f"{prefix}_partitions_owned", "Input partitions this instance owns", registry=registry
-        )
-        self.partitions_halted = Gauge(
-            f"{prefix}_partitions_halted",
-            "Owned input partitions halted (fenced by another instance, or a processing bug): "
-            "nothing of them is processed until the group takes them away",
-            registry=registry,
-        )
-
-    def set_lag(self, partition: int, records: int) -> None:
-        self.consumer_lag.labels(partition=str(partition)).set(max(records, 0))
-
-    def forget_partition(self, partition: int) -> None:
-        with contextlib.suppress(KeyError):
-            self.consumer_lag.remove(str(partition))
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from jackpot.domain.money import floor_pesos
-from jackpot.platform.exactly_once import ProcessorMetrics
+from jackpot.platform.metrics import ProcessorMetrics
 
 
 class PotMetrics:
@@ -46,7 +46,7 @@ class PotMetrics:
             registry=registry,
         )
         # Transactions, aborts, ownership and lag: the exactly-once processor's own metrics.
-        self.processor = ProcessorMetrics(registry, "jackpot")
+        self.processor = ProcessorMetrics(registry)
 
     def record_outcomes(
         self, applied: int, ignored: Mapping[str, int], rejected: Mapping[str, int]
