@@ -264,21 +264,11 @@ class PayoutPartition:
 
 def processor_config(settings: PayoutSettings) -> ProcessorConfig:
     """The exactly-once processor's configuration from the payout's settings."""
-    return ProcessorConfig(
-        name="payout",
-        kafka_options=settings.kafka_options(),
+    return ProcessorConfig.of(
+        "payout",
+        settings,
         input_topic=settings.awards_topic,
         changelog_topic=settings.payouts_topic,
-        consumer_group=settings.consumer_group,
-        transactional_id_prefix=settings.transactional_id_prefix,
-        instance_id=settings.instance_id,
-        session_timeout_ms=settings.session_timeout_ms,
-        heartbeat_ms=settings.heartbeat_ms,
-        max_poll_interval_ms=settings.max_poll_interval_ms,
-        transaction_timeout_ms=settings.transaction_timeout_ms,
-        poll_timeout_ms=settings.poll_timeout_ms,
-        max_batch_records=settings.max_batch_records,
-        retry_backoff_ms=settings.retry_backoff_ms,
     )
 
 

@@ -161,6 +161,55 @@ class ProcessorConfig:
     def transactional_id(self, partition: int) -> str:
         return f"{self.transactional_id_prefix}-{partition}"
 
+    @classmethod
+    def of(
+        cls, name: str, settings: ProcessorSettings, *, input_topic: str, changelog_topic: str
+    ) -> ProcessorConfig:
+        """The configuration of service ``name`` from its settings (pot and payout alike)."""
+        return cls(
+            name=name,
+            kafka_options=settings.kafka_options(),
+            input_topic=input_topic,
+            changelog_topic=changelog_topic,
+            consumer_group=settings.consumer_group,
+            transactional_id_prefix=settings.transactional_id_prefix,
+            instance_id=settings.instance_id,
+            session_timeout_ms=settings.session_timeout_ms,
+            heartbeat_ms=settings.heartbeat_ms,
+            max_poll_interval_ms=settings.max_poll_interval_ms,
+            transaction_timeout_ms=settings.transaction_timeout_ms,
+            poll_timeout_ms=settings.poll_timeout_ms,
+            max_batch_records=settings.max_batch_records,
+            retry_backoff_ms=settings.retry_backoff_ms,
+        )
+
+
+class ProcessorSettings(Protocol):
+    """The settings a service running a processor has (``PotSettings``, ``PayoutSettings``)."""
+
+    @property
+    def consumer_group(self) -> str: ...
+    @property
+    def transactional_id_prefix(self) -> str: ...
+    @property
+    def instance_id(self) -> str: ...
+    @property
+    def session_timeout_ms(self) -> int: ...
+    @property
+    def heartbeat_ms(self) -> int: ...
+    @property
+    def max_poll_interval_ms(self) -> int: ...
+    @property
+    def transaction_timeout_ms(self) -> int: ...
+    @property
+    def poll_timeout_ms(self) -> int: ...
+    @property
+    def max_batch_records(self) -> int: ...
+    @property
+    def retry_backoff_ms(self) -> int: ...
+
+    def kafka_options(self) -> dict[str, Any]: ...
+
 
 @dataclass(slots=True)
 class Owned(Generic[H]):

@@ -156,21 +156,11 @@ class PotPartition:
 
 def processor_config(settings: PotSettings) -> ProcessorConfig:
     """The exactly-once processor's configuration from the pot's settings."""
-    return ProcessorConfig(
-        name="pot",
-        kafka_options=settings.kafka_options(),
+    return ProcessorConfig.of(
+        "pot",
+        settings,
         input_topic=settings.table_events_topic,
         changelog_topic=settings.state_topic,
-        consumer_group=settings.consumer_group,
-        transactional_id_prefix=settings.transactional_id_prefix,
-        instance_id=settings.instance_id,
-        session_timeout_ms=settings.session_timeout_ms,
-        heartbeat_ms=settings.heartbeat_ms,
-        max_poll_interval_ms=settings.max_poll_interval_ms,
-        transaction_timeout_ms=settings.transaction_timeout_ms,
-        poll_timeout_ms=settings.poll_timeout_ms,
-        max_batch_records=settings.max_batch_records,
-        retry_backoff_ms=settings.retry_backoff_ms,
     )
 
 
