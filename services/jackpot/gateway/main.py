@@ -63,7 +63,7 @@ async def compose_gateway(settings: GatewaySettings, supervisor: Supervisor) -> 
     async def close_spool() -> None:
         depth = spool.depth()
         spool.close()
-        log.info("gateway_spool_closed", name=settings.name, spool_depth=depth)
+        log.info("gateway_stopped", name=settings.name, spool_depth=depth)
 
     supervisor.health(server)
     supervisor.on_stop("grpc", lambda: server.stop(supervisor.grace(5)))
