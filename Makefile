@@ -12,7 +12,7 @@ KAFKA := deploy/local/kafka.sh
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= ../shared/scenarios
 
-.PHONY: help setup browser proto demo-report test-e2e loadtest chaos proto-lint lint test test-unit test-integration test-cluster bench \
+.PHONY: help setup browser proto demo-report test-e2e loadtest chaos soak proto-lint lint test test-unit test-integration test-cluster bench \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down kafka-secure-cluster-up \
         kafka-secure-cluster-down clean
 
@@ -82,6 +82,9 @@ bench: setup ## every benchmark in one run, one table of figures and ratios (abo
 
 chaos: setup ## fault suite: kill -9 of pot (20x), gateway, payout, display; device faults; site cut-off (root) (build/chaos/)
 	$(BIN)/python -m loadtest.chaos --device-faults 0.05 --site-cutoff 20
+
+soak: setup ## 30 min of payments under payout kill -9s, stalled zombies, broker kill -9s; paid twice must be 0 (build/soak/; not in make test)
+	$(BIN)/python -m loadtest.soak --minutes 30 --cluster
 
 loadtest: setup ## step the floor's rate up until p99 lock-to-sign passes 250 ms (build/loadtest/)
 	$(BIN)/python -m loadtest.run

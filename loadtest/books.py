@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,10 +72,23 @@ def add_entry(books: LedgerBooks, entry: pot_pb2.LedgerEntry) -> None:
 async def read_ledger(bootstrap: str, topic: str) -> LedgerBooks:
     """Every committed entry of the ledger topic, from its beginning to its current end."""
     books = LedgerBooks()
+    await read_topic(
+        bootstrap,
+        topic,
+        lambda value, _partition, _offset: add_entry(books, pot_pb2.LedgerEntry.FromString(value)),
+    )
+    return books
+
+
+async def read_topic(
+    bootstrap: str, topic: str, on_record: Callable[[bytes, int, int], None]
+) -> None:
+    """Every committed record of ``topic`` (read_committed, tombstones left out), from its
+    beginning to its current end: ``on_record(value, partition, offset)`` for each."""
     counts = await topic_partitions({"bootstrap_servers": bootstrap}, [topic])
     assigned = [TopicPartition(topic, p) for p in range(counts.get(topic, 0))]
     if not assigned:
-        return books
+        return
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
         group_id=None,
@@ -93,13 +106,12 @@ async def read_ledger(bootstrap: str, topic: str) -> LedgerBooks:
             for tp, records in batch.items():
                 for record in records:
                     if record.offset < ends[tp] and record.value is not None:
-                        add_entry(books, pot_pb2.LedgerEntry.FromString(record.value))
+                        on_record(record.value, tp.partition, record.offset)
             for tp in list(remaining):
                 if await consumer.position(tp) >= ends[tp]:
                     remaining.discard(tp)
     finally:
         await consumer.stop()
-    return books
 
 
 def _group(groups: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:

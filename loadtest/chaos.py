@@ -57,7 +57,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -117,6 +117,9 @@ class ChaosDemo(Demo):
     def site_tables(self, site: str) -> int:
         """Tables configured on the site's gateway, the probe table included."""
         return sum(1 for t in self.tables if t.site == site)
+
+
+D = TypeVar("D", bound=ChaosDemo)
 
 
 class PotWatch:
@@ -458,20 +461,43 @@ async def stop_cluster(
     }
 
 
+async def open_floor(
+    kind: type[D], run_id: str, tables: int, cluster: bool, runs: str = "chaos"
+) -> D:
+    """A floor of ``kind`` (state in .run/<runs>/<run>): the brokers (the local three-broker
+    cluster with ``cluster``, else the local broker), the run's topics, its services started."""
+    if cluster:
+        await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "cluster-up"], check=True)
+        os.environ["KAFKA_BOOTSTRAP_SERVERS"] = CLUSTER
+    demo = kind(tables, REPO / ".run" / runs / run_id, run_id, 3 if cluster else 1)
+    demo.start_kafka()
+    await demo.create_topics()
+    demo.start_services()
+    return demo
+
+
+async def floor_ready(demo: ChaosDemo, watch: PotWatch) -> None:
+    """Every service healthy, the pot groups created and open for bets, the pot updates followed."""
+    await demo.wait_healthy()
+    await demo.create_groups()
+    await wait_progressive_open(demo)
+    watch.start()
+
+
+async def close_floor(demo: ChaosDemo, watch: PotWatch, cluster: bool) -> None:
+    """Stop following, stop every service, and the cluster if the floor ran on it."""
+    await watch.stop()
+    demo.stop_services()
+    if cluster:
+        await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "cluster-down"], check=False)
+
+
 async def play_main_floor(
     args: argparse.Namespace, run_id: str, wanted: set[int]
 ) -> dict[str, Any]:
     """Faults 1 to 6 on one floor; the books of that floor."""
     rng = random.Random(args.seed)
-    if args.cluster:
-        await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "cluster-up"], check=True)
-        os.environ["KAFKA_BOOTSTRAP_SERVERS"] = CLUSTER
-    demo = ChaosDemo(
-        args.tables, REPO / ".run" / "chaos" / run_id, run_id, 3 if args.cluster else 1
-    )
-    demo.start_kafka()
-    await demo.create_topics()
-    demo.start_services()
+    demo = await open_floor(ChaosDemo, run_id, args.tables, args.cluster)
     names = ("pot_kill_9", "gateway_kill_9", "payout_kill_9", "display_kill_9", "broker_kill_9")
     faults: dict[str, list[float | None]] = {name: [] for name in names}
     payout_kills: list[dict[str, Any]] = []
@@ -479,10 +505,7 @@ async def play_main_floor(
     device_fault_rates = DeviceFaultRates.every_kind(args.device_faults if 5 in wanted else 0)
     watch = PotWatch(demo)
     try:
-        await demo.wait_healthy()
-        await demo.create_groups()
-        await wait_progressive_open(demo)
-        watch.start()
+        await floor_ready(demo, watch)
         config = sim_config(demo, args.rig_rate, args.rounds_per_minute)
         config.device_faults = device_fault_rates
         floor = Floor(config)
@@ -530,10 +553,7 @@ async def play_main_floor(
             result["device_faults"] = judge_device_faults(args.device_faults, stats)
         return result
     finally:
-        await watch.stop()
-        demo.stop_services()
-        if args.cluster:
-            await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "cluster-down"], check=False)
+        await close_floor(demo, watch, args.cluster)
 
 
 def judge_device_faults(rate: float, stats: FloorStats) -> dict[str, Any]:

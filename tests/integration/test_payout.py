@@ -110,6 +110,11 @@ def owns_every_partition(service: PayoutService, partitions: int = 2) -> bool:
 
 @pytest.fixture
 async def settings(kafka_bootstrap: str, unique: str) -> PayoutSettings:
+    return await payout_settings(kafka_bootstrap, unique)
+
+
+async def payout_settings(kafka_bootstrap: str, unique: str) -> PayoutSettings:
+    """Unique topics of two partitions (created), plaintext, every caller the supervisor."""
     settings = PayoutSettings(
         bootstrap_servers=kafka_bootstrap,
         grpc_address=f"127.0.0.1:{free_port()}",

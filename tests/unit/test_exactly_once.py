@@ -203,7 +203,7 @@ async def test_a_partition_never_committed_is_read_from_the_beginning() -> None:
     eos, journal, _ = processor()
     eos._consumer.committed_offset = None  # type: ignore[union-attr]
     await eos._on_assigned([TopicPartition("in", 0)])
-    assert journal[-1] == "seek 0 beginning"
+    assert journal[-1] == "seek 0 0"  # reset to the earliest kept offset
 
 
 @pytest.mark.parametrize("error", [OutOfOrderSequenceNumber(), UnknownProducerId()])

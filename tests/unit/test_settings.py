@@ -164,7 +164,7 @@ def test_payout_settings_for_the_partitioned_processor() -> None:
     assert settings.transactional_id(3) == "site-a-payout-3"
     assert settings.instance_id == "payout-0"
     assert settings.max_batch_records == 50
-    assert (settings.session_timeout_ms, settings.heartbeat_ms) == (3_000, 1_000)
+    assert (settings.session_timeout_ms, settings.heartbeat_ms) == (3_000, 500)
     assert (settings.max_poll_interval_ms, settings.transaction_timeout_ms) == (60_000, 30_000)
     assert (settings.retry_backoff_ms, settings.poll_timeout_ms) == (500, 100)
     assert settings.kafka_options() == {"bootstrap_servers": "kafka:9093"}

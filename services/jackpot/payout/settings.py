@@ -63,7 +63,7 @@ class PayoutSettings(ServiceSettings):
         description="consumer group session: a killed instance's partitions move after this "
         "long (brokers need group.min.session.timeout.ms at most this; fencing keeps it safe)",
     )
-    heartbeat_ms: int = Field(1_000, description="the consumer group's heartbeat")
+    heartbeat_ms: int = Field(500, description="the consumer group's heartbeat")
     max_poll_interval_ms: int = Field(
         60_000,
         description="a stalled instance leaves the group after this long; its successor fences it",

@@ -16,7 +16,6 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
-from jackpot.platform.settings import SECURITY_PROTOCOLS as SECURITY_PROTOCOLS
 from jackpot.platform.settings import KafkaSecurity as KafkaSecurity
 from jackpot.topics import TopicSpec
 

@@ -54,13 +54,10 @@ if TYPE_CHECKING:
     import grpc
 
 S = TypeVar("S", bound="ServiceSettings")
-M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
 TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
 FALSE_WORDS = frozenset({"false", "0", "no", "off"})
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-DOCS_PATH = Path("docs") / "settings.md"
 
 
 class SettingsError(ValueError):
@@ -421,6 +418,7 @@ def settings_or_exit(load: Callable[[], T], program: str) -> T:
 
 
 def exit_on_settings_error(error: SettingsError, program: str) -> NoReturn:
+    """Print ``error`` as one line on stderr (``program: bad setting: ...``) and exit 2."""
     message = " ".join(str(error).split())  # one line, whatever the message held
     print(f"{program}: bad setting: {message}", file=sys.stderr, flush=True)
     raise SystemExit(2)

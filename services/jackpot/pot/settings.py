@@ -81,7 +81,7 @@ class PotSettings(ServiceSettings):
         description="a stalled instance leaves the group after this long; its successor fences it",
     )
     heartbeat_ms: int = Field(
-        1_000, description="the consumer group's heartbeat (not the pot's, see D5)"
+        500, description="the consumer group's heartbeat (not the pot's, see D5)"
     )
     transaction_timeout_ms: int = Field(30_000, description="Kafka transaction timeout")
     retry_backoff_ms: int = Field(500, description="pause before retrying a failed transaction")
