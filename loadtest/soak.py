@@ -440,7 +440,8 @@ async def inject(
             record = await stalled_zombie(demo, rng, number)
         else:
             node = 1 + len(faults[kind]) % 3
-            record = {"node": node, "recovery_seconds": await kill_broker(demo, watch, node, rng)}
+            recovered = await kill_broker(demo, watch, node, rng)
+            record = {"node": node, "recovery_seconds": recovered and round(recovered, 2)}
         record["at_seconds"] = at
         faults[kind].append(record)
         number += 1
