@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from jackpot.display import main as display_main
 from jackpot.display.settings import DisplaySettings
+from jackpot.domain.access import Role
 from jackpot.gateway.main import compose_gateway
 from jackpot.gateway.service import Gateway
 from jackpot.payout.main import compose_payout
@@ -30,7 +31,8 @@ from jackpot.platform.authz import AccessSettings
 from jackpot.platform.runtime import Supervisor, serve
 from jackpot.pot.main import compose_pot
 from jackpot.pot.view import PotStateView
-from tests.integration.gateway_harness import settings_for
+from jackpot.v1 import payout_pb2, payout_pb2_grpc
+from tests.integration.gateway_harness import settings_for, wait_until
 from tests.integration.test_pot_service import pot_settings
 
 pytestmark = pytest.mark.integration
@@ -39,6 +41,23 @@ SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 EXIT_BOUND_SECONDS = 2.0
 START_TIMEOUT_SECONDS = 60.0
+
+
+def payout_settings(kafka_bootstrap: str, unique: str) -> PayoutSettings:
+    return PayoutSettings(
+        bootstrap_servers=kafka_bootstrap,
+        grpc_address="127.0.0.1:0",
+        metrics_port=0,
+        consumer_group=f"payout-{unique}",
+        transactional_id_prefix=f"payout-{unique}",
+        awards_topic=f"test.awards.{unique}",
+        payouts_topic=f"test.payouts.{unique}",
+        ledger_topic=f"test.ledger.{unique}",
+        access=AccessSettings(
+            audit_topic=f"test.audit.{unique}", insecure_roles=frozenset({Role.SUPERVISOR})
+        ),
+    )
+
 
 Compose = Callable[[Supervisor], Awaitable[None]]
 
@@ -114,17 +133,7 @@ async def test_the_payout_service_exits_1_when_its_processor_fails(
 ) -> None:
     fault = Fault()
     monkeypatch.setattr(PayoutService, "run", fault.part)
-    settings = PayoutSettings(
-        bootstrap_servers=kafka_bootstrap,
-        grpc_address="127.0.0.1:0",
-        metrics_port=0,
-        consumer_group=f"payout-{unique}",
-        transactional_id_prefix=f"payout-{unique}",
-        awards_topic=f"test.awards.{unique}",
-        payouts_topic=f"test.payouts.{unique}",
-        ledger_topic=f"test.ledger.{unique}",
-        access=AccessSettings(audit_topic=f"test.audit.{unique}"),
-    )
+    settings = payout_settings(kafka_bootstrap, unique)
     compose = partial(compose_payout, settings, registry=CollectorRegistry())
     await assert_fails_closed(compose, fault, "payout-processor")
 
@@ -154,3 +163,41 @@ async def test_the_display_exits_1_when_its_clock_fails(
     )
     compose = partial(display_main.compose_display, settings)
     await assert_fails_closed(compose, fault, "display-clock")
+
+
+async def test_a_stopping_payout_ends_its_terminal_streams_and_leaves_at_once(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    """SIGTERM: the dealer terminals are told UNAVAILABLE (reconnect elsewhere) before the gRPC
+    grace, so the instance leaves the group at once instead of after the 5 s grace."""
+    settings = payout_settings(kafka_bootstrap, unique)
+    composed: list[Supervisor] = []
+
+    async def compose(supervisor: Supervisor) -> None:
+        await compose_payout(settings, supervisor, registry=CollectorRegistry())
+        composed.append(supervisor)
+
+    stop = asyncio.Event()
+    service = asyncio.create_task(serve("payout", compose, stop))
+    await wait_until(lambda: bool(composed) or service.done(), within=START_TIMEOUT_SECONDS)
+    port = composed[0].health_servers[0].port  # type: ignore[attr-defined]
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
+        hello = payout_pb2.TerminalHello(table_id="T1", dealer="ana")
+        held_open = asyncio.Event()  # the terminal keeps its side of the stream open
+
+        async def requests() -> AsyncIterator[payout_pb2.DealerTerminalRequest]:
+            yield payout_pb2.DealerTerminalRequest(hello=hello)
+            await held_open.wait()
+
+        terminal = stub.DealerTerminal(requests())
+        first = await terminal.read()
+        assert list(first.open) == []
+        stopped = time.monotonic()
+        stop.set()
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            await terminal.read()
+        assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "reconnect" in (ended.value.details() or "")
+    assert await asyncio.wait_for(service, 5) == 0
+    assert time.monotonic() - stopped < 3.0

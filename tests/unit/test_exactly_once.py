@@ -3,8 +3,9 @@ tests/integration/test_pot_service.py and test_payout.py).
 
 What is checked: a partition is fenced before its state is restored and before the consumer is
 positioned (the order that closes the payout's old window); a producer-state error (seen after a
-whole-cluster outage: OutOfOrderSequenceNumber forever) replaces the producer, any other error
-aborts on the same producer, and both undo the batch and re-read from the commit point; a fenced
+whole-cluster outage: OutOfOrderSequenceNumber forever) replaces the producer and restores the
+partition again (the renewal fences like a takeover), any other error aborts on the same producer
+and re-reads from the commit point; a fenced
 producer halts the partition; a submitted change that is refused, or whose transaction fails,
 leaves the handler at its last commit; a change for a partition not owned is refused.
 """
@@ -207,15 +208,30 @@ async def test_a_partition_never_committed_is_read_from_the_beginning() -> None:
 
 
 @pytest.mark.parametrize("error", [OutOfOrderSequenceNumber(), UnknownProducerId()])
-async def test_a_producer_state_error_replaces_the_producer(error: Exception) -> None:
+async def test_a_producer_state_error_renews_the_producer_then_restores_the_partition(
+    error: Exception,
+) -> None:
+    """The new producer fences like a takeover (perhaps the rightful owner, if this instance is
+    a zombie), so the partition is restored from its changelog after it, never kept in memory."""
     eos, owned, made = await owning(4)
-    old = owned.producer
+    old_producer, old_handler = owned.producer, owned.handler
+    old_handler.total = 99  # memory that a stale instance would trust
+    journal = old_handler.journal
+    journal.clear()
     await eos._abort(owned, error)
     assert made == ["new-4"]
-    assert owned.producer is not old
-    assert old.calls == ["stop"]  # type: ignore[attr-defined]
+    assert owned.producer is not old_producer
+    assert old_producer.calls == ["stop"]  # type: ignore[attr-defined]
+    assert journal == [
+        "fence tx-4",
+        "read changelog [4]",
+        "close",
+        "restore [(b'total', b'40')] from 7",
+        "seek 4 7",
+    ]
+    assert owned.handler is not old_handler
+    assert owned.handler.total == 40
     assert not owned.halted
-    assert eos._consumer.seeks[-1] == (owned.tp, 7)  # type: ignore[union-attr]
 
 
 async def test_any_other_error_aborts_on_the_same_producer() -> None:

@@ -8,13 +8,14 @@ runs.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeAlias
 
 from loadtest.soak import count_payouts, soak_verdict, summarize_faults, tally
 
 from jackpot.v1 import payout_pb2, pot_pb2
 
 GROUP = "scl-poker"
+State: TypeAlias = payout_pb2.PayoutState
 ORDERED = payout_pb2.PAYOUT_STATE_ORDERED
 AWAITING = payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL
 APPROVED = payout_pb2.PAYOUT_STATE_APPROVED
@@ -37,7 +38,7 @@ def award(award_id: str) -> pot_pb2.LedgerEntry:
     )
 
 
-def step(award_id: str, state: int, index: int, by: str = "dealer") -> pot_pb2.LedgerEntry:
+def step(award_id: str, state: State, index: int, by: str = "dealer") -> pot_pb2.LedgerEntry:
     """The payout service's ledger entry for transition ``index`` of an award's payout."""
     return pot_pb2.LedgerEntry(
         entry_id=f"payout:{award_id}:{index}",
@@ -48,7 +49,7 @@ def step(award_id: str, state: int, index: int, by: str = "dealer") -> pot_pb2.L
     )
 
 
-def payout(award_id: str, *steps: tuple[int, str, int]) -> payout_pb2.Payout:
+def payout(award_id: str, *steps: tuple[State, str, int]) -> payout_pb2.Payout:
     """A payouts-topic record: its history as (state, by, at seconds)."""
     message = payout_pb2.Payout(award_id=award_id, pot_group_id=GROUP, state=steps[-1][0])
     for state, by, at in steps:
@@ -184,7 +185,7 @@ def test_audit_pesos_and_faults_never_recovered_fail_the_soak() -> None:
 
 
 def test_zombie_commits_before_its_revoke_are_counted() -> None:
-    events = [
+    events: list[dict[str, Any]] = [
         {"event": "payout_transition", "state": "PAID"},
         {"event": "partition_halted", "why": "producer_fenced"},
         {"event": "partitions_revoked", "partitions": [0, 1]},

@@ -26,6 +26,12 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
     def __init__(self, service: PayoutService, authorizer: Authorizer) -> None:
         self._service = service
         self._authorizer = authorizer
+        self._ending = asyncio.Event()
+
+    async def end_streams(self) -> None:
+        """End every DealerTerminal stream with UNAVAILABLE (before a graceful stop: the
+        terminals reconnect to another instance, and none holds the stop up for its grace)."""
+        self._ending.set()
 
     def register(self, server: grpc.aio.Server) -> None:
         payout_pb2_grpc.add_PayoutServiceServicer_to_server(self, server)  # type: ignore[no-untyped-call]
@@ -162,6 +168,7 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
 
         self._service.book.subscribe(listener)
         reader = asyncio.create_task(confirmations())
+        ending = asyncio.create_task(self._ending.wait())
         try:
             while True:
                 open_payouts = self._service.book.open_for(hello.table_id)
@@ -171,10 +178,18 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                 )
                 changed.clear()
                 waiter = asyncio.create_task(changed.wait())
-                done, _ = await asyncio.wait({waiter, reader}, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(
+                    {waiter, reader, ending}, return_when=asyncio.FIRST_COMPLETED
+                )
+                if ending in done:
+                    waiter.cancel()
+                    await context.abort(
+                        grpc.StatusCode.UNAVAILABLE, "this payout instance is stopping; reconnect"
+                    )
                 if reader in done:
                     waiter.cancel()
                     return
         finally:
             self._service.book.unsubscribe(listener)
             reader.cancel()
+            ending.cancel()

@@ -60,6 +60,7 @@ async def compose_payout(
         settings.access.health_address,
     )
     supervisor.health(server)
+    supervisor.on_stop("terminals", servicer.end_streams)
     supervisor.on_stop("grpc", lambda: server.stop(supervisor.grace(5)))
     supervisor.on_stop("processor", service.stop)
     supervisor.on_stop("audit", lambda: audit.stop(supervisor.grace(5)))

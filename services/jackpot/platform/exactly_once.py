@@ -18,8 +18,10 @@ group it does, in this order:
    (``send_offsets_to_transaction``) in one transaction;
 6. **roll back** on any failure: abort, the handler rolls its memory back to the last commit, the
    consumer re-seeks to the committed offset. A producer whose idempotence state the brokers no
-   longer accept is renewed; a fenced producer halts the partition (paused and reported) until
-   the rebalance takes it away; a producer that cannot even abort makes :meth:`run` raise.
+   longer accept is renewed and the partition restored again (a renewal fences like a
+   takeover, so it restores like one); a fenced producer halts the partition (paused and
+   reported) until the rebalance takes it away; a producer that cannot even abort makes
+   :meth:`run` raise.
 
 aiokafka has no KIP-447 consumer-group fencing, so this is the classic pre-KIP-447 scheme: one
 transactional id per input partition, shape of aiokafka ``docs/examples/transaction_example.rst``
@@ -490,9 +492,12 @@ class ExactlyOnceProcessor(Generic[H]):
         )
         try:
             if isinstance(error, PRODUCER_STATE_ERRORS):
-                await self._renew_producer(owned)
+                await self._renew(owned)
             else:
                 await owned.producer.abort_transaction()
+                owned.handler.rollback()
+                if self._consumer is not None:
+                    self._consumer.seek(owned.tp, owned.handler.next_offset)
         except ProducerFenced as fenced:
             owned.handler.rollback()
             self._halt(owned, "producer_fenced", fenced)
@@ -502,22 +507,31 @@ class ExactlyOnceProcessor(Generic[H]):
             self._halt(owned, "abort_failed", abort_error)
             self._failure = abort_error
             return
-        owned.handler.rollback()
-        if self._consumer is not None:
-            self._consumer.seek(owned.tp, owned.handler.next_offset)
         await asyncio.sleep(self.config.retry_backoff_ms / 1000)
 
-    async def _renew_producer(self, owned: Owned[H]) -> None:
-        """Replace a producer whose idempotence state the brokers no longer accept.
+    async def _renew(self, owned: Owned[H]) -> None:
+        """Replace a producer whose idempotence state the brokers no longer accept, and take the
+        partition over again.
 
         After a whole-cluster outage the brokers can answer every later batch of the old
         producer with OutOfOrderSequenceNumber: aborting and retrying on it never ends. A new
-        producer with the same transactional id gets a new epoch; the broker aborts whatever the
-        old one left open, and nothing it wrote outside a committed transaction is visible.
+        producer with the same transactional id gets a new epoch, which fences whoever else
+        writes with that id: a zombie, or the partition's rightful owner if *this* instance is
+        the zombie and does not know it yet. So the memory is not trusted after it: the
+        partition is restored from its changelog again, exactly as in a takeover (fence, then
+        restore, then consume from the commit point), and a stale book can never pay.
         """
         await stop_client(owned.producer)
         owned.producer = await self._fencing_producer(owned.partition)
-        self._log.warning("producer_renewed", partition=owned.partition)
+        changelogs = await self._read_changelogs([owned.partition])
+        consumer = self._consumer
+        assert consumer is not None
+        committed = await consumer.committed(owned.tp)
+        owned.handler.close()
+        owned.handler = self._factory(owned.partition)
+        start = owned.handler.restore(changelogs[owned.partition], committed)
+        consumer.seek(owned.tp, 0 if start is None else start)
+        self._log.warning("producer_renewed", partition=owned.partition, restored_from=start)
 
     def _halt(self, owned: Owned[H], why: str, error: BaseException) -> None:
         owned.halted = True
