@@ -10,7 +10,7 @@ PROTO_SRC := $(shell find protos -name '*.proto')
 PROTO_OUT := services/jackpot/v1
 KAFKA := deploy/local/kafka.sh
 PYTEST := $(BIN)/python -m pytest
-SCENARIOS ?= ../shared/scenarios
+SCENARIOS ?= tests/golden
 
 .PHONY: help setup browser proto demo-report test-e2e loadtest chaos soak proto-lint lint test test-unit test-integration test-cluster bench \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down kafka-secure-cluster-up \
@@ -70,7 +70,7 @@ test-cluster: setup ## fault tests against the local three-node cluster (slow)
 
 test: lint k8s-tools ## lint + unit + golden rounds + integration + cluster + k8s + e2e: what CI runs
 	$(PYTEST) -m unit -q
-	$(BIN)/jackpot resolve --check $(SCENARIOS)/*.json
+	$(BIN)/jackpot resolve --check --require-reasons $(SCENARIOS)/*.json
 	$(PYTEST) -m 'integration or cluster' -q
 	$(PYTEST) -m deploy -q tests/deploy
 	$(PYTEST) -m e2e -q tests/e2e

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 def _resolve(args: argparse.Namespace) -> int:
     from jackpot.tools.resolve import run
 
-    return run(args.files, check=args.check)
+    return run(args.files, check=args.check, require_reasons=args.require_reasons)
 
 
 def _gateway(args: argparse.Namespace) -> int:
@@ -95,11 +95,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     resolve = commands.add_parser(
         "resolve",
-        help="resolve scenario rounds (shared/scenarios format) and print the outcome as JSON",
+        help="resolve scenario rounds (format of tests/golden/README.md) and print the outcome",
     )
     resolve.add_argument("files", nargs="+", metavar="FILE")
     resolve.add_argument(
         "--check", action="store_true", help="compare with each file's `expect`; PASS/FAIL per file"
+    )
+    resolve.add_argument(
+        "--require-reasons",
+        action="store_true",
+        help='with --check: an error round must name its reason ({"error": true} fails)',
     )
     resolve.set_defaults(handler=_resolve)
 

@@ -38,6 +38,22 @@ def test_D5_stale_group_is_shown_closed_and_recovers() -> None:
     assert board.signs["g"].amount == 600
 
 
+def test_D2_sign_shows_the_pot_its_increment_the_limits_and_the_prize() -> None:
+    """D2: a sign carries the main pot, its increment, the placard's minimum and maximum bet, and
+    the prize to pay as soon as a winning hand is registered."""
+    board = Board(stale_after=100, winner_seconds=10)
+    update(board, 500, now=0)
+    sign = board.signs["g"]
+    assert (sign.amount, sign.increment, sign.min_bet, sign.max_bet) == (500, 100, 1000, 5000)
+    assert sign.winner is None
+    board.award("g", WINNER, now=1)
+    shown = board.signs["g"].to_json()
+    assert shown["winner"]["prize"] == "ROYAL_FLUSH"
+    assert shown["winner"]["amount"] == 1_234_567
+    assert (shown["winner"]["table_id"], shown["winner"]["seat"]) == ("T1", 3)
+    assert (shown["amount"], shown["increment"]) == (500, 100)
+
+
 def test_D2_winner_banner_stays_for_the_configured_time() -> None:
     board = Board(stale_after=100, winner_seconds=10)
     update(board, 500, now=0)

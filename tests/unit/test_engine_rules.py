@@ -1,8 +1,8 @@
-"""One test (or more) per rule of shared/spec/progressive-rules.md, against the PotGroup engine.
+"""One test (or more) per rule of docs/rules.md, against the PotGroup engine.
 
 Amounts are worked out by hand in the comments; ``pesos(n)`` is n whole pesos in minor units and
 ``parse_amount("x.y")`` an exact fractional balance. Rule E5 (a faulty lamp closes the seat) is
-enforced by the gateway, not the domain, so it has no test here.
+enforced by the gateway's table state machine, so its test is in test_table.py.
 """
 
 from __future__ import annotations
@@ -1243,6 +1243,26 @@ def test_X1_mystery_configuration_is_validated(mystery: dict[str, Any]) -> None:
     assert caught.value.reason is Reason.INVALID_CONFIG
 
 
+def test_E3_X1_a_folded_seat_keeps_its_mystery_prize() -> None:
+    """E3, X1: folding forfeits the progressive, but a complementary prize stays won.
+
+    Trigger 250; commission 0, mystery pot 10 % of each bet, seat 1 first: seat 1's 1,000 adds
+    100 (100 < 250), seat 3's 2,000 adds 200: 300 crosses 250, seat 3 wins 250 at the lock and
+    50 stays. Seat 3 then folds: its royal flush wins nothing; main keeps 90 % of 3,000 = 2,700.
+    """
+    group, _ = PotGroup.open("G", mystery_config(), trigger_source=FixedTriggers(250, 400))
+    group.link_table("T1", "caribbean", **LIMITS)
+    locked = group.lock_round("T1", "R1", {1: 1000, 3: 2000})
+    award = only(locked, MysteryAwarded)
+    assert (award.seat, award.amount_pesos) == (3, 250)
+    group.forfeit("T1", "R1", 3, "FOLD")
+    events = group.resolve_round("T1", "R1", {1: NOTHING, 3: ROYAL_S})
+    assert awards(events) == []
+    assert group.awarded == pesos(250)
+    assert group.balances == {"main": pesos(2700), "mystery": pesos(50)}
+    assert identity_holds(group)
+
+
 # --------------------------------------------------------------- refused inputs (device errors)
 
 
@@ -1368,6 +1388,64 @@ def test_snapshot_round_trip_and_unknown_format() -> None:
         PotGroup.from_snapshot(data.replace(b'"format":1', b'"format":2'))
     assert caught.value.reason is Reason.MALFORMED
     assert MINOR_PER_PESO == 10**12
+
+
+def test_D4_the_events_alone_rebuild_every_balance_and_configuration() -> None:
+    """D4: every contribution, prize, reseed, base and percentage is in the events, so an auditor
+    holding only the events rebuilds each account exactly.
+
+    v1: commission 10 %, main 80 / reserve1 20, base 100,000; main opened at 1,000,000 (house).
+    R1: bets 1,000 + 2,000: commission 300, main +2,160, reserve1 +540; seat 2's flush 50 x 2,000
+    = 100,000 -> main 902,160. v2 proposed: commission 20 %, 50 / 50, base 200,000.
+    R2: bet 1,000: commission 100, main +720 = 902,880, reserve1 +180 = 720; royal takes 902,880;
+    v2 takes effect; reseed to 200,000: 720 from reserve1, 199,280 from the house.
+    """
+    v1 = config(
+        pots=[{"name": "main", "percent": 80}, {"name": "reserve1", "percent": 20}], base=100_000
+    )
+    v2 = config(
+        version=2,
+        commission_percent=20,
+        pots=[{"name": "main", "percent": 50}, {"name": "reserve1", "percent": 50}],
+        base=200_000,
+    )
+    group, events = PotGroup.open("G", v1, {"main": pesos(1_000_000)})
+    events += group.link_table("T1", "caribbean", **LIMITS)
+    events += group.lock_round("T1", "R1", {1: 1000, 2: 2000})
+    events += group.resolve_round("T1", "R1", {1: NOTHING, 2: FLUSH_C})
+    events += group.propose_config(v2, "ops@casino", "regulator approval 43")
+    events += group.lock_round("T1", "R2", {1: 1000})
+    events += group.resolve_round("T1", "R2", {1: ROYAL_S})
+
+    accounts: dict[str, int] = {}
+    for event in events:
+        for source, target, amount in getattr(event, "transfers", ()):
+            accounts[source] = accounts.get(source, 0) - amount
+            accounts[target] = accounts.get(target, 0) + amount
+    assert accounts == {
+        "house": -pesos(1_000_000 + 199_280),
+        "bets": -pesos(4000),
+        "commission": pesos(400),
+        "awards": pesos(100_000 + 902_880),
+        "pot:main": pesos(200_000),
+        "pot:reserve1": 0,
+    }
+    assert accounts["pot:main"] == group.main
+    assert accounts["house"] == -group.house_advance
+    assert accounts["awards"] == group.awarded
+    for event in events:  # each prize names its bet and cards, and is funded exactly
+        if isinstance(event, PrizeAwarded):
+            assert sum(a for _, _, a in event.transfers) == pesos(event.amount_pesos)
+            assert event.bet_pesos > 0
+            assert len(event.cards) == 5
+    # The configuration in force at every moment is in the events too: v1 at the opening, and
+    # v2's percentages and base, with who and why, when proposed and when it took effect.
+    assert only(events, PotGroupOpened).config_version == 1
+    proposed = only(events, ConfigProposed)
+    assert (proposed.changed_by, proposed.reason) == ("ops@casino", "regulator approval 43")
+    assert load_config(only(events, ConfigActivated).config) == v2
+    assert only(events, PotReseeded).base == pesos(200_000)
+    assert identity_holds(group)
 
 
 def test_C1_a_settled_round_cannot_be_locked_and_collected_again() -> None:

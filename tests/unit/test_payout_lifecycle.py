@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.payout import PayoutState, approve, order_payout, pay, void
+from jackpot.domain.payout import Payout, PayoutState, approve, order_payout, pay, void
 from jackpot.payout.codec import from_proto, ledger_entry, to_proto
+from jackpot.payout.service import PayoutBook
 from jackpot.v1 import pot_pb2
 
 
@@ -71,3 +72,37 @@ def test_protobuf_round_trip_and_ledger_entry() -> None:
     assert entry.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_APPROVED
     assert (entry.changed_by, entry.ledger_sequence, len(entry.transfers)) == ("sup-luis", 0, 0)
     assert entry.entry_id == "payout:g/T1/R1/2/FLUSH:1"
+
+
+def test_D3_the_dealer_terminal_lists_its_tables_prizes_to_pay_in_order() -> None:
+    """D3, S5: a table's terminal is shown that table's prizes still to pay (seat, prize, amount,
+    cards), in payment order; paid prizes and other tables' prizes are not on it."""
+
+    def award(table: str, seat: int, prize: str, amount: int, order: int) -> Payout:
+        return order_payout(
+            award_id=f"g/{table}/R1/{seat}/{prize}",
+            pot_group_id="g",
+            table_id=table,
+            round_id="R1",
+            seat=seat,
+            prize=prize,
+            amount=amount,
+            cards=("2H", "5H", "8H", "JH", "KH"),
+            order=order,
+            approval_threshold=1_000_000,
+            at_ns=1_000,
+        )
+
+    book = PayoutBook()
+    royal = award("T1", 1, "ROYAL_FLUSH", 2_000_000, order=2)
+    flush = award("T1", 4, "FLUSH", 50_000, order=1)
+    full = award("T1", 2, "FULL_HOUSE", 100_000, order=0)
+    for payout in (royal, flush, full, award("T2", 1, "FLUSH", 50_000, order=3)):
+        book.put(0, payout)
+    book.put(0, pay(full, "dealer-ana", 2_000))
+    shown = book.open_for("T1")
+    assert [(p.seat, p.prize, p.amount, p.state) for p in shown] == [
+        (4, "FLUSH", 50_000, PayoutState.ORDERED),
+        (1, "ROYAL_FLUSH", 2_000_000, PayoutState.AWAITING_APPROVAL),
+    ]
+    assert shown[0].cards == ("2H", "5H", "8H", "JH", "KH")

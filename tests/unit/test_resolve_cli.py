@@ -1,8 +1,7 @@
 """`jackpot resolve [--check] FILE...` on the golden rounds and on scenario files written here.
 
-The golden rounds live in the ``shared`` folder beside the repository
-(``shared/scenarios/*.json``, see its README). They are the contract between the rules and the
-code, so this test fails loudly when they cannot be found; it never skips.
+The golden rounds live in ``tests/golden/*.json`` (format in its README). They are the contract
+between the rules and the code, so this test fails loudly when they cannot be found; it never skips.
 """
 
 from __future__ import annotations
@@ -14,14 +13,16 @@ from typing import Any
 import pytest
 
 from jackpot.cli import main
+from jackpot.domain.engine import PotGroup
+from jackpot.domain.errors import Reason
 
-SCENARIOS = Path(__file__).resolve().parents[3] / "shared" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[1] / "golden"
 
 
 def golden_files() -> list[Path]:
-    assert SCENARIOS.is_dir(), f"golden scenarios not found at {SCENARIOS} (shared/ by the repo)"
+    assert SCENARIOS.is_dir(), f"golden scenarios not found at {SCENARIOS}"
     files = sorted(SCENARIOS.glob("*.json"))
-    assert len(files) >= 9, f"expected at least the 9 golden rounds in {SCENARIOS}, got {files}"
+    assert len(files) >= 18, f"expected at least the 18 golden rounds in {SCENARIOS}, got {files}"
     return files
 
 
@@ -69,7 +70,8 @@ def summary_line(out: str) -> str:
 
 
 def test_golden_scenarios_all_pass(capsys: pytest.CaptureFixture[str]) -> None:
-    """Every golden round resolves to exactly its `expect` (rules P, S1-S8, E3, E4, P3, M2)."""
+    """Every golden round resolves to exactly its `expect` (each file's `rules` name the rules
+    it exercises; tests/unit/test_rules_doc.py counts them as tests of those rules)."""
     files = golden_files()
     status = main(["resolve", "--check", *map(str, files)])
     out = capsys.readouterr().out
@@ -84,22 +86,46 @@ def test_golden_scenarios_resolve_to_their_expect_as_json(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Without --check: one JSON outcome per accepted file, equal to its `expect`; refused
-    rounds (expect error) print a reason naming the card on stderr and the status is 1."""
+    rounds (expect error) print the reason and the seat or card on stderr and the status is 1."""
     files = golden_files()
     accepted = []
+    reasons = []
     for path in files:
         expect = json.loads(path.read_text(encoding="utf-8"))["expect"]
-        if expect.get("error") is not True:
+        if "error" in expect:
+            reasons.append(expect["error"])
+        else:
             accepted.append(expect)
     status = main(["resolve", *map(str, files)])
     captured = capsys.readouterr()
     outcomes = [json.loads(line) for line in captured.out.splitlines()]
     assert outcomes == accepted
-    refusing = len(files) - len(accepted)
-    assert refusing >= 1  # 09-duplicate-card-rejected
+    assert len(reasons) >= 3  # 09 duplicate card, 17 bet above the limit, 18 card count
     assert status == 1
-    assert "DUPLICATE_CARD" in captured.err
-    assert "AS" in captured.err
+    assert [line.split(": ")[1] for line in captured.err.splitlines()] == reasons
+    assert "card AS appears at seat 1 and at seat 2" in captured.err
+
+
+def test_golden_readme_lists_every_round_with_its_rules() -> None:
+    """tests/golden/README.md's table of rounds matches the files: names and `rules`."""
+    listed = {}
+    for line in (SCENARIOS / "README.md").read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 3 and cells[0][:2].isdigit():
+            listed[cells[0]] = cells[1].split(", ")
+    rounds = {
+        path.stem: json.loads(path.read_text(encoding="utf-8"))["rules"] for path in golden_files()
+    }
+    assert listed == rounds
+
+
+def test_golden_error_rounds_name_their_reason() -> None:
+    """The project's error rounds say why the round must be refused, never a bare true."""
+    for path in golden_files():
+        expect = json.loads(path.read_text(encoding="utf-8"))["expect"]
+        if "error" in expect:
+            assert expect == {"error": expect["error"]}, path.name
+            assert expect["error"] in {r.value for r in Reason}, path.name
 
 
 # ---------------------------------------------------------------------- scenarios written here
@@ -158,7 +184,7 @@ GO_POKER_DUPLICATE = scenario(
         {"seat": 1, "bet": 1000, "cards": ["JS", "QS", "KS"]},
         {"seat": 4, "bet": 1000, "cards": ["2H", "AS", "9C"]},  # AS is also a community card
     ],
-    {"error": True},
+    {"error": "DUPLICATE_CARD"},
     game="go_poker",
     main_pot=2_000_000,
     community=["TS", "AS"],
@@ -204,11 +230,220 @@ def test_accepted_round_expected_to_be_refused_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fine = json.loads(json.dumps(ROYAL_AFTER_FLUSH))
-    fine["expect"] = {"error": True}
+    fine["expect"] = {"error": "DUPLICATE_CARD"}
     path = write(tmp_path, "not-refused", fine)
-    assert main(["resolve", "--check", path]) == 1
+    assert main(["resolve", "--check", "--require-reasons", path]) == 1
     line = capsys.readouterr().out.splitlines()[0]
     assert line.startswith("FAIL not-refused: expected the round to be refused, got ")
+
+
+# ------------------------------------------------------------------- refused rounds: the reason
+
+
+def test_a_refusal_for_another_reason_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """expect.error names the reason: a round refused for a different one is a FAIL."""
+    wrong = json.loads(json.dumps(GO_POKER_DUPLICATE))
+    wrong["expect"] = {"error": "INVALID_CARD"}
+    path = write(tmp_path, "wrong-reason", wrong)
+    assert main(["resolve", "--check", "--require-reasons", path]) == 1
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith("FAIL wrong-reason: refused with DUPLICATE_CARD, expected INVALID_CARD")
+    assert "card AS appears at community and at seat 4" in line
+
+
+def test_a_refused_round_that_changed_a_balance_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refusal must change nothing: an engine that moved money before refusing fails the
+    check even though the reason is the expected one, and the FAIL names the balance."""
+    resolve_round = PotGroup.resolve_round
+
+    def leaky(self: PotGroup, *args: Any, **kwargs: Any) -> Any:
+        self.balances["main"] -= 10**12  # one peso gone before the refusal
+        return resolve_round(self, *args, **kwargs)
+
+    monkeypatch.setattr(PotGroup, "resolve_round", leaky)
+    path = write(tmp_path, "leaky", GO_POKER_DUPLICATE)
+    assert main(["resolve", "--check", "--require-reasons", path]) == 1
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line == (
+        "FAIL leaky: refused (DUPLICATE_CARD), but the refused command changed balances: "
+        "pot main 2000000 -> 1999999"
+    )
+
+
+def test_a_refused_lock_that_collected_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same for a lock (a file with `config`): every balance counts, the totals of M2 too."""
+    lock_round = PotGroup.lock_round
+
+    def collects_then_refuses(self: PotGroup, table: str, round_id: str, bets: Any) -> Any:
+        self.collected += 5000 * 10**12
+        self.balances["main"] += 5000 * 10**12
+        return lock_round(self, table, round_id, bets)
+
+    monkeypatch.setattr(PotGroup, "lock_round", collects_then_refuses)
+    path = str(SCENARIOS / "17-bet-above-the-limit-rejected.json")
+    assert main(["resolve", "--check", "--require-reasons", path]) == 1
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "refused (BET_OUT_OF_LIMITS), but the refused command changed balances: " in line
+    assert "collected 0 -> 5000, pot main 500000 -> 505000" in line
+
+
+def test_a_bare_error_true_is_refused_with_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """{"error": true} names no reason: with --require-reasons (the project's own rounds) FAIL
+    saying which reason to write; without it (the regulator-side form) PASS saying the reason."""
+    unnamed = json.loads(json.dumps(GO_POKER_DUPLICATE))
+    unnamed["expect"] = {"error": True}
+    path = write(tmp_path, "unnamed", unnamed)
+    assert main(["resolve", "--check", "--require-reasons", path]) == 1
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith(
+        "FAIL unnamed: expect.error is true, which names no reason: write the reason the round "
+        'must be refused, e.g. {"error": "DUPLICATE_CARD"}'
+    )
+    assert main(["resolve", "--check", path]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "PASS unnamed (refused with DUPLICATE_CARD; the file names no reason)",
+        "1 passed, 0 failed",
+    ]
+
+
+def test_a_bare_error_true_still_needs_unchanged_balances(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resolve_round = PotGroup.resolve_round
+
+    def leaky(self: PotGroup, *args: Any, **kwargs: Any) -> Any:
+        self.house_advance += 10**12
+        return resolve_round(self, *args, **kwargs)
+
+    monkeypatch.setattr(PotGroup, "resolve_round", leaky)
+    unnamed = json.loads(json.dumps(GO_POKER_DUPLICATE))
+    unnamed["expect"] = {"error": True}
+    path = write(tmp_path, "unnamed-leaky", unnamed)
+    assert main(["resolve", "--check", path]) == 1
+    # the opening balances (2,000,000) are house advances too (C4)
+    assert "house_advance 2000000 -> 2000001" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("expect", "why"),
+    [
+        ({"error": "DUPLICATE_CARDS"}, "expect.error must name why the round is refused, one of"),
+        ({"error": False}, "expect.error must name why the round is refused"),
+        ({"error": "DUPLICATE_CARD", "main": "0"}, "an error round's expect holds only 'error'"),
+    ],
+)
+def test_a_malformed_expected_error_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], expect: dict[str, Any], why: str
+) -> None:
+    bad = json.loads(json.dumps(GO_POKER_DUPLICATE))
+    bad["expect"] = expect
+    path = write(tmp_path, "bad-error", bad)
+    assert main(["resolve", "--check", path]) == 1
+    assert why in capsys.readouterr().out.splitlines()[0]
+
+
+def test_an_expected_field_the_resolver_does_not_produce_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo in `expect` is not silently ignored."""
+    typo = json.loads(json.dumps(ROYAL_AFTER_FLUSH))
+    typo["expect"]["house_advanced"] = "0"
+    path = write(tmp_path, "typo", typo)
+    assert main(["resolve", "--check", path]) == 1
+    out = capsys.readouterr().out
+    assert "expect names fields the resolver does not produce: ['house_advanced']" in out
+
+
+# ------------------------------------------------- collected rounds, mystery trigger, versions
+
+
+def test_config_mode_collects_the_bets_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With `config`, pot is before the lock: 10 % commission on 2,000 leaves 1,800, 75 % to
+    main (1,350) and 25 % to reserve1 (450). The flush pays 50 x 1,000 = 50,000:
+    main 100,000 + 1,350 - 50,000 = 51,350."""
+    collected = scenario(
+        [
+            {"seat": 1, "bet": 1000, "cards": ["2C", "6C", "9C", "JC", "AC"]},
+            {"seat": 2, "bet": 1000, "cards": ["3D", "7S", "8H", "JD", "4S"]},
+        ],
+        {
+            "awards": [{"seat": 1, "prize": "FLUSH", "amount": 50_000}],
+            "main": "51350",
+            "reserves": ["450"],
+            "house_advance": "0",
+        },
+        main_pot=100_000,
+    )
+    collected["config"] = {
+        "commission_percent": "10",
+        "pots": [{"name": "main", "percent": 75}, {"name": "reserve1", "percent": 25}],
+    }
+    path = write(tmp_path, "collected", collected)
+    assert main(["resolve", "--check", path]) == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"config": {"pots": [{"name": "main", "percent": 100}]}}, "config.pots must name exactly"),
+        ({"config": {"base": 5}}, "config fields ['base'] are not allowed"),
+        ({"config": [1]}, "config must be an object"),
+        ({"pending_config": {"version": 2, "colour": "red"}}, "pending_config fields ['colour']"),
+        (
+            {
+                "config": {
+                    "mystery": {"pot": "reserve1", "min": 10, "max": 20},
+                    "pots": [{"name": "main", "percent": 90}, {"name": "reserve1", "percent": 10}],
+                }
+            },
+            "config.mystery needs pot.mystery_trigger",
+        ),
+        (
+            {
+                "config": {
+                    "mystery": {"pot": "reserve1", "min": 10, "max": 20},
+                    "pots": [{"name": "main", "percent": 90}, {"name": "reserve1", "percent": 10}],
+                },
+                "mystery_trigger": 21,
+            },
+            "pot.mystery_trigger 21 is outside mystery 10-20",
+        ),
+        ({"mystery_trigger": 15}, "pot.mystery_trigger needs config.mystery"),
+    ],
+)
+def test_malformed_config_fields_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any], why: str
+) -> None:
+    bad = json.loads(json.dumps(ROYAL_AFTER_FLUSH))
+    if "mystery_trigger" in change:
+        bad["pot"]["mystery_trigger"] = change.pop("mystery_trigger")
+    bad.update(change)
+    bad["expect"] = {"error": "MALFORMED"}
+    path = write(tmp_path, "bad-config", bad)
+    assert main(["resolve", "--check", path]) == 0, capsys.readouterr().out
+    assert main(["resolve", path]) == 1
+    assert why in capsys.readouterr().err
+
+
+def test_a_pending_config_that_is_not_newer_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """C7: pending_config must be a newer version (the implicit configuration is version 1)."""
+    stale = json.loads(json.dumps(ROYAL_AFTER_FLUSH))
+    stale["pending_config"] = {"version": 1, "base": 5}
+    stale["expect"] = {"error": "INVALID_CONFIG"}
+    path = write(tmp_path, "stale", stale)
+    assert main(["resolve", "--check", path]) == 0, capsys.readouterr().out
 
 
 def test_go_poker_scenario_resolves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,26 +1,157 @@
-"""Golden-round scenario files (``shared/scenarios/README.md``) run through the real engine.
+"""Golden-round scenario files (``tests/golden/README.md``) run through the real engine.
 
-A scenario is one round of one table at resolution time: ``pot`` holds the balances after the
-round's bets were collected, so the round is adopted as locked, its forfeits applied, and its
-results resolved. The outcome has the shape of the file's ``expect``.
+A scenario is one round of one table. Without ``config`` it is taken at resolution time: ``pot``
+holds the balances after the round's bets were collected (by a commission-free group whose main
+pot takes every contribution), so the round is adopted as locked, its forfeits applied, and its
+results resolved. With ``config`` (the contribution part of a pot group's configuration: rules
+C2, C3, C5, E1, X2), ``pot`` holds the balances before the lock and the round's bets are collected
+by that configuration first. ``pending_config`` is a newer version proposed before the round; it
+takes effect only if the round resets the main pot (C7). The outcome has the shape of the file's
+``expect``; a refused command raises :class:`RoundRefused`, which also names every balance that
+command changed (none, by the rules).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any, TypeVar
 
-from jackpot.domain.config import MAIN, load_config
+from jackpot.domain.config import MAIN, PotGroupConfig, load_config
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.events import PrizeAwarded
+from jackpot.domain.events import Event, MysteryAwarded, PrizeAwarded
 from jackpot.domain.money import MoneyError, format_amount, parse_amount
+from jackpot.domain.mystery import secure_trigger
 
 SCENARIO_TABLE = "T01"
+SCENARIO_ROUND = "R1"
+UNLIMITED: dict[str, int] = {"min_bet": 1, "max_bet": 10**12, "credit_value": 1}
+# What a file's `config` / `pending_config` may state; base and paytable have their own fields.
+CONFIG_FIELDS = frozenset(
+    {
+        "version",
+        "commission_percent",
+        "pots",
+        "reserve_order",
+        "mystery",
+        "min_bet",
+        "max_bet",
+        "credit_value",
+    }
+)
+T = TypeVar("T")
+
+
+class RoundRefused(DomainError):
+    """The engine refused a command of the round. ``changed`` maps every balance the refused
+    command changed to its (before, after) exact amounts: empty, since a refusal changes nothing."""
+
+    def __init__(self, error: DomainError, changed: Mapping[str, tuple[str, str]]) -> None:
+        super().__init__(error.reason, error.detail)
+        self.changed = dict(changed)
 
 
 def _malformed(detail: str) -> DomainError:
     return DomainError(Reason.MALFORMED, f"scenario: {detail}")
+
+
+def _money(group: PotGroup) -> dict[str, int]:
+    """Every balance a refused command must leave as it found it: each pot, and the house
+    advance, collected, commission and awarded totals (the terms of rule M2)."""
+    money = {f"pot {name}": balance for name, balance in group.balances.items()}
+    money["house_advance"] = group.house_advance
+    money["collected"] = group.collected
+    money["commission"] = group.commission
+    money["awarded"] = group.awarded
+    return money
+
+
+def _run(group: PotGroup, command: Callable[[], T]) -> T:
+    """Run one engine command; a refusal becomes RoundRefused naming what it changed."""
+    before = _money(group)
+    try:
+        return command()
+    except DomainError as error:
+        after = _money(group)
+        changed = {
+            name: (format_amount(before.get(name, 0)), format_amount(after.get(name, 0)))
+            for name in sorted(before.keys() | after.keys())
+            if before.get(name, 0) != after.get(name, 0)
+        }
+        raise RoundRefused(error, changed) from None
+
+
+def _config_data(
+    scenario: Mapping[str, Any], reserves: list[str], base_pesos: int
+) -> dict[str, Any]:
+    """The group's configuration data: the file's `config` (or a commission-free group whose
+    main pot takes everything), with the base from `pot.base` and the file's paytable."""
+    paytable = scenario.get("paytable", "scj-poker")
+    raw = scenario.get("config")
+    if raw is None:
+        pots = [{"name": MAIN, "percent": 100}] + [{"name": n, "percent": 0} for n in reserves]
+        return {"pots": pots, "base": base_pesos, "paytable": paytable, **UNLIMITED}
+    if not isinstance(raw, Mapping):
+        raise _malformed(f"config must be an object, got {raw!r}")
+    unknown = set(raw) - CONFIG_FIELDS
+    if unknown:
+        raise _malformed(
+            f"config fields {sorted(unknown)} are not allowed (the base is pot.base, the "
+            "paytable is 'paytable')"
+        )
+    raw_pots = raw.get("pots", [{"name": MAIN}])
+    if isinstance(raw_pots, list):  # anything else is load_config's to refuse
+        named = {p.get("name") for p in raw_pots if isinstance(p, Mapping)}
+        if named != {MAIN, *reserves}:
+            raise _malformed("config.pots must name exactly 'main' and the pots of pot.reserves")
+    data: dict[str, Any] = {**UNLIMITED, **raw, "base": base_pesos, "paytable": paytable}
+    if "reserve_order" not in raw:  # S7, S8: the order pot.reserves lists them in
+        mystery = raw.get("mystery")
+        mystery_pot = mystery.get("pot") if isinstance(mystery, Mapping) else None
+        data["reserve_order"] = [name for name in reserves if name != mystery_pot]
+    return data
+
+
+def _pending(scenario: Mapping[str, Any], current: Mapping[str, Any]) -> PotGroupConfig | None:
+    """`pending_config`: the fields it names replace the current configuration's (C7)."""
+    raw = scenario.get("pending_config")
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise _malformed(f"pending_config must be an object, got {raw!r}")
+    unknown = set(raw) - CONFIG_FIELDS - {"base", "paytable"}
+    if unknown:
+        raise _malformed(f"pending_config fields {sorted(unknown)} are unknown")
+    return load_config({**current, **raw})
+
+
+def _first_trigger(
+    scenario: Mapping[str, Any], config: PotGroupConfig
+) -> Callable[[int, int], tuple[int, bytes]]:
+    """The mystery prize's hidden trigger for the current cycle is the file's
+    `pot.mystery_trigger` (X2); later draws are the engine's own secure ones."""
+    given = scenario["pot"].get("mystery_trigger")
+    spec = config.mystery
+    if spec is None:
+        if given is not None:
+            raise _malformed("pot.mystery_trigger needs config.mystery")
+        return secure_trigger
+    if isinstance(given, bool) or not isinstance(given, int):
+        raise _malformed(f"config.mystery needs pot.mystery_trigger in whole pesos, got {given!r}")
+    if not spec.min_pesos <= given <= spec.max_pesos:
+        raise _malformed(
+            f"pot.mystery_trigger {given} is outside mystery {spec.min_pesos}-{spec.max_pesos}"
+        )
+    draws: list[int] = []
+
+    def source(low: int, high: int) -> tuple[int, bytes]:
+        draws.append(low)
+        if len(draws) == 1:
+            return given, secure_trigger(given, given)[1]
+        return secure_trigger(low, high)
+
+    return source
 
 
 def resolve_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
@@ -42,21 +173,27 @@ def resolve_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
         raise _malformed("base must be whole pesos")
     if MAIN in reserve_balances:
         raise _malformed("a reserve cannot be named 'main'")
-    config = load_config(
-        {
-            "pots": [{"name": MAIN, "percent": 100}]
-            + [{"name": name, "percent": 0} for name in reserve_balances],
-            "base": base // parse_amount(1),
-            "paytable": scenario.get("paytable", "scj-poker"),
-            "min_bet": 1,
-            "max_bet": 10**12,
-            "credit_value": 1,
-        }
-    )
-    group, _ = PotGroup.open("scenario", config, {MAIN: main, **reserve_balances})
+    collect = "config" in scenario
+    data = _config_data(scenario, list(reserve_balances), base // parse_amount(1))
+    config = load_config(data)
+    pending = _pending(scenario, data)
+    trigger_source = _first_trigger(scenario, config)
+    balances = {MAIN: main, **reserve_balances}
+    group, _ = PotGroup.open("scenario", config, balances, trigger_source=trigger_source)
     house_before = group.house_advance
     table = str(round_.get("table", SCENARIO_TABLE))
-    group.link_table(table, game, min_bet=1, max_bet=10**12, credit_value=1)
+    _run(
+        group,
+        lambda: group.link_table(
+            table,
+            game,
+            min_bet=config.min_bet,
+            max_bet=config.max_bet,
+            credit_value=config.credit_value,
+        ),
+    )
+    if pending is not None:
+        _run(group, lambda: group.propose_config(pending, "scenario", "the file's pending_config"))
 
     bets: dict[int, int] = {}
     hands: dict[int, list[str]] = {}
@@ -76,18 +213,28 @@ def resolve_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
         if entry.get("forfeited", False):
             forfeited.append(seat)
 
-    round_id = "R1"
-    group.adopt_locked_round(table, round_id, bets)
+    round_id = SCENARIO_ROUND
+    events: list[Event] = []
+    if collect:  # C1: the lock collects the bets by the configuration (and may hit X2)
+        events += _run(group, lambda: group.lock_round(table, round_id, bets))
+    else:
+        _run(group, lambda: group.adopt_locked_round(table, round_id, bets))
     for seat in forfeited:
-        group.forfeit(table, round_id, seat, "FOLD")
-    events = group.resolve_round(table, round_id, hands, round_.get("community", []))
-    return {
-        "awards": [
-            {"seat": e.seat, "prize": e.prize, "amount": e.amount_pesos}
-            for e in events
-            if isinstance(e, PrizeAwarded)
-        ],
+        _run(group, partial(group.forfeit, table, round_id, seat, "FOLD"))
+    community = round_.get("community", [])
+    events += _run(group, lambda: group.resolve_round(table, round_id, hands, community))
+    awards: list[dict[str, Any]] = []
+    for event in events:
+        if isinstance(event, MysteryAwarded):
+            awards.append({"seat": event.seat, "prize": "MYSTERY", "amount": event.amount_pesos})
+        elif isinstance(event, PrizeAwarded):
+            awards.append({"seat": event.seat, "prize": event.prize, "amount": event.amount_pesos})
+    outcome: dict[str, Any] = {
+        "awards": awards,
         "main": format_amount(group.main),
         "reserves": [format_amount(group.balances[name]) for name in reserve_balances],
         "house_advance": format_amount(group.house_advance - house_before),
     }
+    if pending is not None:
+        outcome["config_version"] = group.config.version
+    return outcome

@@ -1,4 +1,4 @@
-"""`jackpot audit`: recompute every pot group from its ledger and prove rule M2, exactly.
+"""`jackpot audit`: recompute every pot group from its ledger and prove rule M2, exactly (D4).
 
 Reads jackpot.ledger.v1 from the beginning (read_committed) and the latest PotUpdate of each group
 from jackpot.pot-updates.v1, then for each pot group:
