@@ -86,6 +86,10 @@ def _settings(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from jackpot.tools.demo import main as demo_main
 
+    if args.print_commands is not None:
+        from jackpot.tools.demo import print_commands
+
+        return print_commands(args.print_commands or None)
     return demo_main(args.duration, args.report, args.tables, args.rig_rate, args.rounds_per_minute)
 
 
@@ -144,6 +148,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--rig-rate", type=float, default=0.02, help="share of rounds dealt a made hand"
     )
     demo.add_argument("--rounds-per-minute", type=float, default=30, help="per table (default 30)")
+    demo.add_argument(
+        "--print-commands",
+        nargs="?",
+        const="",
+        metavar="RUN",
+        help="print a shell command line per service of the last demo run (or of RUN) that "
+        "starts it again by hand, and exit",
+    )
     demo.set_defaults(handler=_demo)
 
     settings = commands.add_parser(

@@ -7,19 +7,36 @@ duplicated.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
+import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.e2e
 
+# `[mm:ss] rounds N | bets accepted $X/s | <groups> | last win ... | <health> | restarts N`
+STATUS_LINE = re.compile(
+    r"^\[\d\d:\d\d\] rounds \d+ \| bets accepted \$[\d,]+/s \| .* \| restarts \d+"
+)
+SERVICES = {"pot", "payout", "display", "gateway-a", "gateway-b"}
+
+
+def status_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if STATUS_LINE.match(line)]
+
 
 def test_headless_demo_reports_a_clean_audit(kafka_bootstrap: str, tmp_path: Path) -> None:
     report = tmp_path / "report.json"
+    duration = 20
     done = subprocess.run(
         [
             sys.executable,
@@ -27,7 +44,7 @@ def test_headless_demo_reports_a_clean_audit(kafka_bootstrap: str, tmp_path: Pat
             "jackpot.cli",
             "demo",
             "--duration",
-            "20",
+            str(duration),
             "--tables",
             "10",
             "--rig-rate",
@@ -69,6 +86,131 @@ def test_headless_demo_reports_a_clean_audit(kafka_bootstrap: str, tmp_path: Pat
     assert 0 < result["payouts_paid"] + result["payouts_pending"] <= sum(result["awards"].values())
     assert result["floor"]["latency"]["lock_to_sign"]["count"] > 0
     assert "http://127.0.0.1:8080/sign/scl-poker" in done.stdout
+    # A plain status line every second of play (no colour in a pipe), then the summary.
+    assert "\x1b[" not in done.stdout
+    lines = status_lines(done.stdout)
+    assert duration - 3 <= len(lines) <= duration + 5, "\n".join(lines)
+    assert all("scl-poker $" in line and "scl-blackjack $" in line for line in lines[3:])
+    assert all(f"{name} ok" in line for line in lines for name in SERVICES)
+    assert any("| last win A-" in line or "| last win B-" in line for line in lines)
+    assert lines[-1].endswith("| restarts 0")
+    assert result["restarts"] == dict.fromkeys(SERVICES, 0)
+    summary = done.stdout[done.stdout.index("summary of demo run") :].splitlines()
+    assert summary[1:] == [
+        f"  rounds      {result['rounds']}",
+        f"  collected   ${result['collected']:,} of ${result['bets_accepted']:,} in bets accepted "
+        "(lost 0, duplicated 0)",
+        summary[3],
+        f"  payouts     {result['payouts_paid']} paid, {result['payouts_pending']} pending",
+        "  restarts    0",
+        summary[6],
+    ]
+    assert summary[3].startswith(f"  awards      {sum(result['awards'].values())} (")
+    assert summary[6].startswith("  audit       OK (2 pot groups recomputed from the ledger")
+
+
+def test_demo_restarts_a_killed_pot_and_counts_it(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """kill -9 of the pot process of a running headless demo: the demo says so, starts it again
+    with the same settings, the report counts one restart and the audit still passes."""
+    report = tmp_path / "report.json"
+    demo = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jackpot.cli",
+            "demo",
+            "--duration",
+            "20",
+            "--tables",
+            "6",
+            "--rig-rate",
+            "0.1",
+            "--report",
+            str(report),
+        ],
+        env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    seen: list[str] = []
+    assert demo.stdout is not None
+    stdout = demo.stdout
+    threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True).start()
+    # One budget for the whole run, under the test's own timeout (with the margin that
+    # tests/unit/test_e2e_timeouts.py asks for): a hung demo fails here, with its output.
+    budget = time.monotonic() + 220
+
+    def read_until(pattern: str, within_seconds: float) -> str:
+        deadline = min(time.monotonic() + within_seconds, budget)
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=1).rstrip("\n")
+            except queue.Empty:
+                continue
+            seen.append(line)
+            if re.search(pattern, line):
+                return line
+        raise AssertionError(f"no {pattern!r} in:\n" + "\n".join(seen))
+
+    pids: dict[str, int] = {}
+    run_dir: Path | None = None
+    try:
+        logs = read_until(r"^  logs +/", 180)
+        run_dir = Path(logs.split()[-1])
+        for _ in range(4):  # a few seconds of play
+            read_until(STATUS_LINE.pattern, 10)
+        pids = json.loads((run_dir / "pids.json").read_text())
+        assert set(pids) == SERVICES
+        commands = subprocess.run(
+            [sys.executable, "-m", "jackpot.cli", "demo", "--print-commands", run_dir.name],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.splitlines()
+        started = [c for c in commands if not c.startswith("#")]
+        assert len(started) == len(SERVICES)
+        assert f"(set -a; . {run_dir}/pot.env; set +a; exec " in started[0]
+        assert started[0].endswith(" pot)")
+
+        os.kill(pids["pot"], signal.SIGKILL)
+        read_until(rf"pot \(pid {pids['pot']}\) killed by signal 9 \(SIGKILL\) after ", 10)
+        restarted = read_until(r"pot started again \(restart 1, pid \d+\)", 15)
+        new_pid = int(restarted.rsplit(" ", 1)[1].rstrip(")"))
+        assert json.loads((run_dir / "pids.json").read_text())["pot"] == new_pid != pids["pot"]
+        read_until(r"pot serving again, [\d.]+ s after it exited", 30)
+        read_until(r"\| restarts 1 \(pot 1\)$", 5)
+        read_until(r"^  audit  ", 200)  # the summary's last line
+        demo.wait(timeout=30)
+    finally:
+        if demo.poll() is None:
+            demo.send_signal(signal.SIGINT)  # the demo's own cleanup stops its services
+            try:
+                demo.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                demo.kill()  # and its services, which run in sessions of their own
+                if run_dir is not None and (run_dir / "pids.json").exists():
+                    for pid in json.loads((run_dir / "pids.json").read_text()).values():
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+                demo.wait()
+    time.sleep(0.5)  # the reader thread drains what is left
+    while not lines.empty():
+        seen.append(lines.get().rstrip("\n"))
+    output = "\n".join(seen)
+    assert demo.returncode == 0, output[-5000:]
+    result = json.loads(report.read_text())
+    assert result["restarts"] == {**dict.fromkeys(SERVICES, 0), "pot": 1}
+    [exit_] = result["service_exits"]
+    assert (exit_["service"], exit_["pid"], exit_["returncode"]) == ("pot", pids["pot"], -9)
+    assert result["audit_ok"] is True
+    assert result["audit_chain"]["ok"] is True
+    assert (result["lost"], result["duplicated"]) == (0, 0)
+    assert result["collected"] == result["bets_accepted"] > 0
+    assert "  restarts    1 (pot 1)" in seen
+    assert any(line.startswith("  audit       OK (") for line in seen)
 
 
 def test_short_fault_suite_loses_and_duplicates_nothing(

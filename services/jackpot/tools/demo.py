@@ -6,11 +6,14 @@ It starts (or reuses) Kafka, then the pot, payout and display services and two t
 simulator (about 20 tables of mixed games) against them. Every run uses its own topic names
 (`demo-<run>.…`), so its ledger holds only its own rounds.
 
-Interactive (`make demo`): prints the URLs of the signs, the gRPC endpoints and the metrics, and
-stops everything on Ctrl-C. Headless (`--duration S --report FILE`): plays for S seconds, lets the
-pipeline drain, audits the ledger and writes a JSON report; the exit status is 0 only when the
-audit passed and the pesos the devices were told were accepted equal the pesos the ledger
-collected (nothing lost, nothing duplicated).
+Interactive (`make demo`): prints the URLs of the signs, the gRPC endpoints and the metrics, then a
+status line every second (``demo_status``); starts a service again when its process exits
+(``demo_supervisor``); stops everything on Ctrl-C with a summary. Headless (`--duration S
+--report FILE`): plays for S seconds, lets the pipeline drain, audits the ledger and writes a JSON
+report; the exit status is 0 only when the audit passed and the pesos the devices were told were
+accepted equal the pesos the ledger collected (nothing lost, nothing duplicated).
+`--print-commands` prints, per service of the last run, the shell command line that starts it
+again by hand.
 """
 
 from __future__ import annotations
@@ -40,6 +43,28 @@ from jackpot.gateway.client import DeviceClient
 from jackpot.platform.codec import game_to_proto
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.tls import TlsSettings, secure_channel
+from jackpot.tools.demo_status import (
+    GREEN,
+    RED,
+    RESTARTING,
+    YELLOW,
+    Console,
+    HealthProbe,
+    Rate,
+    SignWatch,
+    Status,
+    colour_enabled,
+    format_status,
+    format_summary,
+    probe_health,
+)
+from jackpot.tools.demo_supervisor import (
+    Supervisor,
+    describe_exit,
+    mark_stopped,
+    write_pids,
+    write_service_files,
+)
 from jackpot.tools.pki import LOCAL_HOSTS, issue, issue_dev
 from jackpot.topics import ALL_TOPICS, TopicSpec
 from jackpot.v1 import (
@@ -180,17 +205,20 @@ class Demo:
             self.started_kafka = True
         self.bootstrap = "127.0.0.1:9092"
 
+    def service_env(self, env: dict[str, str]) -> dict[str, str]:
+        """What a service gets on top of the demo's own environment."""
+        return {
+            "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap,
+            "JACKPOT_AUDIT_TOPIC": self.topic("audit"),
+            **env,
+        }
+
     def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
         self._commands[name] = (args, env)
         log = open(self.state / f"{name}.log", "ab")  # noqa: SIM115 (the child owns it)
         self.processes[name] = subprocess.Popen(
             [sys.executable, "-m", "jackpot.cli", *args],
-            env={
-                **os.environ,
-                "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap,
-                "JACKPOT_AUDIT_TOPIC": self.topic("audit"),
-                **env,
-            },
+            env={**os.environ, **self.service_env(env)},
             stdout=log,
             stderr=log,
             start_new_session=True,
@@ -329,14 +357,25 @@ class Demo:
         args, env = self._commands[name]
         self._spawn(name, args, env)
 
+    def write_service_files(self) -> None:
+        """Each service's env file and the run's manifest and pids (``--print-commands``)."""
+        write_service_files(
+            self.state,
+            self.run_id,
+            {n: (args, self.service_env(env)) for n, (args, env) in self._commands.items()},
+            self.bootstrap,
+        )
+        write_pids(self.state, self.processes)
+
     async def wait_serving(self, name: str, within_seconds: float = 60) -> float:
         """Seconds until ``name`` answers its gRPC health check with SERVING."""
         started = time.monotonic()
         async with secure_channel(self.target(name), self.tls("operator")) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             while time.monotonic() - started < within_seconds:
-                if self.processes[name].poll() is not None:
-                    raise RuntimeError(f"{name} exited; see {self.state}/{name}.log")
+                code = self.processes[name].poll()
+                if code is not None:
+                    raise RuntimeError(f"{name} {describe_exit(code)}; see {self.state}/{name}.log")
                 with contextlib.suppress(grpc.aio.AioRpcError):
                     answer = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
                     if answer.status == health_pb2.HealthCheckResponse.SERVING:
@@ -487,6 +526,50 @@ async def report(demo: Demo, stats: Any) -> dict[str, Any]:
     }
 
 
+# How the console shows the supervisor's messages.
+STYLES = {"exit": RED, "restart": YELLOW, "ok": GREEN}
+
+
+async def show_status(
+    demo: Demo,
+    stats: Any,
+    supervisor: Supervisor,
+    console: Console,
+    signs: SignWatch,
+    interval: float = 1.0,
+) -> None:
+    """A status line every ``interval`` seconds until cancelled."""
+    probes = {name: HealthProbe(demo.target(name), demo.tls("operator")) for name in PORTS}
+    rate = Rate()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    ticks = 0
+    try:
+        while True:
+            health = await probe_health(probes)
+            restarting = supervisor.restarting()
+            for name, state in health.items():
+                if name in restarting:
+                    health[name] = RESTARTING
+                elif state == "ok":
+                    supervisor.serving(name)
+            status = Status(
+                elapsed=console.elapsed(),
+                rounds=stats.rounds,
+                bets_per_second=rate.add(time.monotonic(), stats.bets_accepted),
+                pots=signs.pots(),
+                winner=signs.winner,
+                health=health,
+                restarts=dict(supervisor.restarts),
+            )
+            console.line(format_status(status, console.colour))
+            ticks += 1
+            await asyncio.sleep(max(0.0, started + ticks * interval - loop.time()))
+    finally:
+        for probe in probes.values():
+            await probe.close()
+
+
 async def run_demo(
     duration: float | None,
     report_path: str | None,
@@ -501,34 +584,84 @@ async def run_demo(
     demo.start_kafka()
     await demo.create_topics()
     demo.start_services()
-    floor = None
+    demo.write_service_files()
+    console = Console(sys.stdout, colour_enabled(sys.stdout))
+    supervisor: Supervisor | None = None
+    background: list[asyncio.Task[None]] = []
     try:
         await demo.wait_healthy()
+        console.started = time.monotonic()
+
+        def restart(name: str) -> None:
+            demo.restart(name)
+            write_pids(demo.state, demo.processes)
+
+        supervisor = Supervisor(
+            demo.processes, restart, lambda message, kind: console.say(message, STYLES[kind])
+        )
+        background.append(asyncio.create_task(supervisor.run()))
         await demo.create_groups()
         await wait_progressive_open(demo)
-        print("jackpot demo is running:")
+        console.line("jackpot demo is running:")
         for line in demo.urls():
-            print("  " + line)
+            console.line("  " + line)
+        console.line("  by hand             jackpot demo --print-commands (a command per service)")
         floor = Floor(sim_config(demo, rig_rate, rounds_per_minute))
+        signs = SignWatch(demo.target("display"), demo.tls("sign"), (POKER_GROUP, BLACKJACK_GROUP))
+        background.append(asyncio.create_task(signs.run()))
         if duration is None:
-            print("Ctrl-C stops everything.")
+            console.line("Ctrl-C stops everything.")
+
+            def interrupt() -> None:
+                console.say("stopping: each table finishes its round")
+                floor.stop()
+
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, floor.stop)
-        stats = await floor.run(duration)
+                loop.add_signal_handler(signum, interrupt)
+        ticker = asyncio.create_task(show_status(demo, floor.stats, supervisor, console, signs))
+        try:
+            stats = await floor.run(duration)
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+        console.say("the floor stopped; the pipeline drains, then the ledger is audited")
         result = await report(demo, stats)
+        result["restarts"] = dict(supervisor.restarts)
+        result["service_exits"] = [
+            {
+                "service": e.service,
+                "pid": e.pid,
+                "how": e.describe(),
+                "returncode": e.returncode,
+                "after_seconds": round(e.after_seconds, 2),
+            }
+            for e in supervisor.exits
+        ]
         text = json.dumps(result, indent=2)
         if report_path:
             await asyncio.to_thread(Path(report_path).write_text, text + "\n")
-        print(
-            f"rounds {result['rounds']}, bets accepted {result['bets_accepted']}, collected "
-            f"{result['collected']}, audit {'OK' if result['audit_ok'] else 'FAILED'}, lost "
-            f"{result['lost']}, duplicated {result['duplicated']}"
-        )
+        for line in format_summary(result, console.colour):
+            console.line(line)
         ok = result["audit_ok"] and result["lost"] == 0 and result["duplicated"] == 0
         return 0 if ok else 1
     finally:
+        if supervisor is not None:
+            supervisor.stop()
+        for task in background:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
         demo.stop_services()
+        mark_stopped(demo.state)
+
+
+def print_commands(run: str | None = None) -> int:
+    """``jackpot demo --print-commands [RUN]``: a shell command line per service of the run."""
+    from jackpot.tools.demo_supervisor import print_commands as print_run_commands
+
+    return print_run_commands(REPO / ".run" / "demo", run)
 
 
 def main(
