@@ -8,9 +8,12 @@
    (``loadtest.bench_pot``).
 4. The full pipeline (devices -> gateways -> pot -> display -> signs) stepped up until p99
    lock-to-sign passes 250 ms (``loadtest.run``), as a ratio to (2).
+5. Bounds, printed beside their figure: a gateway's resident memory over 18,000 hostile device
+   inputs after a warm-up of 2,000, in a process of its own (``loadtest.bench_memory``), under
+   8 MB. The bench exits 1 when a bound is exceeded.
 
 Timings are never asserted: figures vary with the machine; compare ratios measured in one run.
-``--quick`` skips (4).
+Bounds are not timings: they hold on any machine. ``--quick`` skips (4).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from jackpot.domain.config import load_config
 from jackpot.domain.engine import PotGroup
 from jackpot.platform.kafka import committed_consumer, ensure_topics, idempotent_producer
 from jackpot.topics import TopicSpec
+from loadtest import bench_memory
 from loadtest.bench_pot import bench_pot
 
 DECK = [r + s for r in RANKS for s in SUITS]
@@ -185,6 +189,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     bootstrap = args.bootstrap_servers
+    memory = bench_memory.measure_in_own_process()
     single = bench_contributions(seats=1)
     full = bench_contributions(seats=7)
     resolution = bench_resolution()
@@ -218,10 +223,25 @@ def main() -> None:
         versus = f"{against:,.0f}" if against else ""
         print(f"{name:56} {value:14,.1f} {versus:>12} {ratio:>7}")
     print(f"(hands evaluated/s {resolution['hands_per_s']:,.0f}; prizes hit {resolution['hits']})")
+    growth = memory["resident_growth_mb"]
+    failed = bench_memory.problems(memory)
+    print(f"{'bound (exceeded: the bench fails)':56} {'figure':>14} {'bound':>12} {'':>7}")
+    bounded = "5 gateway resident memory growth MB (18,000 hostile inputs)"
+    figure = "n/a" if growth is None else f"{growth:,.1f}"
+    bound = f"< {memory['bound_mb']:g}"
+    print(f"{bounded:56} {figure:>14} {bound:>12} {'FAILED' if failed else 'ok':>7}")
+    for problem in failed:
+        print(f"  bound failed: {problem}")
     if args.json:
-        figures = {name: value for name, value, _ in rows}
+        figures: dict[str, Any] = {name: value for name, value, _ in rows}
+        figures[bounded] = growth
+        figures["bounds"] = {
+            bounded: {"figure": growth, "bound": memory["bound_mb"], "ok": not failed}
+        }
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(figures, out, indent=2)
+    if failed:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -137,7 +137,8 @@ def test_demo_restarts_a_killed_pot_and_counts_it(kafka_bootstrap: str, tmp_path
     seen: list[str] = []
     assert demo.stdout is not None
     stdout = demo.stdout
-    threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True).start()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True)
+    reader.start()
     # One budget for the whole run, under the test's own timeout (with the margin that
     # tests/unit/test_e2e_timeouts.py asks for): a hung demo fails here, with its output.
     budget = time.monotonic() + 220
@@ -196,7 +197,8 @@ def test_demo_restarts_a_killed_pot_and_counts_it(kafka_bootstrap: str, tmp_path
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(pid, signal.SIGKILL)
                 demo.wait()
-    time.sleep(0.5)  # the reader thread drains what is left
+    reader.join(timeout=10)  # it ends when the demo's output closes: everything is queued
+    assert not reader.is_alive(), "the demo's output never closed"
     while not lines.empty():
         seen.append(lines.get().rstrip("\n"))
     output = "\n".join(seen)
@@ -213,6 +215,7 @@ def test_demo_restarts_a_killed_pot_and_counts_it(kafka_bootstrap: str, tmp_path
     assert any(line.startswith("  audit       OK (") for line in seen)
 
 
+@pytest.mark.timeout(480)
 def test_short_fault_suite_loses_and_duplicates_nothing(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:

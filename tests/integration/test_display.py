@@ -14,6 +14,7 @@ import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -131,6 +132,8 @@ async def display(kafka_bootstrap: str, unique: str) -> AsyncIterator[DisplayUnd
                 if any(s["live"] for s in await under_test.signs()):
                     break
             await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the display never showed the pot live")
         yield under_test
     finally:
         beat.cancel()
@@ -171,7 +174,9 @@ def artifacts() -> Path:
     return folder
 
 
-async def test_sign_page_in_a_real_browser(display: DisplayUnderTest, artifacts: Path) -> None:
+@contextlib.asynccontextmanager
+async def chromium() -> AsyncIterator[Any]:
+    """Debian's Chromium, headless, driven by Playwright (no browser download)."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
@@ -188,41 +193,149 @@ async def test_sign_page_in_a_real_browser(display: DisplayUnderTest, artifacts:
             ],
         )
         try:
-            page = await browser.new_page(viewport={"width": 1200, "height": 700})
-            await page.goto(f"{display.base_url}/sign/{GROUP}")
-            amount = page.get_by_test_id("amount")
-            await page.wait_for_function(
-                "document.getElementById('amount').dataset.amount === '1000000'"
-            )
-            await page.wait_for_function(
-                "document.getElementById('amount').dataset.shown === '1000000'"
-            )
-            assert await page.evaluate("document.body.classList.contains('is-closed')") is False
-            assert "5.000" in await page.locator("#max").inner_text()
-
-            await display.pot(1_002_550, increment=2550)  # a round was locked: the pot rises
-            await page.wait_for_function(
-                "document.getElementById('amount').dataset.shown === '1002550'"
-            )
-            assert "2.550" in await page.get_by_test_id("increment").inner_text()
-            await asyncio.sleep(1.2)  # let the drums finish rolling for the picture
-            await page.screenshot(path=str(artifacts / "sign-live.png"))
-
-            await display.award(1_002_550)
-            winner = page.get_by_test_id("winner")
-            await winner.wait_for(state="visible", timeout=5000)
-            assert "ESCALERA REAL" in await winner.inner_text()
-            assert "CAR-1" in await winner.inner_text()
-            await page.screenshot(path=str(artifacts / "sign-winner.png"))
-
-            display.beating = False
-            closed = page.get_by_test_id("closed")
-            await closed.wait_for(state="visible", timeout=8000)  # updates stopped (D5)
-            assert "CERRADO" in await closed.inner_text()
-            await page.screenshot(path=str(artifacts / "sign-closed.png"))
-
-            display.beating = True  # and it recovers by itself
-            await closed.wait_for(state="hidden", timeout=5000)
-            assert await amount.get_attribute("data-amount") == "1002550"
+            yield browser
         finally:
             await browser.close()
+
+
+# The drums' CSS transitions (not the page's own animations: the lights and the winner's flash).
+DRUMS_AT_REST = "document.getAnimations().every(a => !(a instanceof CSSTransition))"
+
+
+async def test_sign_page_in_a_real_browser(display: DisplayUnderTest, artifacts: Path) -> None:
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1200, "height": 700})
+        await page.goto(f"{display.base_url}/sign/{GROUP}")
+        amount = page.get_by_test_id("amount")
+        await page.wait_for_function(
+            "document.getElementById('amount').dataset.amount === '1000000'"
+        )
+        await page.wait_for_function(
+            "document.getElementById('amount').dataset.shown === '1000000'"
+        )
+        assert await page.evaluate("document.body.classList.contains('is-closed')") is False
+        assert "5.000" in await page.locator("#max").inner_text()
+
+        await display.pot(1_002_550, increment=2550)  # a round was locked: the pot rises
+        await page.wait_for_function(
+            "document.getElementById('amount').dataset.shown === '1002550'"
+        )
+        assert "2.550" in await page.get_by_test_id("increment").inner_text()
+        await page.wait_for_function(DRUMS_AT_REST)  # the drums stopped, for the picture
+        await page.screenshot(path=str(artifacts / "sign-live.png"))
+
+        await display.award(1_002_550)
+        winner = page.get_by_test_id("winner")
+        await winner.wait_for(state="visible", timeout=5000)
+        assert "ESCALERA REAL" in await winner.inner_text()
+        assert "CAR-1" in await winner.inner_text()
+        await page.screenshot(path=str(artifacts / "sign-winner.png"))
+
+        display.beating = False
+        closed = page.get_by_test_id("closed")
+        await closed.wait_for(state="visible", timeout=8000)  # updates stopped (D5)
+        assert "CERRADO" in await closed.inner_text()
+        await page.screenshot(path=str(artifacts / "sign-closed.png"))
+
+        display.beating = True  # and it recovers by itself
+        await closed.wait_for(state="hidden", timeout=5000)
+        assert await amount.get_attribute("data-amount") == "1002550"
+
+
+# Before the page's own script: every sign state the page receives, timed, heard before the page
+# handles it (the listener is added first).
+RECORD_RECEIVED = """
+window.__received = [];
+const PageEventSource = window.EventSource;
+window.EventSource = class extends PageEventSource {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener("message", e => {
+      window.__received.push({t: performance.now(), amount: JSON.parse(e.data).amount});
+    });
+  }
+};
+"""
+# Every animation frame: the figure the odometer renders (data-shown), the number its drums are
+# set to spell, and whether every drum stands still on a digit (no transition under way).
+SAMPLE_EVERY_FRAME = """() => {
+  window.__samples = [];
+  window.__sampling = true;
+  const frame = () => {
+    let digits = "", resting = true;
+    for (const cell of document.getElementById("digits").children) {
+      if (!cell.classList.contains("drum")) continue;
+      const strip = cell.firstChild;
+      digits += Math.round(-Number(/-?[\\d.]+/.exec(strip.style.transform)[0]) / 1.15);
+      const at = -new DOMMatrixReadOnly(getComputedStyle(strip).transform).m42
+        / cell.getBoundingClientRect().height;
+      if (Math.abs(at - Math.round(at)) > 0.01) resting = false;
+    }
+    window.__samples.push({t: performance.now(), resting, digits: Number(digits),
+                           shown: Number(document.getElementById("amount").dataset.shown)});
+    if (window.__sampling) requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+}"""
+RESET_TO = 500_000
+RISE = 30_000  # rolls for 900 ms: long enough to catch it between figures on a loaded machine
+
+
+async def test_M3_sign_page_never_shows_more_than_the_pot_during_and_after_a_win(
+    display: DisplayUnderTest,
+) -> None:
+    """M3 on the web sign: a win drops the pot from 1,002,550 to its base 500,000; the page must
+    jump down at once (the odometer used to count down through higher amounts for 1.5 s) and
+    roll only upward (to 530,000 after more locks). Sampled every animation frame: the figure
+    shown and the digits set are never above the latest amount the page received, and from the
+    drop until the rise every drum stands on its digit (none rolls down through higher ones)."""
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1200, "height": 700})
+        await page.add_init_script(RECORD_RECEIVED)
+        await display.pot(1_002_550, increment=2550)
+        await page.goto(f"{display.base_url}/sign/{GROUP}")
+        await page.wait_for_function(
+            "document.getElementById('amount').dataset.shown === '1002550'"
+        )
+        await page.wait_for_function(DRUMS_AT_REST)
+        await page.evaluate(SAMPLE_EVERY_FRAME)
+
+        await display.award(1_002_550)  # the royal flush took the main pot...
+        await display.pot(RESET_TO)  # ...which was reseeded to its base (S8)
+        await page.get_by_test_id("winner").wait_for(state="visible", timeout=5000)
+        # Sample for longer than the old 1.5 s countdown after the page heard the drop.
+        await page.wait_for_function(
+            f"""() => {{
+              const drop = window.__received.find(r => r.amount === {RESET_TO});
+              return drop !== undefined && performance.now() - drop.t > 2000;
+            }}"""
+        )
+        await display.pot(RESET_TO + RISE)  # more locks: up again, rolling
+        await page.wait_for_function(
+            f"document.getElementById('amount').dataset.shown === '{RESET_TO + RISE}'"
+        )
+        await page.wait_for_function(DRUMS_AT_REST)
+        await page.evaluate("window.__sampling = false")
+        received = await page.evaluate("window.__received")
+        samples = await page.evaluate("window.__samples")
+
+    def latest(t: float) -> int | None:
+        heard = [r["amount"] for r in received if r["t"] <= t]
+        return heard[-1] if heard else None
+
+    dropped = next(r["t"] for r in received if r["amount"] == RESET_TO)
+    rose = next(r["t"] for r in received if r["amount"] == RESET_TO + RISE)
+    assert {r["amount"] for r in received if dropped <= r["t"] < rose} == {RESET_TO}
+    for sample in samples:
+        pot = latest(sample["t"])
+        assert pot is not None
+        assert sample["shown"] <= pot, (sample, pot)
+        assert sample["digits"] <= pot, (sample, pot)
+    after_drop = [s for s in samples if dropped <= s["t"] < rose]
+    assert len(after_drop) >= 20, f"only {len(after_drop)} frames sampled after the drop"
+    assert after_drop[0]["shown"] == after_drop[0]["digits"] == RESET_TO  # at once
+    rolling = [s for s in after_drop if not s["resting"]]
+    assert not rolling, f"drums rolling after the drop: {rolling[:3]}"
+    after_rise = [s for s in samples if s["t"] >= rose]
+    assert any(RESET_TO < s["shown"] < RESET_TO + RISE for s in after_rise)  # it rolled up
+    assert after_rise[-1]["shown"] == after_rise[-1]["digits"] == RESET_TO + RISE

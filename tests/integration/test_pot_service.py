@@ -611,20 +611,27 @@ async def test_config_change_takes_effect_only_at_the_next_reset_through_the_api
         listed = await stub.ListPotGroups(pot_pb2.ListPotGroupsRequest())
         assert [g.pot_group_id for g in listed.pot_groups] == ["scl"]
 
-        # Idle now: a heartbeat at least once per second (D5).
-        await asyncio.sleep(2.5)
+        # Idle now: a heartbeat at least once per second (D5). Watch until the heartbeats since
+        # now span 2 s (or fail at the deadline if they stop), then check every gap.
+        idle_from = len(watched)
+
+        def seconds(updates: list[pot_pb2.PotUpdate]) -> list[float]:
+            return [u.produced_at.ToNanoseconds() / 1e9 for u in updates]
+
+        async def two_seconds_of_beats() -> bool:
+            beats = seconds([u for u in watched[idle_from:] if u.heartbeat])
+            return len(beats) >= 3 and beats[-1] - beats[0] >= 2.0
+
+        await until(two_seconds_of_beats, "fewer than 2 s of heartbeats while idle")
+        times = seconds(watched[idle_from:])
     finally:
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
             await watcher
         await channel.close()
         await server.stop()
-    beats = [u for u in watched if u.heartbeat]
-    assert len(beats) >= 2
-    times = [u.produced_at.ToNanoseconds() / 1e9 for u in watched]
-    last_seconds = [t for t in times if t >= times[-1] - 2.0]
-    gaps = [b - a for a, b in itertools.pairwise(last_seconds)]
-    assert gaps
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert len(gaps) >= 2
     assert max(gaps) < 1.0, gaps
     sequences = [u.update_sequence for u in watched]
     assert sequences == sorted(set(sequences))

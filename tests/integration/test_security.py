@@ -89,6 +89,22 @@ def code_of(error: pytest.ExceptionInfo[grpc.aio.AioRpcError]) -> grpc.StatusCod
     return error.value.code()
 
 
+async def wait_serving(address: str, within: float = 20.0) -> None:
+    """Poll a plaintext health port until it answers SERVING (the service is ready), or fail."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    async with grpc.aio.insecure_channel(address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        while True:
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                answer = await health.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+                if answer.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            if loop.time() > deadline:
+                raise AssertionError(f"{address} did not report SERVING within {within} s")
+            await asyncio.sleep(0.1)
+
+
 async def test_pot_admin_api_needs_an_operator_certificate_and_audits_every_attempt(
     kafka_bootstrap: str, unique: str, pki: Path
 ) -> None:
@@ -265,9 +281,9 @@ async def test_only_supervisors_approve_and_a_terminal_serves_only_its_table(
         )
         async with secure_channel(target, tls(pki, "operator")) as channel:
             stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
-            for _ in range(100):  # until the award is consumed
-                if (await stub.ListPayouts(payout_pb2.ListPayoutsRequest())).payouts:
-                    break
+            deadline = asyncio.get_running_loop().time() + 10
+            while not (await stub.ListPayouts(payout_pb2.ListPayoutsRequest())).payouts:
+                assert asyncio.get_running_loop().time() < deadline, "the awards were not consumed"
                 await asyncio.sleep(0.1)
             with pytest.raises(grpc.aio.AioRpcError) as operator_approves:
                 await stub.ApprovePayout(approve)
@@ -381,7 +397,11 @@ async def test_signs_need_a_sign_certificate(kafka_bootstrap: str, unique: str, 
         metrics_port=0,
         pot_updates_topic=f"test.pot-updates.{unique}",
         awards_topic=f"test.awards.{unique}",
-        access=AccessSettings(tls=tls(pki, "display"), audit_topic=f"test.audit.{unique}"),
+        access=AccessSettings(
+            tls=tls(pki, "display"),
+            audit_topic=f"test.audit.{unique}",
+            health_address=f"127.0.0.1:{free_port()}",
+        ),
     )
     await ensure_topics(
         kafka_bootstrap,
@@ -391,7 +411,7 @@ async def test_signs_need_a_sign_certificate(kafka_bootstrap: str, unique: str, 
     task = asyncio.create_task(run_display(settings, stop))
     target = f"localhost:{settings.grpc_address.rsplit(':', 1)[1]}"
     try:
-        await asyncio.sleep(1.0)
+        await wait_serving(settings.access.health_address)  # ready: audit log and gRPC up
         async with secure_channel(target, tls(pki, "device-CAR-1")) as channel:
             stub = display_pb2_grpc.SignServiceStub(channel)  # type: ignore[no-untyped-call]
             stream = stub.WatchSigns(display_pb2.WatchSignsRequest())

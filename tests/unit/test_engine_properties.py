@@ -1,7 +1,8 @@
 """Property tests of the PotGroup engine over random configurations and random play.
 
 A random pot group (commission 0-30 %, 1-3 pots with whole or decimal shares summing to 100 %,
-optional ceilings with overflow chains, optional base, optional mystery pot, optional opening
+optional ceilings with overflow chains, optional base, optional mystery pot, which may have no
+share of its own, may take overflow from a reserve and may overflow itself, optional opening
 balances with fractions of a peso) plays a random sequence of commands on up to three linked
 tables: lock (sometimes with an invalid bet), forfeit, resolve (random one-deck hands dealt from
 a shuffled deck, with occasional forced royal/straight flush/four of a kind/full house/flush
@@ -10,7 +11,8 @@ hands, and sometimes a duplicate card) and configuration proposals. After every 
 * M2 holds: ``check_conservation()`` and the identity recomputed here from the group's fields;
 * no pot is negative; the sign shows ``main // 10**12`` and never more than main (M3);
 * the engine agrees exactly with an independent reference model written from the rules page
-  (balances as exact Fractions of a peso; awards, their order and amounts; S1-S8, C1-C7, X2);
+  (balances as exact Fractions of a peso; awards, their order and amounts; S1-S8, C1-C7, X2,
+  the mystery pot's crossing counted bet by bet with overflow, C5);
 * percentage prizes split equally with the whole remainder to the lowest seat (S3, S4);
 * a refused command changes nothing (snapshot bytes equal);
 * a snapshot restores to identical bytes, and a group restored from an earlier snapshot behaves
@@ -111,32 +113,34 @@ class Model:
                 return
         self.balances[pot] += amount
 
+    def contribute(self, bet: int) -> None:
+        cfg = self.config
+        net = bet * (1 - cfg.commission)  # C2
+        for pot, share in cfg.shares.items():  # C3, in config order; C5 down the chain
+            self.credit(pot, net * share)
+
     def lock(self, table: str, bets: dict[int, int]) -> list[tuple[int, int]]:
         cfg = self.config
         self.locked[table] = (dict(bets), set())
         total = sum(bets.values())
         if not total:
             return []
-        mystery_before = self.balances[cfg.mystery[0]] if cfg.mystery else Fraction(0)
         self.collected += total
         self.commission += total * cfg.commission  # C2
-        net = total * (1 - cfg.commission)
-        for pot, share in cfg.shares.items():  # C3
-            if share:
-                self.credit(pot, net * share)
         if cfg.mystery is None:
+            self.contribute(total)
             return []
-        pot, low, high = cfg.mystery  # X2
+        # X2: bets are added one at a time from seat 1; the first whose contribution takes the
+        # mystery pot to the trigger or past it, overflow into it included (C5), wins it.
+        pot, low, high = cfg.mystery
         assert self.trigger is not None
-        if self.balances[pot] < self.trigger:
-            return []
-        running = mystery_before
-        winner = max(bets)
+        winner = None
         for seat in sorted(bets):
-            running += bets[seat] * (1 - cfg.commission) * cfg.shares[pot]
-            if running >= self.trigger:
+            self.contribute(bets[seat])
+            if winner is None and self.balances[pot] >= self.trigger:
                 winner = seat
-                break
+        if winner is None:
+            return []
         paid = self.trigger
         self.balances[pot] -= paid
         self.awarded += paid
@@ -203,17 +207,16 @@ class Model:
 # ------------------------------------------------------------------------ strategies
 
 
-def _shares(draw: Callable[..., Any], n: int, last_positive: bool) -> list[int]:
+def _shares(draw: Callable[..., Any], n: int) -> list[int]:
     whole = draw(st.booleans())
     unit = 10_000 if whole else 1
     cuts = draw(st.lists(st.integers(0, PPM // unit), min_size=n - 1, max_size=n - 1))
     points = sorted([0, PPM, *(c * unit for c in cuts)])
-    shares = [b - a for a, b in pairwise(points)]
-    if last_positive and shares[-1] == 0:
-        largest = shares.index(max(shares))
-        shares[largest] -= unit
-        shares[-1] += unit
-    return shares
+    return [b - a for a, b in pairwise(points)]
+
+
+# (a share of its own, overflow from a reserve) for a mystery pot
+MYSTERY_FEEDS = [(True, False), (False, True), (True, True), (False, False)]
 
 
 @st.composite
@@ -227,19 +230,31 @@ def configs(
     if names is None:
         names = ["main", *(f"r{i}" for i in range(1, draw(st.integers(1, 3))))]
     if mystery is None and len(names) > 1 and version == 1 and draw(st.booleans()):
+        if len(names) == 2 and draw(st.booleans()):
+            names = [*names, "r2"]  # room for a reserve that overflows into the mystery pot
         mystery = {"pot": names[-1], "min": draw(st.integers(1, 50)), "max": 0}
         mystery["max"] = mystery["min"] + draw(st.integers(0, 200))
     mystery_pot = None if mystery is None else mystery["pot"]
-    # The mystery pot always has a share of its own and never takes overflow: a mystery pot fed
-    # otherwise crashes lock_round (see test_engine_rules.py, X2 bug tests), which would stop this
-    # test at that one known bug instead of exploring everything else.
-    shares = _shares(draw, len(names), last_positive=mystery_pot is not None)
+    shares = _shares(draw, len(names))
+    # X2, C5: how the mystery pot (the last pot) is fed: by a share of its own, by a reserve's
+    # overflow, by both, or by neither (then only an opening balance can take it to a trigger).
+    feeder = None
+    if mystery_pot is not None:
+        own_share, overflowed = draw(st.sampled_from(MYSTERY_FEEDS))
+        if not own_share:
+            shares[0] += shares[-1]
+            shares[-1] = 0
+        if overflowed and len(names) > 2:
+            feeder = names[-2]
     pots: list[dict[str, Any]] = []
     for i, (name, share) in enumerate(zip(names, shares, strict=True)):
         pot: dict[str, Any] = {"name": name, "percent": format_percent(share)}
-        targets = ["main", *(n for n in names[i + 1 :] if n != mystery_pot)]
-        if i and name != mystery_pot and draw(st.booleans()):
-            # C5: a reserve may overflow to main or to a later reserve (so no loops).
+        targets = ["main", *names[i + 1 :]]  # the mystery pot too (overflow feeds it, C5)
+        if name == feeder:
+            pot["ceiling"] = draw(st.integers(0, 2_000))
+            pot["overflow_to"] = mystery_pot
+        elif i and draw(st.booleans()):
+            # C5: a reserve (or the mystery pot) may overflow to main or to a later pot (no loops).
             pot["ceiling"] = draw(st.integers(0, 20_000))
             pot["overflow_to"] = draw(st.sampled_from(targets))
         pots.append(pot)

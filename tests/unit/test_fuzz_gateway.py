@@ -14,8 +14,9 @@ For every device event: ``handle_event`` never raises and answers exactly one Ev
 a refusal names a specific reason and a detail, leaves every table's state (in memory and in the
 spool) unchanged, and spools exactly one dead letter carrying the original bytes (at most 64 KiB);
 an accepted event never makes a seat's credits negative and spools only table events of its table.
-Memory stays bounded over 20,000 hostile inputs (resident memory and tracemalloc), and under a
-flood of pot updates for groups the gateway does not serve.
+Memory stays bounded over 20,000 hostile inputs (tracemalloc; the resident-memory bound of the
+same traffic is a figure of `make bench`, loadtest/bench_memory.py, in a process of its own), and
+under a flood of pot updates for groups the gateway does not serve.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import contextlib
 import gc
 import itertools
 import json
-import os
 import random
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -692,14 +692,6 @@ def _traced_growth(run: Callable[[], None]) -> int:
         tracemalloc.stop()
 
 
-def _resident_bytes() -> int | None:
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-    except (OSError, IndexError, ValueError):
-        return None  # not Linux: only the tracemalloc bound is checked
-    return pages * os.sysconf("SC_PAGE_SIZE")
-
-
 WARM_UP, UNTRACED, TRACED = 2_000, 16_500, 1_500
 MB = 1024 * 1024
 
@@ -707,10 +699,11 @@ MB = 1024 * 1024
 def test_fuzz_memory_stays_bounded_under_20000_hostile_inputs(tmp_path: Path) -> None:
     """20,000 hostile inputs on one gateway, a fifth of them accepted events.
 
-    After the first 2,000: the process's resident memory grows by less than 8 MB over the next
-    18,000, and tracemalloc sees less than 1 MB still alive from the last 1,500 (tracemalloc
-    slows the gateway sevenfold, so it watches the steady state rather than the whole run; it
-    also counts the remembered fingerprints that replace older ones, about 0.6 MB at most).
+    Tracemalloc sees less than 1 MB still alive from the last 1,500 (tracemalloc slows the
+    gateway sevenfold, so it watches the steady state rather than the whole run; it also counts
+    the remembered fingerprints that replace older ones, about 0.6 MB at most). The process's
+    resident memory depends on everything else this test process did, so its bound (under 8 MB
+    of growth after the first 2,000) is measured by `make bench` (loadtest/bench_memory.py).
     """
     spool = fast_spool(tmp_path / "spool.sqlite")
     gateway = Gateway(SETTINGS, spool)
@@ -718,20 +711,14 @@ def test_fuzz_memory_stays_bounded_under_20000_hostile_inputs(tmp_path: Path) ->
         table.limits, table.progressive_open = LIMITS, True
     inputs = _hostile_inputs(random.Random(9), gateway)
     try:
-        _feed(gateway, inputs, WARM_UP)
-        resident_before = _resident_bytes()
-        _feed(gateway, inputs, UNTRACED)
+        _feed(gateway, inputs, WARM_UP + UNTRACED)
         traced = _traced_growth(lambda: _feed(gateway, inputs, TRACED))
-        resident_after = _resident_bytes()
         remembered = [len(table.to_state()["seen"]) for table in gateway.tables.values()]
         assert remembered == [1024, 1024]  # capped, and the cap was reached
         assert spool.depth() > (UNTRACED + TRACED) // 2  # the outbox is on disk, not in memory
     finally:
         spool.close()
     assert traced < 1 * MB, f"{traced / MB:.2f} MB still allocated from the last {TRACED} inputs"
-    if resident_before is not None and resident_after is not None:
-        resident = resident_after - resident_before
-        assert resident < 8 * MB, f"resident memory grew {resident / MB:.1f} MB"
 
 
 def test_fuzz_pot_watcher_memory_stays_bounded(tmp_path: Path) -> None:

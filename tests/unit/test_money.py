@@ -81,7 +81,15 @@ def test_M1_format_amount_negative_and_fractions() -> None:
 def test_M1_format_then_parse_round_trips_any_minor_amount(minor: int) -> None:
     """M1: every non-negative minor amount has an exact decimal text that parses back."""
     assert parse_amount(format_amount(minor)) == minor
-    assert as_fraction(minor) == Fraction(minor, MINOR_PER_PESO)
+
+
+def test_M1_as_fraction_is_the_exact_amount_in_pesos() -> None:
+    """M1: reports see exact rational pesos (values worked out by hand)."""
+    assert as_fraction(parse_amount("1000.75")) == Fraction(4003, 4)
+    assert as_fraction(1) == Fraction(1, 1_000_000_000_000)  # one picopeso
+    assert as_fraction(pesos(1) // 3) == Fraction(333_333_333_333, 1_000_000_000_000)
+    assert as_fraction(pesos(500_000)) == 500_000
+    assert as_fraction(-500_000_000_000) == Fraction(-1, 2)
 
 
 @pytest.mark.parametrize(
@@ -246,20 +254,20 @@ def test_S3_split_single_winner_and_zero() -> None:
     st.sets(st.integers(min_value=1, max_value=7), min_size=1, max_size=7),
 )
 def test_S3_split_properties(amount: int, seat_set: set[int]) -> None:
-    """S3: parts are equal whole pesos, the whole remainder (< n) goes to the lowest seat."""
+    """S3: parts are equal whole pesos, the whole remainder (< n) goes to the lowest seat.
+
+    Checked from the parts alone (not by dividing again): every seat but the lowest gets the
+    same part, nothing is left over, and the lowest seat's extra is less than one peso per seat,
+    which leaves exactly one possible split."""
     seats = sorted(seat_set, reverse=True)  # order of the input must not matter
     parts = split_equally(amount, seats)
-    n = len(seats)
     assert set(parts) == seat_set
+    assert all(isinstance(part, int) and part >= 0 for part in parts.values())
     assert sum(parts.values()) == amount
-    lowest = min(seats)
-    share = amount // n
-    for seat, part in parts.items():
-        if seat == lowest:
-            assert part == share + amount % n
-            assert 0 <= part - share < n
-        else:
-            assert part == share
+    lowest, *others = sorted(seat_set)
+    equal = parts[others[0]] if others else parts[lowest]
+    assert all(parts[seat] == equal for seat in others)
+    assert 0 <= parts[lowest] - equal < len(seats)
 
 
 # ----------------------------------------------------------- exactness identity (C2, C3)
@@ -275,40 +283,11 @@ def _partition(cuts: list[int]) -> list[int]:
     return [b - a for a, b in pairwise(points)]
 
 
-@given(
-    bets=st.lists(st.integers(min_value=1, max_value=10**9), min_size=1, max_size=7),
-    commission=st.integers(min_value=0, max_value=PPM - 1),
-    shares=shares_strategy,
-)
-def test_C2_C3_contribution_identity_is_exact(
+def _lock(
     bets: list[int], commission: int, shares: list[int]
-) -> None:
-    """money.py docstring: b*c*PPM + sum_i b*(PPM-c)*p_i == b * MINOR_PER_PESO, no rounding."""
-    assert sum(shares) == PPM
-    b = sum(bets)
-    commission_minor = b * commission * PPM
-    pots = [b * (PPM - commission) * p for p in shares]
-    assert commission_minor + sum(pots) == b * MINOR_PER_PESO
-    # And each piece is the exact rational share of the bets, in pesos.
-    assert as_fraction(commission_minor) == Fraction(b * commission, PPM)
-    for minor, p in zip(pots, shares, strict=True):
-        assert as_fraction(minor) == Fraction(b) * Fraction(PPM - commission, PPM) * Fraction(
-            p, PPM
-        )
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    bets=st.lists(st.integers(min_value=1, max_value=10_000), min_size=1, max_size=7),
-    commission=st.integers(min_value=0, max_value=300_000).map(lambda v: v - v % 100),
-    shares=st.lists(st.integers(min_value=0, max_value=PPM // 100), max_size=2).map(
-        lambda cuts: _partition([c * 100 for c in cuts])
-    ),
-)
-def test_C2_C3_engine_collects_by_the_identity(
-    bets: list[int], commission: int, shares: list[int]
-) -> None:
-    """C2/C3: the engine's BetsCollected moves exactly the identity's amounts, nothing rounded."""
+) -> tuple[PotGroup, BetsCollected, list[str]]:
+    """One lock of ``bets`` (seats 1, 2, ...) on a fresh group; the group, its BetsCollected and
+    the pot names (main, r1, r2, ...) in share order."""
     names = ["main", *(f"r{i}" for i in range(1, len(shares)))]
     config = load_config(
         {
@@ -318,18 +297,87 @@ def test_C2_C3_engine_collects_by_the_identity(
                 for n, p in zip(names, shares, strict=True)
             ],
             "min_bet": 1,
-            "max_bet": 10_000,
+            "max_bet": 10**9,
             "credit_value": 1,
         }
     )
     group, _ = PotGroup.open("G", config)
-    group.link_table("T1", "caribbean", min_bet=1, max_bet=10_000, credit_value=1)
+    group.link_table("T1", "caribbean", min_bet=1, max_bet=10**9, credit_value=1)
     events = group.lock_round("T1", "R1", {seat: bet for seat, bet in enumerate(bets, start=1)})
-    collected = next(e for e in events if isinstance(e, BetsCollected))
+    return group, next(e for e in events if isinstance(e, BetsCollected)), names
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    bets=st.lists(st.integers(min_value=1, max_value=10**9), min_size=1, max_size=7),
+    commission=st.integers(min_value=0, max_value=PPM - 1),
+    shares=shares_strategy,
+)
+def test_C2_C3_contribution_identity_is_exact(
+    bets: list[int], commission: int, shares: list[int]
+) -> None:
+    """C2, C3 (money.py's docstring): whatever the commission and shares, the engine's lock
+    moves exactly the bets: its commission and pot increments add up to what it collected, to
+    the picopeso, and each is the exact rational part of the bets, nothing rounded."""
+    group, collected, names = _lock(bets, commission, shares)
     b = sum(bets)
+    increments = dict(collected.increments)
     assert collected.total_pesos == b
-    assert collected.commission == b * commission * PPM
-    expected = {n: b * (PPM - commission) * p for n, p in zip(names, shares, strict=True) if p}
-    assert dict(collected.increments) == expected
-    assert group.balances == {n: expected.get(n, 0) for n in names}
-    assert group.collected == pesos(b) == group.commission + sum(group.balances.values())
+    assert collected.commission + sum(increments.values()) == group.collected == pesos(b)
+    assert group.commission == collected.commission
+    rate = Fraction(commission, PPM)
+    assert as_fraction(collected.commission) == b * rate
+    for name, share in zip(names, shares, strict=True):
+        assert as_fraction(group.balances[name]) == b * (1 - rate) * Fraction(share, PPM)
+        assert increments.get(name, 0) == group.balances[name]
+
+
+@pytest.mark.parametrize(
+    ("bets", "commission", "shares", "expected"),
+    [
+        # 1,000 at 12.5 %: 125 kept; 875 shared 87.5 / 12.5: 765.625 and 109.375.
+        (
+            [1000],
+            "12.5",
+            ["87.5", "12.5"],
+            {"commission": "125", "main": "765.625", "r1": "109.375"},
+        ),
+        # 1 + 2 = 3 pesos, no commission, thirds to four decimals: 3 x 0.333333 = 0.999999
+        # twice and 3 x 0.333334 = 1.000002; together exactly 3.
+        (
+            [1, 2],
+            "0",
+            ["33.3333", "33.3333", "33.3334"],
+            {"commission": "0", "main": "0.999999", "r1": "0.999999", "r2": "1.000002"},
+        ),
+        # The finest commission, 0.0001 % of 7 pesos: 0.000007 kept, 6.999993 to main.
+        ([7], "0.0001", ["100"], {"commission": "0.000007", "main": "6.999993"}),
+        # 9,999 + 1 at 30 %: 3,000 kept; 7,000 shared 70 / 30: 4,900 and 2,100.
+        ([9999, 1], "30", ["70", "30"], {"commission": "3000", "main": "4900", "r1": "2100"}),
+        # 1 peso at 12.3456 %: 0.123456 kept; 0.876544 halved: 0.438272 each.
+        (
+            [1],
+            "12.3456",
+            ["50", "50"],
+            {"commission": "0.123456", "main": "0.438272", "r1": "0.438272"},
+        ),
+        # Seven bets of 10,000 at 33.3333 %: 23,333.31 kept, 46,666.69 to main.
+        ([10_000] * 7, "33.3333", ["100"], {"commission": "23333.31", "main": "46666.69"}),
+    ],
+)
+def test_C2_C3_engine_collects_hand_worked_amounts(
+    bets: list[int], commission: str, shares: list[str], expected: dict[str, str]
+) -> None:
+    """C2/C3: the engine's BetsCollected and balances, against amounts worked out by hand."""
+    group, collected, names = _lock(
+        bets, parse_percent(commission), [parse_percent(p) for p in shares]
+    )
+    assert collected.total_pesos == sum(bets)
+    assert format_amount(collected.commission) == expected["commission"]
+    assert {pot: format_amount(amount) for pot, amount in collected.increments} == {
+        pot: amount for pot, amount in expected.items() if pot != "commission"
+    }
+    assert {pot: format_amount(group.balances[pot]) for pot in names} == {
+        pot: amount for pot, amount in expected.items() if pot != "commission"
+    }
+    assert group.collected == pesos(sum(bets))
