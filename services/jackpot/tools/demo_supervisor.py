@@ -201,7 +201,7 @@ def write_service_files(
         }
     manifest = {
         "run": run_id,
-        "started": time.time(),
+        "started": time.time_ns(),  # integer nanoseconds: exact, ordered
         "demo_pid": os.getpid(),
         "kafka": kafka,
         "python": python,
@@ -226,10 +226,10 @@ def mark_stopped(run_dir: Path) -> None:
 
 def latest_run(root: Path) -> Path | None:
     """The run directory under ``root`` (``.run/demo``) started last."""
-    best: tuple[float, Path] | None = None
+    best: tuple[int, Path] | None = None
     for manifest in root.glob(f"*/{MANIFEST}"):
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            started = float(json.loads(manifest.read_text())["started"])
+            started = int(json.loads(manifest.read_text())["started"])
             if best is None or started > best[0]:
                 best = (started, manifest.parent)
     return None if best is None else best[1]
@@ -262,7 +262,9 @@ def format_commands(run_dir: Path) -> list[str]:
     pids: dict[str, int] = {}
     with contextlib.suppress(OSError, ValueError):
         pids = json.loads((run_dir / PIDS).read_text())
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(manifest["started"]))
+    started = time.strftime(
+        "%Y-%m-%d %H:%M:%S", time.localtime(int(manifest["started"]) // 1_000_000_000)
+    )
     lines = [f"# jackpot demo run {manifest['run']} ({run_dir}/), started {started}"]
     lines.append(f"# Kafka {manifest['kafka']}; a service started here logs to this terminal")
     demo_pid = int(manifest.get("demo_pid", 0))
