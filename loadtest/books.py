@@ -21,9 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-
-from jackpot.platform.kafka import topic_partitions
+from jackpot.platform.kafka import read_to_end
 from jackpot.platform.tls import secure_channel
 from jackpot.tools.demo import Demo, report
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
@@ -85,33 +83,9 @@ async def read_topic(
 ) -> None:
     """Every committed record of ``topic`` (read_committed, tombstones left out), from its
     beginning to its current end: ``on_record(value, partition, offset)`` for each."""
-    counts = await topic_partitions({"bootstrap_servers": bootstrap}, [topic])
-    assigned = [TopicPartition(topic, p) for p in range(counts.get(topic, 0))]
-    if not assigned:
-        return
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
-        group_id=None,
-        enable_auto_commit=False,
-        isolation_level="read_committed",
-    )
-    await consumer.start()
-    try:
-        consumer.assign(assigned)
-        await consumer.seek_to_beginning(*assigned)
-        ends = await consumer.end_offsets(assigned)
-        remaining = {tp for tp in assigned if ends[tp] > 0}
-        while remaining:
-            batch = await consumer.getmany(*remaining, timeout_ms=1000)
-            for tp, records in batch.items():
-                for record in records:
-                    if record.offset < ends[tp] and record.value is not None:
-                        on_record(record.value, tp.partition, record.offset)
-            for tp in list(remaining):
-                if await consumer.position(tp) >= ends[tp]:
-                    remaining.discard(tp)
-    finally:
-        await consumer.stop()
+    for record in await read_to_end(bootstrap, topic, {}):
+        if record.value is not None:
+            on_record(record.value, record.partition, record.offset)
 
 
 def _group(groups: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:

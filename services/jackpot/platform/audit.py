@@ -20,17 +20,12 @@ from dataclasses import asdict, fields, replace
 from typing import Any
 
 import structlog
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer
 from google.protobuf.message import DecodeError
 
 from jackpot.domain.access import Principal
 from jackpot.domain.auditchain import AuditEntry, ChainHead
-from jackpot.platform.kafka import (
-    ensure_topics,
-    idempotent_producer,
-    stop_client,
-    topic_partitions,
-)
+from jackpot.platform.kafka import ensure_topics, idempotent_producer, read_to_end
 from jackpot.topics import AUDIT
 from jackpot.v1 import audit_pb2
 
@@ -60,37 +55,8 @@ async def read_entries(
     bootstrap_servers: str, topic: str, client_options: Mapping[str, Any]
 ) -> list[tuple[int, AuditEntry | None]]:
     """Every record of the audit topic in order, as (offset, entry); None if undecodable."""
-    entries: list[tuple[int, AuditEntry | None]] = []
-    counts = await topic_partitions(
-        {"bootstrap_servers": bootstrap_servers, **client_options}, [topic]
-    )
-    if topic not in counts:
-        return entries
-    assigned = [TopicPartition(topic, p) for p in range(counts[topic])]
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap_servers,
-        group_id=None,
-        enable_auto_commit=False,
-        isolation_level="read_committed",
-        **client_options,
-    )
-    await consumer.start()
-    try:
-        consumer.assign(assigned)
-        await consumer.seek_to_beginning(*assigned)
-        ends = await consumer.end_offsets(assigned)
-        remaining = {tp for tp in assigned if ends[tp] > 0}
-        while remaining:
-            batch = await consumer.getmany(*remaining, timeout_ms=1000)
-            for records in batch.values():
-                for record in records:
-                    entries.append((record.offset, decode(record.value)))
-            for tp in list(remaining):
-                if await consumer.position(tp) >= ends[tp]:
-                    remaining.discard(tp)
-    finally:
-        await stop_client(consumer)
-    return entries
+    records = await read_to_end(bootstrap_servers, topic, client_options)
+    return [(record.offset, decode(record.value)) for record in records]
 
 
 class AuditLog:

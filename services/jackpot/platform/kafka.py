@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
@@ -79,6 +79,43 @@ async def topic_partitions(
             await asyncio.sleep(0.2)
     finally:
         await admin.close()
+
+
+async def read_to_end(
+    bootstrap_servers: str, topic: str, client_options: Mapping[str, Any]
+) -> list[ConsumerRecord[bytes, bytes]]:
+    """Every committed record of ``topic`` from its beginning to the end offsets it has when the
+    read starts, partition by partition in offset order (no consumer group, nothing committed)."""
+    counts = await topic_partitions(
+        {"bootstrap_servers": bootstrap_servers, **client_options}, [topic]
+    )
+    assigned = [TopicPartition(topic, p) for p in range(counts.get(topic, 0))]
+    if not assigned:
+        return []
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap_servers,
+        group_id=None,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+        **client_options,
+    )
+    found: list[ConsumerRecord[bytes, bytes]] = []
+    await consumer.start()
+    try:
+        consumer.assign(assigned)
+        await consumer.seek_to_beginning(*assigned)
+        ends = await consumer.end_offsets(assigned)
+        remaining = {tp for tp in assigned if ends[tp] > 0}
+        while remaining:
+            batch = await consumer.getmany(*remaining, timeout_ms=1000)
+            for tp, records in batch.items():
+                found.extend(r for r in records if r.offset < ends[tp])
+            for tp in list(remaining):
+                if await consumer.position(tp) >= ends[tp]:
+                    remaining.discard(tp)
+    finally:
+        await stop_client(consumer)
+    return found
 
 
 def idempotent_producer(bootstrap_servers: str, **extra: object) -> AIOKafkaProducer:
