@@ -80,8 +80,8 @@ bench: setup ## every benchmark in one run, one table of figures and ratios (abo
 	@mkdir -p build
 	$(BIN)/python -m loadtest.bench --json build/bench.json
 
-chaos: setup ## fault suite: kill -9 of pot (20x), gateway, payout, display; device faults; site cut-off (root) (build/chaos/)
-	$(BIN)/python -m loadtest.chaos --device-faults 0.05 --site-cutoff 20
+chaos: setup ## fault suite: kill -9 of pot (20x), gateway, payout, display; 20 s pauses of pot and payout; device faults; site cut-off (root) (build/chaos/)
+	$(BIN)/python -m loadtest.chaos --device-faults 0.05 --site-cutoff 20 --pause pot:20 --pause payout:20
 
 soak: setup ## 30 min of payments under payout kill -9s, stalled zombies, broker kill -9s; paid twice must be 0 (build/soak/; not in make test)
 	$(BIN)/python -m loadtest.soak --minutes 30 --cluster

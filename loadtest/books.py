@@ -3,13 +3,15 @@
 After a floor has played through its faults, ``judge`` audits the ledger (``jackpot audit``),
 compares what it collected with the pesos the devices were told were accepted (nothing lost,
 nothing duplicated) and asks the payout service how often each award was paid (never twice).
+``finish_floor`` first lets the floor's dealers and supervisor pay every prize still open after
+the tables stopped, so that a floor's books can require every award paid exactly once.
 
 The comparison is per bet, never of sums: per pot group, table, round and seat, the pesos the
 gateway acknowledged at an accepted lock against the seat's bet in the ledger's ``BetsCollected``
 entries for that round (a round collected twice counts twice). A lost bet and a duplicated one
 of the same size therefore show as one lost and one duplicated, in whichever group each was, and
 do not cancel out. Awards are compared per award id: every award in the ledger has exactly one
-payout, every payout an award, and none is paid twice.
+payout, every payout an award, none is paid twice and (``require_paid``) each is paid or voided.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jackpot.payout.client import PayoutTargets, call_owner
 from jackpot.platform.kafka import read_to_end
-from jackpot.platform.tls import secure_channel
 from jackpot.tools.demo import Demo, report
-from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
-from loadtest.floor import FloorStats, RoundKey
+from jackpot.v1 import payout_pb2, pot_pb2
+from loadtest.floor import Floor, FloorStats, RoundKey
 
 EXAMPLES = 20  # mismatches listed by name in the report, per kind
 AWARD_TYPES = (
@@ -33,6 +35,8 @@ AWARD_TYPES = (
     pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED,
 )
 PAYOUTS_SETTLE_SECONDS = 15  # how long the payout service may take to order the last awards
+PAYMENTS_SETTLE_SECONDS = 30  # how long the dealers may take to pay the prizes left open
+SETTLED = (payout_pb2.PAYOUT_STATE_PAID, payout_pb2.PAYOUT_STATE_VOIDED)
 
 
 @dataclass
@@ -160,13 +164,17 @@ def compare_bets(
     }
 
 
-def compare_awards(awards: Mapping[str, int], paid: Mapping[str, int]) -> dict[str, Any]:
+def compare_awards(
+    awards: Mapping[str, int], paid: Mapping[str, int], unpaid: Sequence[str] = ()
+) -> dict[str, Any]:
     """Award by award: ``awards`` how often the ledger awarded each id, ``paid`` how many PAID
-    transitions the payout service has for each id it knows (its payouts)."""
+    transitions the payout service has for each id it knows (its payouts), ``unpaid`` the ids
+    whose payout is neither paid nor voided when every award had to be settled."""
     twice_awarded = sorted(a for a, n in awards.items() if n > 1)
     without_payout = sorted(a for a in awards if a not in paid)
     without_award = sorted(a for a in paid if a not in awards)
     paid_twice = sorted(a for a, n in paid.items() if n > 1)
+    never_paid = sorted(unpaid)
     return {
         "awarded": len(awards),
         "payouts": len(paid),
@@ -174,36 +182,63 @@ def compare_awards(awards: Mapping[str, int], paid: Mapping[str, int]) -> dict[s
         "awards_without_payout": without_payout[:EXAMPLES],
         "payouts_without_award": without_award[:EXAMPLES],
         "paid_twice": paid_twice[:EXAMPLES],
-        "ok": not (twice_awarded or without_payout or without_award or paid_twice),
+        "unpaid": len(never_paid),
+        "unpaid_examples": never_paid[:EXAMPLES],
+        "ok": not (twice_awarded or without_payout or without_award or paid_twice or never_paid),
     }
 
 
-async def payouts_per_award(demo: Demo) -> dict[str, int]:
+async def list_payouts(demo: Demo) -> list[payout_pb2.Payout]:
+    """Every payout the owning payout instance knows."""
+    listing = await call_owner(
+        PayoutTargets(demo.payout_targets()),
+        demo.tls("supervisor"),
+        lambda stub: stub.ListPayouts(payout_pb2.ListPayoutsRequest(), timeout=5),
+    )
+    return list(listing.payouts)
+
+
+def paid_per_award(payouts: Sequence[payout_pb2.Payout]) -> dict[str, int]:
     """How many PAID transitions each award's payout has (more than one is a double payout)."""
-    async with secure_channel(demo.target("payout"), demo.tls("supervisor")) as channel:
-        stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
-        listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest())
     return {
         p.award_id: sum(1 for t in p.history if t.state == payout_pb2.PAYOUT_STATE_PAID)
-        for p in listing.payouts
+        for p in payouts
     }
 
 
-async def judge(demo: Demo, stats: FloorStats) -> dict[str, Any]:
+async def finish_floor(demo: Demo, floor: Floor, playing: asyncio.Task[FloorStats]) -> FloorStats:
+    """Stop the tables, let the dealers and the supervisor pay what is still open (until every
+    award of the ledger has a settled payout, or ``PAYMENTS_SETTLE_SECONDS``), then stop."""
+    floor.stop_tables()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PAYMENTS_SETTLE_SECONDS
+    while loop.time() < deadline:
+        ledger = await read_ledger(demo.bootstrap, demo.topic("ledger"))
+        settled = {p.award_id for p in await list_payouts(demo) if p.state in SETTLED}
+        if set(ledger.awards) <= settled:
+            break
+        await asyncio.sleep(1)
+    floor.stop()
+    return await playing
+
+
+async def judge(demo: Demo, stats: FloorStats, require_paid: bool = False) -> dict[str, Any]:
     """The books of one floor: rounds, pesos accepted and collected, lost and duplicated bet by
-    bet per pot group, awards and payouts per award id, the audit and the audit chain."""
+    bet per pot group, awards and payouts per award id (with ``require_paid``: each paid or
+    voided, after :func:`finish_floor`), the audit and the audit chain."""
     books = await report(demo, stats)  # waits until the ledger caught up with the devices
     ledger = await read_ledger(demo.bootstrap, demo.topic("ledger"))
-    paid = await payouts_per_award(demo)
+    payouts = await list_payouts(demo)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + PAYOUTS_SETTLE_SECONDS
-    while any(a not in paid for a in ledger.awards) and loop.time() < deadline:
+    while any(a not in paid_per_award(payouts) for a in ledger.awards) and loop.time() < deadline:
         await asyncio.sleep(1)  # the payout service orders an award a moment after the pot
-        paid = await payouts_per_award(demo)
+        payouts = await list_payouts(demo)
+    unpaid = [p.award_id for p in payouts if p.state not in SETTLED] if require_paid else []
     return books_verdict(
         books,
         compare_bets(stats.bets_by_round, ledger.collections),
-        compare_awards(ledger.awards, paid),
+        compare_awards(ledger.awards, paid_per_award(payouts), unpaid),
         stats.rejects.get("GATEWAY_UNREACHABLE", 0),
     )
 
@@ -236,6 +271,7 @@ def books_verdict(
         "awards": books["awards"],
         "payouts": awards["payouts"],
         "duplicate_payouts": len(awards["paid_twice"]),
+        "unpaid_awards": awards["unpaid"],
         "awards_check": awards,
         # The hash-chained audit log (faults, approvals, payments) must hold through the faults.
         "audit_chain": books["audit_chain"],

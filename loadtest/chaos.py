@@ -27,14 +27,28 @@ Runs the floor as in `jackpot demo` and, while the simulator plays, injects faul
    service once, restarting each; a payout recovery (until every dealer terminal, reconnected, is
    shown its open payouts again and, when a payout was waiting, a payment confirms again) must
    take at most ``PAYOUT_RECOVERY_BOUND_SECONDS`` (5);
+8. ``--pause SERVICE:SECONDS`` (repeatable; pot, payout, gateway or display): the service's
+   process is stopped with SIGSTOP (a long GC, a frozen VM, a stopped container) and, for the pot
+   and the payout, a second instance with the same settings is started on its own ports, as a
+   Kubernetes rollout or a replacement would; after SECONDS the first is resumed with SIGCONT.
+   The resumed instance must step aside where it lost its partitions (the payout's API reports
+   NOT_SERVING and sends its terminals to the new owner), and the floor must pay prizes again
+   (payout; the pot, gateway and display: be whole again) within the bound of
+   ``loadtest.verdicts`` (pot and payout: 5 s from the resume). The second instance is then
+   stopped gracefully and the floor goes on. A gateway or display pause has no second instance
+   (a gateway owns its site's spool and devices; the display is the signs' fan-out) and is judged
+   on the floor being whole after the resume;
 7. after that floor, on a floor of its own: a site cut off from the central cluster for
    ``--site-cutoff`` SECONDS, its gateway in a network namespace whose WAN link is taken down
    (``loadtest.site_cutoff``; root only, recorded as skipped otherwise).
 
 ``--faults`` picks which of them run (default all but the cluster's 2 and 3, which ``--cluster``
-adds); ``--device-faults 0`` and ``--site-cutoff 0`` also turn 5 and 7 off.
+adds, and 8, which ``--pause`` adds); ``--device-faults 0`` and ``--site-cutoff 0`` also turn 5
+and 7 off.
 
 Every figure is judged against a bound named in ``loadtest.verdicts`` and printed next to it.
+At the end the tables stop, and the simulated dealers and supervisor pay every prize still open
+(``loadtest.books.finish_floor``): every award must be paid (or voided) exactly once.
 The books are `jackpot audit` and the simulator's own record of accepted bets, compared bet by bet
 per pot group (``loadtest.books``): the pesos lost and duplicated (both must be 0), every award
 with one payout, none paid twice. The probe tables (one per site, linked, never played by the
@@ -51,6 +65,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import socket
 import subprocess
 import time
@@ -61,9 +76,11 @@ from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from jackpot.domain.cards import Game
 from jackpot.gateway.settings import load_settings
+from jackpot.payout.grpc_api import SERVICE_NAME as PAYOUT_API
 from jackpot.platform.kafka import follow_latest
 from jackpot.platform.tls import secure_channel
 from jackpot.tools.demo import (
@@ -78,7 +95,7 @@ from jackpot.tools.demo import (
     wait_progressive_open,
 )
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
-from loadtest.books import judge
+from loadtest.books import finish_floor, judge, list_payouts
 from loadtest.device_faults import DeviceFaultRates
 from loadtest.floor import Floor, FloorStats
 from loadtest.site_cutoff import gateway_metrics, probe_bet, run_site_cutoff
@@ -271,15 +288,12 @@ def terminals_back(
     return latest
 
 
-async def list_payouts(demo: Demo) -> list[payout_pb2.Payout] | None:
-    """Every payout the payout service knows (None when it does not answer)."""
-    async with secure_channel(demo.target("payout"), demo.tls("supervisor")) as channel:
-        stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
-        try:
-            listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest(), timeout=2)
-        except grpc.aio.AioRpcError:
-            return None
-    return list(listing.payouts)
+async def known_payouts(demo: Demo) -> list[payout_pb2.Payout] | None:
+    """Every payout the owning payout instance knows (None when none answers)."""
+    try:
+        return await list_payouts(demo)
+    except grpc.aio.AioRpcError:
+        return None
 
 
 async def kill_payout(demo: ChaosDemo, floor: Floor, rng: random.Random) -> dict[str, Any]:
@@ -292,7 +306,7 @@ async def kill_payout(demo: ChaosDemo, floor: Floor, rng: random.Random) -> dict
     await asyncio.sleep(rng.uniform(1.0, 3.0))
     views = floor.stats.terminal_views
     settled_states = (payout_pb2.PAYOUT_STATE_PAID, payout_pb2.PAYOUT_STATE_VOIDED)
-    known = await list_payouts(demo) or []
+    known = await known_payouts(demo) or []
     open_at_kill: dict[str, set[str]] = {}
     for payout in known:
         if payout.state not in settled_states:
@@ -357,6 +371,109 @@ async def kill_payout(demo: ChaosDemo, floor: Floor, rng: random.Random) -> dict
                 )
                 break
             await asyncio.sleep(POLL_SECONDS)
+    return figures
+
+
+PAUSABLE = {"pot": "pot", "payout": "payout", "gateway": "gateway-a", "display": "display"}
+TWINNED = ("pot", "payout")
+
+
+def pause_spec(text: str) -> tuple[str, float]:
+    """``SERVICE:SECONDS`` of ``--pause``, or a clear refusal."""
+    service, _, seconds = text.partition(":")
+    if service not in PAUSABLE:
+        raise argparse.ArgumentTypeError(
+            f"--pause {text!r}: the service must be one of {', '.join(PAUSABLE)}"
+        )
+    try:
+        pause = float(seconds)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--pause {text!r}: SECONDS must be a number, as in payout:20"
+        ) from None
+    if not 0 < pause <= 600:
+        raise argparse.ArgumentTypeError(f"--pause {text!r}: SECONDS must be in (0, 600]")
+    return service, pause
+
+
+async def first_payment_since(demo: Demo, since_wall: float, since: float) -> float | None:
+    """Seconds from ``since`` until a payout is PAID with a stamp after ``since_wall``."""
+    while time.monotonic() - since < GIVE_UP_SECONDS:
+        for payout in await known_payouts(demo) or []:
+            for step in payout.history:
+                paid_at = step.at.ToNanoseconds() / 1e9
+                if step.state == payout_pb2.PAYOUT_STATE_PAID and paid_at > since_wall:
+                    return time.monotonic() - since
+        await asyncio.sleep(POLL_SECONDS)
+    return None
+
+
+async def api_not_serving(demo: Demo, name: str, since: float) -> float | None:
+    """Seconds from ``since`` until ``name``'s PayoutService API reports NOT_SERVING."""
+    while time.monotonic() - since < GIVE_UP_SECONDS:
+        async with secure_channel(demo.target(name), demo.tls("operator")) as channel:
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                answer = await health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(service=PAYOUT_API), timeout=1
+                )
+                if answer.status == health_pb2.HealthCheckResponse.NOT_SERVING:
+                    return time.monotonic() - since
+        await asyncio.sleep(POLL_SECONDS)
+    return None
+
+
+async def after_resume(
+    demo: ChaosDemo, watch: PotWatch, service: str, resumed: float, resumed_wall: float
+) -> dict[str, float | None]:
+    """What the floor does after the resume: for the payout, the resumed instance stepping
+    aside and a prize paid again; for the others, the floor whole again."""
+    if service == "payout":
+        aside, paid = await asyncio.gather(
+            api_not_serving(demo, "payout", resumed),
+            first_payment_since(demo, resumed_wall, resumed),
+        )
+        recovery = None if aside is None or paid is None else max(aside, paid)
+        return {"stepped_aside_seconds": aside, "paid_again_seconds": paid, "recovery": recovery}
+    if service == "display":
+        try:
+            back: float | None = await demo.wait_serving("display", GIVE_UP_SECONDS)
+        except RuntimeError:
+            back = None
+        return {"recovery": back}
+    return {"recovery": await floor_whole(demo, watch, resumed, heard_after=resumed)}
+
+
+async def pause_service(
+    demo: ChaosDemo, watch: PotWatch, service: str, seconds: float, rng: random.Random
+) -> dict[str, Any]:
+    """Fault 8, once: SIGSTOP ``service``, start its twin, SIGCONT after ``seconds``; the
+    figures of the recovery from the resume, then the twin stopped gracefully."""
+    await asyncio.sleep(rng.uniform(1.0, 3.0))
+    process = demo.processes[PAUSABLE[service]]
+    process.send_signal(signal.SIGSTOP)
+    paused = time.monotonic()
+    twin = demo.start_twin(service) if service in TWINNED else None
+    figures: dict[str, Any] = {"service": service, "pause_seconds": seconds, "twin": twin}
+    try:
+        if twin is not None:
+            api = PAYOUT_API if service == "payout" else ""
+            try:
+                await demo.wait_serving(twin, GIVE_UP_SECONDS, api=api)
+                figures["twin_serving_seconds"] = round(time.monotonic() - paused, 2)
+            except RuntimeError:
+                figures["twin_serving_seconds"] = None
+        await asyncio.sleep(max(0.0, seconds - (time.monotonic() - paused)))
+    finally:
+        process.send_signal(signal.SIGCONT)
+    resumed, resumed_wall = time.monotonic(), time.time()
+    found = await after_resume(demo, watch, service, resumed, resumed_wall)
+    figures.update(
+        {k: None if v is None else round(v, 2) for k, v in found.items() if k != "recovery"}
+    )
+    figures["recovery_seconds"] = None if found["recovery"] is None else round(found["recovery"], 2)
+    figures["resumed_still_running"] = process.poll() is None
+    if twin is not None:
+        figures["twin_exit"] = await asyncio.to_thread(demo.stop_twin, twin)
     return figures
 
 
@@ -499,8 +616,10 @@ async def play_main_floor(
     rng = random.Random(args.seed)
     demo = await open_floor(ChaosDemo, run_id, args.tables, args.cluster)
     names = ("pot_kill_9", "gateway_kill_9", "payout_kill_9", "display_kill_9", "broker_kill_9")
+    names += tuple(f"{service}_pause" for service, _ in args.pause)
     faults: dict[str, list[float | None]] = {name: [] for name in names}
     payout_kills: list[dict[str, Any]] = []
+    pauses: dict[str, list[dict[str, Any]]] = {}
     outage: dict[str, Any] = {}
     device_fault_rates = DeviceFaultRates.every_kind(args.device_faults if 5 in wanted else 0)
     watch = PotWatch(demo)
@@ -520,6 +639,11 @@ async def play_main_floor(
                 payout_kills.append(await kill_payout(demo, floor, rng))
                 faults["payout_kill_9"].append(payout_kills[-1]["recovery_seconds"])
             faults["display_kill_9"].append(await kill_display(demo, rng))
+        if 8 in wanted:
+            for service, seconds in args.pause:
+                figures = await pause_service(demo, watch, service, seconds, rng)
+                pauses.setdefault(f"{service}_pause", []).append(figures)
+                faults[f"{service}_pause"].append(figures["recovery_seconds"])
         if 2 in wanted:
             for node in (1, 2):
                 faults["broker_kill_9"].append(await kill_broker(demo, watch, node, rng))
@@ -537,16 +661,16 @@ async def play_main_floor(
         # play on after the last fault, and long enough for the device faults to show
         played = time.monotonic() - started
         await asyncio.sleep(max(args.settle_seconds, args.min_play_seconds - played))
-        floor.stop()
-        stats = await playing
-        await asyncio.sleep(3)  # let the terminals confirm what the payout service re-sends
-        books = await judge(demo, stats)
+        stats = await finish_floor(demo, floor, playing)
+        books = await judge(demo, stats, require_paid=True)
         result: dict[str, Any] = {
             "faults": {name: judge_kills(name, times) for name, times in faults.items()},
             **books,
         }
         if payout_kills:
             result["faults"]["payout_kill_9"]["kills"] = payout_kills
+        for name, figures in pauses.items():
+            result["faults"][name]["pauses"] = figures
         if outage:
             result["cluster_outage"] = outage
         if device_fault_rates.any:
@@ -573,7 +697,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     run_id = uuid.uuid4().hex[:8]
     wanted = wanted_faults(args)
     result: dict[str, Any] = {"run": run_id, "faults_requested": sorted(wanted)}
-    if wanted & {1, 2, 3, 4, 5, 6}:
+    if wanted & {1, 2, 3, 4, 5, 6, 8}:
         result.update(await play_main_floor(args, run_id, wanted))
     if 7 in wanted:
         result["site_cutoff"] = await run_site_cutoff(
@@ -595,6 +719,10 @@ def wanted_faults(args: argparse.Namespace) -> set[int]:
     wanted = {int(n) for n in args.faults.split(",")} if args.faults else {1, 4, 5, 6, 7}
     if args.cluster and not args.faults:
         wanted |= {2, 3}
+    if args.pause:
+        wanted.add(8)
+    elif 8 in wanted:
+        raise SystemExit("fault 8 needs at least one --pause SERVICE:SECONDS")
     if wanted & {2, 3} and not args.cluster:
         raise SystemExit("faults 2 and 3 need --cluster")
     if args.device_faults <= 0:
@@ -626,7 +754,8 @@ def print_books(label: str, books: dict[str, Any]) -> None:
             f"{label:16} awards {awards['awarded']}, payouts {awards['payouts']}: awarded twice "
             f"{len(awards['awarded_twice'])}, without payout "
             f"{len(awards['awards_without_payout'])}, payout without award "
-            f"{len(awards['payouts_without_award'])}, paid twice {len(awards['paid_twice'])}"
+            f"{len(awards['payouts_without_award'])}, paid twice {len(awards['paid_twice'])}, "
+            f"never paid {awards.get('unpaid', 0)}"
         )
 
 
@@ -654,6 +783,22 @@ def print_summary(result: dict[str, Any], out: Path) -> None:
                 f"({kill['open_payouts_at_kill']} open at the kill), payment confirmed after "
                 f"{_seconds(kill['payment_confirmed_seconds'])}"
                 f"{'' if kill['payout_waiting'] else ' (no payout was waiting to be paid)'}"
+            )
+        for n, pause in enumerate(fault.get("pauses", ()), 1):
+            twin = (
+                f"second instance serving after {_seconds(pause.get('twin_serving_seconds'))}"
+                if pause["twin"]
+                else "no second instance"
+            )
+            aside = (
+                f", resumed one NOT_SERVING after {_seconds(pause['stepped_aside_seconds'])}, "
+                f"a prize paid after {_seconds(pause['paid_again_seconds'])}"
+                if "stepped_aside_seconds" in pause
+                else ""
+            )
+            print(
+                f"{'':16} pause {n}: {pause['pause_seconds']:g} s stopped, {twin}{aside}; "
+                f"floor back {_seconds(pause['recovery_seconds'])} after the resume"
             )
     outage = result.get("cluster_outage")
     if outage:
@@ -765,6 +910,15 @@ def main() -> None:
     )
     parser.add_argument(
         "--faults", default="", help="comma-separated fault numbers to run (default 1,4,5,6,7)"
+    )
+    parser.add_argument(
+        "--pause",
+        type=pause_spec,
+        action="append",
+        default=[],
+        metavar="SERVICE:SECONDS",
+        help="fault 8: SIGSTOP the service (pot, payout, gateway, display) for SECONDS while a "
+        "second instance starts (pot, payout); repeatable",
     )
     parser.add_argument(
         "--min-play-seconds", type=float, default=20, help="the main floor plays at least this"

@@ -30,12 +30,14 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import grpc
 
 from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
+from jackpot.payout.client import PayoutTargets, call_owner
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.v1 import (
     common_pb2,
@@ -65,7 +67,8 @@ class SimTable:
 @dataclass
 class FloorConfig:
     tables: list[SimTable]
-    payout_target: str = ""  # host:port of the payout service ("" to skip terminals)
+    # host:port of the payout service, or several comma-separated ("" to skip terminals)
+    payout_target: str = ""
     display_target: str = ""  # host:port of the display's SignService ("" to skip watchers)
     rounds_per_minute: float = 60.0  # per table
     participation: float = 0.7  # chance a seat bets on the progressive
@@ -160,13 +163,20 @@ class Floor:
         self.rng = random.Random(config.seed)
         self.fault_rng = random.Random(None if config.seed is None else config.seed + 1)
         self._stop = asyncio.Event()
+        self._tables_stop = asyncio.Event()  # tables stop; terminals pay on until _stop
         self._locks: dict[str, list[tuple[float, int]]] = {}  # group -> [(t, shown amount)]
         self._wins: dict[str, float] = {}  # award key (table/round/seat) -> result time
         self._win_signs: dict[str, float] = {}  # "table/round" -> result time
         self._shown: dict[str, int] = {}  # group -> amount the sign shows
 
     def stop(self) -> None:
+        self._tables_stop.set()
         self._stop.set()
+
+    def stop_tables(self) -> None:
+        """The tables finish their round and stop; dealers and the supervisor go on paying the
+        prizes still open until :meth:`stop`."""
+        self._tables_stop.set()
 
     async def run(self, duration: float | None = None) -> FloorStats:
         """Play until stopped (or for ``duration`` seconds); tables finish their round first.
@@ -189,7 +199,7 @@ class Floor:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), duration)
         finally:
-            self._stop.set()
+            self.stop()
             if playing:
                 await asyncio.wait(playing, timeout=30)
             for task in playing + tasks:
@@ -222,7 +232,7 @@ class Floor:
         try:
             period = 60.0 / self.config.rounds_per_minute
             number = 0
-            while not self._stop.is_set():
+            while not self._tables_stop.is_set():
                 started = time.monotonic()
                 number += 1
                 try:
@@ -236,7 +246,7 @@ class Floor:
                 pause = period - (time.monotonic() - started)
                 if pause > 0:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._stop.wait(), pause)
+                        await asyncio.wait_for(self._tables_stop.wait(), pause)
         finally:
             await client.close()
 
@@ -247,7 +257,7 @@ class Floor:
 
     async def _resync(self, client: FaultyDeviceClient) -> None:
         """Reconnect; a round the gateway still holds open is finished or voided first."""
-        while not self._stop.is_set():
+        while not self._tables_stop.is_set():
             with contextlib.suppress(ConnectionError, TimeoutError, grpc.aio.AioRpcError):
                 welcome = await client.connect()
                 # Numbers the client took for events the gateway never accepted (a reordered
@@ -366,6 +376,7 @@ class Floor:
         seen: set[str] = set()
         views = self.stats.terminal_views.setdefault(table_id, [])
         stream = 0
+        targets = PayoutTargets(self.config.payout_target)
         while not self._stop.is_set():
             # A dealer confirms again what a new session lists as still to pay (the confirmation
             # sent before the service went away may never have arrived); once per session.
@@ -373,7 +384,7 @@ class Floor:
             stream += 1
             try:
                 async with secure_channel(
-                    self.config.payout_target, self._tls(f"terminal-{table_id}")
+                    targets.current, self._tls(f"terminal-{table_id}"), targets.options()
                 ) as channel:
                     stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
                     outgoing: asyncio.Queue[payout_pb2.DealerTerminalRequest] = asyncio.Queue()
@@ -412,26 +423,34 @@ class Floor:
                                     )
                                 )
                                 self.stats.payouts_paid += 1
-            except grpc.aio.AioRpcError:
-                await asyncio.sleep(0.5)
+            except grpc.aio.AioRpcError as error:
+                # To the owner the instance named at once; otherwise the next address, soon.
+                if not targets.moved(error):
+                    await asyncio.sleep(0.5)
 
     async def _supervisor(self) -> None:
-        async with secure_channel(self.config.payout_target, self._tls("supervisor")) as channel:
-            stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
-            while not self._stop.is_set():
-                await asyncio.sleep(self.config.supervisor_delay)
-                with contextlib.suppress(grpc.aio.AioRpcError):
-                    listing = await stub.ListPayouts(
-                        payout_pb2.ListPayoutsRequest(pending_only=True)
-                    )
-                    for payout in listing.payouts:
-                        if payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL:
-                            await stub.ApprovePayout(
-                                payout_pb2.ApprovePayoutRequest(
-                                    award_id=payout.award_id, supervisor="sim-supervisor"
-                                )
-                            )
-                            self.stats.approvals += 1
+        async def approve(
+            award_id: str, stub: payout_pb2_grpc.PayoutServiceStub
+        ) -> payout_pb2.ApprovePayoutResponse:
+            request = payout_pb2.ApprovePayoutRequest(
+                award_id=award_id, supervisor="sim-supervisor"
+            )
+            return await stub.ApprovePayout(request)  # type: ignore[no-any-return]
+
+        targets = PayoutTargets(self.config.payout_target)
+        tls = self._tls("supervisor")
+        while not self._stop.is_set():
+            await asyncio.sleep(self.config.supervisor_delay)
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                listing = await call_owner(
+                    targets,
+                    tls,
+                    lambda stub: stub.ListPayouts(payout_pb2.ListPayoutsRequest(pending_only=True)),
+                )
+                for payout in listing.payouts:
+                    if payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL:
+                        await call_owner(targets, tls, partial(approve, payout.award_id))
+                        self.stats.approvals += 1
 
     # ------------------------------------------------------------------------ sign watchers
 

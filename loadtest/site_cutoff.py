@@ -50,7 +50,7 @@ from jackpot.tools.demo import (
     sim_config,
     wait_progressive_open,
 )
-from loadtest.books import judge
+from loadtest.books import finish_floor, judge
 from loadtest.device_faults import answer
 from loadtest.floor import Floor
 from loadtest.netns import NetnsUnavailable, SiteNetwork, clean_stale, unavailable_reason
@@ -267,10 +267,8 @@ async def play_through_cut(
     paths["broker_reachable_from_site_after_restore"] = await asyncio.to_thread(broker_from_site)
 
     await asyncio.sleep(settle_seconds)
-    floor.stop()
-    stats = await playing
-    await asyncio.sleep(3)  # let the terminals confirm what the payout service re-sends
-    books = await judge(demo, stats)
+    stats = await finish_floor(demo, floor, playing)
+    books = await judge(demo, stats, require_paid=True)
 
     def rounds_during_cut(tables: set[str]) -> int:
         return sum(settled_at_restore.get(t, 0) - settled_at_cut.get(t, 0) for t in tables)

@@ -60,7 +60,7 @@ from typing import Any
 from jackpot.tools.demo import KAFKA_SH, sim_config
 from jackpot.topics import AWARDS
 from jackpot.v1 import payout_pb2, pot_pb2
-from loadtest.books import EXAMPLES, LedgerBooks, add_entry, judge, read_topic
+from loadtest.books import EXAMPLES, LedgerBooks, add_entry, finish_floor, judge, read_topic
 from loadtest.chaos import (
     GIVE_UP_SECONDS,
     ChaosDemo,
@@ -517,10 +517,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             with contextlib.suppress(asyncio.CancelledError):
                 await supervisor
         result["played_seconds"] = round(time.monotonic() - started, 1)
-        floor.stop()
-        stats = await playing
-        await asyncio.sleep(3)  # let the terminals confirm what the payout service re-sends
-        books = await judge(demo, stats)
+        stats = await finish_floor(demo, floor, playing)
+        books = await judge(demo, stats, require_paid=True)
         payouts = await read_payouts(demo)
         summary = summarize_faults(faults)
         floor_report = stats.report()

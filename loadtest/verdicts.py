@@ -27,6 +27,13 @@ PAYOUT_RECOVERY_BOUND_SECONDS = 5.0
 GATEWAY_RECOVERY_BOUND_SECONDS = 30.0
 DISPLAY_RECOVERY_BOUND_SECONDS = 30.0
 BROKER_RECOVERY_BOUND_SECONDS = 60.0
+# Issue 19: from the SIGCONT of a paused pot or payout (a second instance took over meanwhile)
+# until the floor pays prizes again / is whole again.
+POT_PAUSE_BOUND_SECONDS = 5.0
+PAYOUT_PAUSE_BOUND_SECONDS = 5.0
+# Provisional: a resumed gateway's devices resynchronise; the display answers its health check.
+GATEWAY_PAUSE_BOUND_SECONDS = 30.0
+DISPLAY_PAUSE_BOUND_SECONDS = 30.0
 # Fault 3: every table closed within the heartbeat timeout + this, of the brokers going away ...
 OUTAGE_CLOSE_MARGIN_SECONDS = 1.0
 # ... and the floor whole again within this of the cluster being up again (provisional).
@@ -43,6 +50,10 @@ RECOVERY_BOUNDS_SECONDS = {
     "gateway_kill_9": GATEWAY_RECOVERY_BOUND_SECONDS,
     "display_kill_9": DISPLAY_RECOVERY_BOUND_SECONDS,
     "broker_kill_9": BROKER_RECOVERY_BOUND_SECONDS,
+    "pot_pause": POT_PAUSE_BOUND_SECONDS,
+    "payout_pause": PAYOUT_PAUSE_BOUND_SECONDS,
+    "gateway_pause": GATEWAY_PAUSE_BOUND_SECONDS,
+    "display_pause": DISPLAY_PAUSE_BOUND_SECONDS,
 }
 FLOOR_WHOLE = (
     "the pot's updates of every pot group are heard again, both gateways count no table closed "
@@ -57,6 +68,12 @@ MEASURED = {
     "gateway_kill_9": "from the kill -9 until " + FLOOR_WHOLE,
     "display_kill_9": "from the kill -9 until the restarted display answers its health check",
     "broker_kill_9": "from the kill -9 of the broker (restarted 3 s later) until " + FLOOR_WHOLE,
+    "pot_pause": "from the SIGCONT of the paused pot (a second pot took over meanwhile) until "
+    "(heard after the resume) " + FLOOR_WHOLE,
+    "payout_pause": "from the SIGCONT of the paused payout (a second instance took over "
+    "meanwhile) until the resumed one reports NOT_SERVING and a prize is paid again",
+    "gateway_pause": "from the SIGCONT of the paused gateway until " + FLOOR_WHOLE,
+    "display_pause": "from the SIGCONT of the paused display until it answers its health check",
 }
 
 

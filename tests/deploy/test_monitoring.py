@@ -29,6 +29,8 @@ ALERTS = {
     "JackpotPayoutPendingTooLong",
     "JackpotAuditFailed",
     "JackpotSignsStale",
+    "JackpotPrizeUnattended",
+    "JackpotPayoutNoOwner",
 }
 # Metrics the rules and the dashboard use before the service that exports them exists
 # (deploy/k8s/README.md, "Metrics"); once services/jackpot/<service>/ exists they must be real.

@@ -215,12 +215,13 @@ def test_demo_restarts_a_killed_pot_and_counts_it(kafka_bootstrap: str, tmp_path
     assert any(line.startswith("  audit       OK (") for line in seen)
 
 
-@pytest.mark.timeout(480)
+@pytest.mark.timeout(600)
 def test_short_fault_suite_loses_and_duplicates_nothing(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     """Issue #9's shorter suite: kill -9 of pot (twice), a gateway, payout (twice) and display,
-    while the devices duplicate, delay and reorder events (fault 5; fault 7 is
+    8 s pauses of payout and pot with a second instance started meanwhile (issue 19), while the
+    devices duplicate, delay and reorder events (fault 5; fault 7 is
     test_site_cutoff.py, the cluster's faults 2 and 3 test_cluster_faults.py). Every recovery is
     judged against its bound (issue 13: pot and payout within 5 s), the books bet by bet."""
     done = subprocess.run(
@@ -238,6 +239,10 @@ def test_short_fault_suite_loses_and_duplicates_nothing(
             "3",
             "--faults",
             "1,4,5,6",
+            "--pause",
+            "payout:8",
+            "--pause",
+            "pot:8",
             "--device-faults",
             "0.1",
             "--out",
@@ -246,7 +251,7 @@ def test_short_fault_suite_loses_and_duplicates_nothing(
         env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap},
         capture_output=True,
         text=True,
-        timeout=420,
+        timeout=540,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads((tmp_path / "report.json").read_text())
@@ -255,7 +260,23 @@ def test_short_fault_suite_loses_and_duplicates_nothing(
     assert faults["gateway_kill_9"]["count"] == 1
     assert faults["payout_kill_9"]["count"] == 2
     assert faults["display_kill_9"]["count"] == 1
-    for name in ("pot_kill_9", "gateway_kill_9", "payout_kill_9", "display_kill_9"):
+    # Issue 19: the pauses of pot and payout, a second instance started meanwhile.
+    assert faults["payout_pause"]["count"] == faults["pot_pause"]["count"] == 1
+    [payout_pause] = faults["payout_pause"]["pauses"]
+    assert payout_pause["twin_serving_seconds"] is not None  # the second took the payouts
+    assert payout_pause["stepped_aside_seconds"] is not None  # the resumed one stood aside
+    assert payout_pause["paid_again_seconds"] is not None
+    assert payout_pause["resumed_still_running"] is True
+    assert faults["payout_pause"]["bound_seconds"] == faults["pot_pause"]["bound_seconds"] == 5
+    assert result["awards_check"]["unpaid"] == 0  # every award paid (or voided) once at the end
+    for name in (
+        "pot_kill_9",
+        "gateway_kill_9",
+        "payout_kill_9",
+        "display_kill_9",
+        "pot_pause",
+        "payout_pause",
+    ):
         assert faults[name]["status"] == "passed", faults[name]
         assert faults[name]["recovery_max_seconds"] <= faults[name]["bound_seconds"]
     assert faults["pot_kill_9"]["bound_seconds"] == faults["payout_kill_9"]["bound_seconds"] == 5

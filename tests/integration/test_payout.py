@@ -7,7 +7,11 @@ And on the one exactly-once processor (issue 13):
   did) lets a stalled instance commit a PAID behind the restore, so the new book shows a paid
   prize as open; with the processor the new owner fences first, the stalled instance's PAID is
   refused (its partition halts and leaves its book), and the restore that follows is the truth;
-- a second instance takes over a stopped one's partitions, with their open payouts, in seconds;
+- a second instance stands by (one instance owns every partition, issue 19), refuses calls
+  naming the owner, and takes over a stopped one's partitions, with their open payouts, in seconds;
+- a paused owner (SIGSTOP, a second instance started, SIGCONT) steps aside when it resumes: its
+  API reports NOT_SERVING, its terminal's stream ends naming the new owner, and the terminal's
+  confirmation then pays once on the new owner;
 - ``kill -9`` of the payout process at random points, then a restart: one payout per award,
   one ledger entry per award, nothing ordered twice.
 """
@@ -22,25 +26,28 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import grpc
 import pytest
 from aiokafka import AIOKafkaConsumer
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from jackpot.domain.access import Role
 from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import PayoutState
+from jackpot.payout.client import KEEPALIVE_OPTIONS, PayoutTargets, call_owner, owner_named
 from jackpot.payout.codec import from_proto
 from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
-from jackpot.payout.service import PayoutService
+from jackpot.payout.service import NotServedHere, PayoutService
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.audit import AuditLog
 from jackpot.platform.authz import AccessSettings, Authorizer
 from jackpot.platform.exactly_once import NotCommitted, ProcessorError, read_compacted
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import ensure_topics, idempotent_producer, stop_client
+from jackpot.platform.tls import TlsSettings
 from jackpot.tools.payouts import load, render
 from jackpot.topics import TopicSpec
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
@@ -70,11 +77,12 @@ def award(round_id: str, seat: int, prize: str, amount: int, table: str = "T1") 
 
 
 class Running:
-    """A payout service with its gRPC API, entered once it owns partitions (all, or some)."""
+    """A payout service with its gRPC API, entered once it owns every partition (or, as a
+    ``standby``, once the group told it who does)."""
 
-    def __init__(self, settings: PayoutSettings, owns_all: bool = True) -> None:
+    def __init__(self, settings: PayoutSettings, standby: bool = False) -> None:
         self.settings = settings
-        self.owns_all = owns_all
+        self.standby = standby
         self.service = PayoutService(settings)
         self.audit = AuditLog(
             settings.bootstrap_servers,
@@ -83,15 +91,18 @@ class Running:
         )
         servicer = PayoutServicer(self.service, Authorizer(settings.access, self.audit))
         self.server = GrpcServer(settings.grpc_address, [servicer.register], [SERVICE_NAME])
+        self.service.advertise(settings.grpc_address)
 
     async def __aenter__(self) -> Running:
         self.task = asyncio.create_task(self.service.run())
         await self.audit.start()
         await self.server.start()
-        processor = self.service.processor
+        service = self.service
         await wait_until(
             lambda: (
-                owns_every_partition(self.service) if self.owns_all else processor.owned_partitions
+                bool(service.owner) and not service.serving
+                if self.standby
+                else owns_every_partition(service) and service.serving
             ),
             within=20,
         )
@@ -291,6 +302,8 @@ async def test_two_confirmations_of_one_payment_pay_it_once(settings: PayoutSett
 # ---------------------------------------------------- fencing, takeover, kill -9 (issue 13)
 
 TAKEOVER_BOUND_SECONDS = 5.0
+# Issue 19: a resumed zombie stops serving within a heartbeat or a fenced transaction.
+STEP_ASIDE_BOUND_SECONDS = 5.0
 
 
 async def restored_states(settings: PayoutSettings, partition: int) -> dict[str, PayoutState]:
@@ -362,7 +375,7 @@ async def test_the_processor_fences_before_it_restores_so_a_stalled_instance_can
     assert trail.count((prize.award_id, "LEDGER_ENTRY_TYPE_PAYOUT_PAID")) == 1
 
 
-async def test_a_second_instance_takes_over_a_stopped_ones_partitions_and_open_payouts(
+async def test_a_second_instance_stands_by_names_the_owner_and_takes_over_at_its_stop(
     settings: PayoutSettings,
 ) -> None:
     prizes = [award(f"R{i}", 1, "FLUSH", 50_000, table=f"T{i}") for i in range(6)]
@@ -370,29 +383,40 @@ async def test_a_second_instance_takes_over_a_stopped_ones_partitions_and_open_p
         prize.pot_group_id = f"g{i}"
     await publish(settings, *prizes)
     first = Running(settings)
+    second_address = f"127.0.0.1:{free_port()}"
     second = Running(
-        settings.replace(instance_id="second", grpc_address=f"127.0.0.1:{free_port()}"),
-        owns_all=False,
+        settings.replace(instance_id="second", grpc_address=second_address), standby=True
     )
     await first.__aenter__()
     first_running = True
     try:
         await wait_until(lambda: len(first.service.book.payouts) == len(prizes), within=20)
         async with second:
-            await wait_until(
-                lambda: (
-                    first.service.processor.owned_partitions
-                    and second.service.processor.owned_partitions
-                ),
-                within=20,
-            )
-            moved = set(second.service.book.payouts)
-            assert moved  # the second serves the payouts of the partition it took
-            assert not moved & set(first.service.book.payouts)  # and the first no longer does
+            # One owner (rule D3: a terminal finds all of its table's prizes on one instance).
+            assert owns_every_partition(first.service)
+            assert second.service.processor.owned_partitions == []
+            assert second.service.book.payouts == {}
+            assert second.service.owner == settings.grpc_address
+            with pytest.raises(NotServedHere) as refused:
+                await second.service.paid(prizes[0].table_id, prizes[0].award_id, "dealer")
+            assert refused.value.owner == settings.grpc_address
+            # Over gRPC the standby refuses UNAVAILABLE naming the owner; a client follows it.
+            async with grpc.aio.insecure_channel(second_address) as channel:
+                stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
+                with pytest.raises(grpc.aio.AioRpcError) as standby_answer:
+                    await stub.ListPayouts(payout_pb2.ListPayoutsRequest())
+            assert standby_answer.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert owner_named(standby_answer.value) == settings.grpc_address
+            targets = PayoutTargets(second_address)
+            listing = await list_on_owner(targets)
+            assert targets.current == settings.grpc_address
+            assert {p.award_id for p in listing.payouts} == {p.award_id for p in prizes}
             stopped = time.monotonic()
             first_running = False
             await first.__aexit__()
-            await wait_until(lambda: owns_every_partition(second.service), within=20)
+            await wait_until(
+                lambda: owns_every_partition(second.service) and second.service.serving, within=20
+            )
             took = time.monotonic() - stopped
             assert set(second.service.book.payouts) == {p.award_id for p in prizes}
             for prize in prizes:
@@ -403,6 +427,173 @@ async def test_a_second_instance_takes_over_a_stopped_ones_partitions_and_open_p
             await first.__aexit__()
     print(f"payout takeover after a graceful stop: {took:.2f} s (bound {TAKEOVER_BOUND_SECONDS} s)")
     assert took <= TAKEOVER_BOUND_SECONDS
+
+
+async def api_status(address: str) -> int | None:
+    """The PayoutService API's health status at ``address`` (None: no answer)."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        try:
+            answer = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=1
+            )
+        except grpc.aio.AioRpcError:
+            return None
+    return int(answer.status)
+
+
+async def test_a_paused_owner_steps_aside_when_it_resumes_and_its_terminal_pays_on_the_new_one(
+    settings: PayoutSettings, tmp_path: Path
+) -> None:
+    """Issue 19's experiment: SIGSTOP the owner, start a second instance, SIGCONT the first."""
+    prize = award("R1", 2, "FLUSH", 40_000, table="T7")
+    await publish(settings, prize)
+    first_address = settings.grpc_address
+    second_address = f"127.0.0.1:{free_port()}"
+    command = [sys.executable, "-m", "jackpot.cli", "payout"]
+    log_path = tmp_path / "payout.log"
+    serving = health_pb2.HealthCheckResponse.SERVING
+    with log_path.open("ab") as log:
+        first = await asyncio.create_subprocess_exec(
+            *command, env=payout_environment(settings), stdout=log, stderr=log
+        )
+        second: asyncio.subprocess.Process | None = None
+        try:
+            await wait_for_async(lambda: api_is(first_address, serving), 30, log_path)
+            terminal = TerminalSession(first_address, prize.table_id)
+            await terminal.start()
+            await wait_until(lambda: prize.award_id in terminal.open_ids(), within=10)
+            first.send_signal(signal.SIGSTOP)
+            second = await asyncio.create_subprocess_exec(
+                *command,
+                env=payout_environment(settings.replace(grpc_address=second_address)),
+                stdout=log,
+                stderr=log,
+            )
+            # The frozen owner is evicted after its session timeout; the second takes over.
+            await wait_for_async(lambda: api_is(second_address, serving), 30, log_path)
+            first.send_signal(signal.SIGCONT)
+            resumed = time.monotonic()
+            not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
+            await wait_for_async(lambda: api_is(first_address, not_serving), 10, log_path)
+            stepped_aside = time.monotonic() - resumed
+            # Its terminal's stream ended UNAVAILABLE (its keepalive gave up on the frozen
+            # process, or the resumed one ended it), never a healthy-looking silence.
+            ended = await asyncio.wait_for(terminal.ended, 10)
+            assert ended.code() == grpc.StatusCode.UNAVAILABLE
+            # A terminal that comes back to the resumed instance is sent to the new owner.
+            # (once it rejoined the group and heard who owns: until then it names no one)
+            sent_away = await sent_to_owner(first_address, prize.table_id, within=10)
+            assert owner_named(sent_away) == second_address
+            # There its confirmation pays the prize, once.
+            targets = PayoutTargets(f"{first_address},{second_address}")
+            assert targets.moved(sent_away)
+            assert targets.current == second_address
+            again = TerminalSession(targets.current, prize.table_id)
+            await again.start()
+            await wait_until(lambda: prize.award_id in again.open_ids(), within=10)
+            await again.confirm(prize.award_id)
+            await wait_until(lambda: prize.award_id not in again.open_ids(), within=10)
+            await again.stop()
+            listing = await list_on_owner(targets)
+            [payout] = [p for p in listing.payouts if p.award_id == prize.award_id]
+            paid = [t for t in payout.history if t.state == payout_pb2.PAYOUT_STATE_PAID]
+            assert len(paid) == 1
+            assert first.returncode is None  # it stood aside, alive, ready to take over again
+        finally:
+            for process in (first, second):
+                if process is not None and process.returncode is None:
+                    process.send_signal(signal.SIGCONT)
+                    process.send_signal(signal.SIGTERM)
+                    await asyncio.wait_for(process.wait(), 30)
+    print(f"paused payout owner stepped aside {stepped_aside:.2f} s after it resumed")
+    assert stepped_aside <= STEP_ASIDE_BOUND_SECONDS
+
+
+async def sent_to_owner(address: str, table_id: str, within: float) -> grpc.aio.AioRpcError:
+    """Open terminal sessions at ``address`` until one is refused naming an owner; each refusal
+    is UNAVAILABLE and shows the terminal nothing."""
+    deadline = time.monotonic() + within
+    while True:
+        session = TerminalSession(address, table_id)
+        await session.start()
+        refused = await asyncio.wait_for(session.ended, within)
+        assert refused.code() == grpc.StatusCode.UNAVAILABLE, refused.details()
+        assert session.shown == []  # shown nothing it cannot pay
+        if owner_named(refused) or time.monotonic() > deadline:
+            return refused
+        await asyncio.sleep(0.2)
+
+
+async def api_is(address: str, status: int) -> bool:
+    return await api_status(address) == status
+
+
+async def wait_for_async(
+    check: Callable[[], Awaitable[bool]], within: float, log_path: Path
+) -> None:
+    deadline = time.monotonic() + within
+    while not await check():
+        assert time.monotonic() < deadline, tail(log_path)
+        await asyncio.sleep(0.1)
+
+
+def tail(log_path: Path) -> str:
+    return log_path.read_text()[-4000:]
+
+
+async def list_on_owner(targets: PayoutTargets) -> payout_pb2.ListPayoutsResponse:
+    return await call_owner(
+        targets, TlsSettings(), lambda stub: stub.ListPayouts(payout_pb2.ListPayoutsRequest())
+    )
+
+
+class TerminalSession:
+    """A dealer terminal's DealerTerminal stream: what it was last shown, and how it ended."""
+
+    def __init__(self, address: str, table_id: str) -> None:
+        self.address = address
+        self.table_id = table_id
+        self.shown: list[payout_pb2.DealerTerminalResponse] = []
+        self.outgoing: asyncio.Queue[payout_pb2.DealerTerminalRequest] = asyncio.Queue()
+        self.ended: asyncio.Future[grpc.aio.AioRpcError] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._task: asyncio.Task[None] | None = None
+
+    def open_ids(self) -> set[str]:
+        return {p.award_id for p in self.shown[-1].open} if self.shown else set()
+
+    async def start(self) -> None:
+        await self.outgoing.put(
+            payout_pb2.DealerTerminalRequest(
+                hello=payout_pb2.TerminalHello(table_id=self.table_id, dealer="d1")
+            )
+        )
+        self._task = asyncio.create_task(self._run())
+
+    async def confirm(self, award_id: str) -> None:
+        await self.outgoing.put(
+            payout_pb2.DealerTerminalRequest(paid=payout_pb2.PaymentConfirmed(award_id=award_id))
+        )
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _requests(self) -> AsyncIterator[payout_pb2.DealerTerminalRequest]:
+        while True:
+            yield await self.outgoing.get()
+
+    async def _run(self) -> None:
+        async with grpc.aio.insecure_channel(self.address, options=KEEPALIVE_OPTIONS) as channel:
+            stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
+            try:
+                async for message in stub.DealerTerminal(self._requests()):
+                    self.shown.append(message)
+            except grpc.aio.AioRpcError as error:
+                self.ended.set_result(error)
 
 
 def payout_environment(settings: PayoutSettings) -> dict[str, str]:

@@ -1,4 +1,10 @@
-"""``jackpot.v1.PayoutService``: dealer terminals (D3) and supervisors' approvals and voids."""
+"""``jackpot.v1.PayoutService``: dealer terminals (D3) and supervisors' approvals and voids.
+
+Only the instance that owns the payouts serves them. Anywhere else every call is refused with
+UNAVAILABLE and the owner's address in the trailing metadata ``jackpot-payout-owner``
+(:mod:`jackpot.payout.client` follows it), and a terminal's stream ends the same way the moment
+its instance stops owning: a terminal never waits on an instance that cannot pay.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +16,23 @@ import grpc
 
 from jackpot.domain.access import Action, Principal, Role
 from jackpot.domain.errors import DomainError
+from jackpot.payout.client import OWNER_METADATA_KEY
 from jackpot.payout.codec import to_proto
-from jackpot.payout.service import PayoutService
+from jackpot.payout.service import NotServedHere, PayoutService
 from jackpot.platform.authz import Authorizer
 from jackpot.platform.exactly_once import NotCommitted
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
 SERVICE_NAME = "jackpot.v1.PayoutService"
+
+
+async def refuse_elsewhere(context: grpc.aio.ServicerContext, moved: NotServedHere) -> None:
+    """End the call with UNAVAILABLE, naming the owner for the client to go to."""
+    await context.abort(
+        grpc.StatusCode.UNAVAILABLE,
+        str(moved),
+        trailing_metadata=((OWNER_METADATA_KEY, moved.owner),) if moved.owner else (),
+    )
 
 
 class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
@@ -40,6 +56,10 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         self, request: payout_pb2.ListPayoutsRequest, context: grpc.aio.ServicerContext
     ) -> payout_pb2.ListPayoutsResponse:
         await self._authorizer.require_read(context, "ListPayouts")
+        try:
+            self._service.require_serving()
+        except NotServedHere as moved:
+            await refuse_elsewhere(context, moved)
         listing = self._service.book.listing(request.pending_only)
         return payout_pb2.ListPayoutsResponse(payouts=[to_proto(p) for p in listing])
 
@@ -63,6 +83,11 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                 who, Action.APPROVE_PAYOUT, "failed", request.award_id, str(error)
             )
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
+        except NotServedHere as moved:
+            self._authorizer.outcome(
+                who, Action.APPROVE_PAYOUT, "refused", request.award_id, str(moved)
+            )
+            await refuse_elsewhere(context, moved)
         self._authorizer.outcome(
             who, Action.APPROVE_PAYOUT, "applied", request.award_id, f"{payout.amount} pesos"
         )
@@ -86,6 +111,11 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                 who, Action.VOID_PAYOUT, "failed", request.award_id, str(error)
             )
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
+        except NotServedHere as moved:
+            self._authorizer.outcome(
+                who, Action.VOID_PAYOUT, "refused", request.award_id, str(moved)
+            )
+            await refuse_elsewhere(context, moved)
         self._authorizer.outcome(
             who, Action.VOID_PAYOUT, "applied", request.award_id, f"{payout.amount} pesos"
         )
@@ -136,8 +166,25 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                 await context.abort(
                     grpc.StatusCode.UNAUTHENTICATED, f"not a terminal of table {hello.table_id}"
                 )
+        try:
+            self._service.require_serving()
+        except NotServedHere as moved:
+            await refuse_elsewhere(context, moved)
+        async for response in self._terminal_session(hello, terminal, requests, context):
+            yield response
+
+    async def _terminal_session(
+        self,
+        hello: payout_pb2.TerminalHello,
+        terminal: Principal,
+        requests: AsyncIterator[payout_pb2.DealerTerminalRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> AsyncIterator[payout_pb2.DealerTerminalResponse]:
+        """The table's open payouts after every change, its confirmations applied, until the
+        terminal hangs up, this instance stops, or it no longer serves the payouts."""
         changed = asyncio.Event()
         refused: list[str] = []
+        moved: list[NotServedHere] = []
 
         def listener(table_id: str) -> None:
             if table_id == hello.table_id:
@@ -146,31 +193,24 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         async def confirmations() -> None:
             async for message in requests:
                 if message.WhichOneof("message") == "paid":
-                    award_id = message.paid.award_id
                     try:
-                        payout = await self._service.paid(hello.table_id, award_id, hello.dealer)
+                        await self._confirm(hello, terminal, message.paid.award_id)
+                    except NotServedHere as error:
+                        moved.append(error)
                     except (DomainError, NotCommitted) as error:
-                        outcome = "refused" if isinstance(error, DomainError) else "failed"
-                        self._authorizer.outcome(
-                            terminal, Action.CONFIRM_PAYMENT, outcome, award_id, str(error)
-                        )
                         refused.append(str(error))
-                        changed.set()
-                    else:
-                        self._authorizer.outcome(
-                            terminal,
-                            Action.CONFIRM_PAYMENT,
-                            "applied",
-                            award_id,
-                            f"{payout.amount} pesos paid at table {hello.table_id} by dealer "
-                            f"{hello.dealer or '-'}",
-                        )
+                    changed.set()
 
         self._service.book.subscribe(listener)
+        self._service.book.attend(hello.table_id)
         reader = asyncio.create_task(confirmations())
         ending = asyncio.create_task(self._ending.wait())
         try:
             while True:
+                if not self._service.serving:
+                    moved.append(NotServedHere(self._service.owner))
+                if moved:
+                    await refuse_elsewhere(context, moved[-1])
                 open_payouts = self._service.book.open_for(hello.table_id)
                 yield payout_pb2.DealerTerminalResponse(
                     open=[to_proto(p) for p in open_payouts],
@@ -178,18 +218,46 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                 )
                 changed.clear()
                 waiter = asyncio.create_task(changed.wait())
+                stepped_aside = asyncio.create_task(self._stepped_aside())
                 done, _ = await asyncio.wait(
-                    {waiter, reader, ending}, return_when=asyncio.FIRST_COMPLETED
+                    {waiter, reader, ending, stepped_aside}, return_when=asyncio.FIRST_COMPLETED
                 )
+                waiter.cancel()
+                stepped_aside.cancel()
                 if ending in done:
-                    waiter.cancel()
                     await context.abort(
                         grpc.StatusCode.UNAVAILABLE, "this payout instance is stopping; reconnect"
                     )
                 if reader in done:
-                    waiter.cancel()
                     return
         finally:
             self._service.book.unsubscribe(listener)
+            self._service.book.leave(hello.table_id)
             reader.cancel()
             ending.cancel()
+
+    async def _stepped_aside(self) -> None:
+        """Returns when this instance stops serving the payouts (fenced, or its partitions
+        moved to another instance)."""
+        while self._service.serving:
+            await self._service.serving_changed_wait()
+
+    async def _confirm(
+        self, hello: payout_pb2.TerminalHello, terminal: Principal, award_id: str
+    ) -> None:
+        """One payment confirmed by a table's terminal, its outcome on the audit chain."""
+        try:
+            payout = await self._service.paid(hello.table_id, award_id, hello.dealer)
+        except (DomainError, NotCommitted, NotServedHere) as error:
+            outcome = "failed" if isinstance(error, NotCommitted) else "refused"
+            self._authorizer.outcome(
+                terminal, Action.CONFIRM_PAYMENT, outcome, award_id, str(error)
+            )
+            raise
+        self._authorizer.outcome(
+            terminal,
+            Action.CONFIRM_PAYMENT,
+            "applied",
+            award_id,
+            f"{payout.amount} pesos paid at table {hello.table_id} by dealer {hello.dealer or '-'}",
+        )

@@ -1,5 +1,5 @@
-"""`jackpot payout`: the composition root of the payout service (N instances share the awards
-partitions; each serves the payouts of the partitions it owns)."""
+"""`jackpot payout`: the composition root of the payout service (one instance owns the payouts,
+the others stand by; see :mod:`jackpot.payout.service`)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,8 @@ async def compose_payout(
         settings.access.health_address,
     )
     supervisor.health(server)
+    host = settings.grpc_address.rsplit(":", 1)[0]
+    service.advertise(f"{host}:{server.port}")
     supervisor.on_stop("terminals", servicer.end_streams)
     supervisor.on_stop("grpc", lambda: server.stop(supervisor.grace(5)))
     supervisor.on_stop("processor", service.stop)
@@ -68,6 +70,10 @@ async def compose_payout(
     await audit.start()
     supervisor.watch(audit.writer)
     await server.start()
+    supervisor.spawn(
+        "payout-health",
+        service.report_serving(partial(server.set_service_serving, SERVICE_NAME)),
+    )
     log.info("payout_serving", grpc=settings.grpc_address, port=server.port)
 
 

@@ -16,3 +16,13 @@ TRANSITIONS = Counter(
 DUPLICATE_AWARDS = Counter(
     "jackpot_payout_duplicate_awards_total", "Awards seen again and ignored (already paid out)"
 )
+UNATTENDED = Gauge(
+    "jackpot_payout_unattended_awards",
+    "Payouts not yet paid of a table that no dealer terminal connected to this instance shows "
+    "(rule D3; on the owning instance only)",
+    ["table"],
+)
+SERVING = Gauge(
+    "jackpot_payout_serving",
+    "1 while this instance owns the payouts (every awards partition, none fenced), 0 standing by",
+)

@@ -6,7 +6,11 @@ record of its payout is written to jackpot.payouts.v1 partition *p* (key award i
 instance given *p* first fences *p*'s previous owner (transactional id ``<prefix>-<p>``), then
 restores *p*'s payouts from the payouts topic to its end, then consumes: nothing a stalled old
 instance does can commit behind the restore's back, so the book never shows a paid prize as open.
-N instances share the partitions; each serves the payouts of the partitions it owns.
+One instance owns every partition and the others stand by
+(:class:`jackpot.platform.assignors.SingleOwnerAssignor`): a dealer terminal can then always find
+all of its table's prizes on one instance. An instance that owns nothing, or was fenced (a zombie
+that froze and came back), steps aside: it serves no payouts, ends its terminals' streams and
+refuses every call with :class:`NotServedHere`, naming the owner the group told it of.
 
 Each batch of awards becomes payouts written, with a ledger entry per transition and the consumed
 offsets, in one transaction; an award id already known is never paid out again. Supervisor and
@@ -16,8 +20,10 @@ producer of the award's partition, so two confirmations of one payment cannot bo
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -29,6 +35,7 @@ from jackpot.domain.payout import OPEN, Payout, PayoutState, approve, order_payo
 from jackpot.payout import metrics
 from jackpot.payout.codec import from_proto, ledger_entry, to_proto
 from jackpot.payout.settings import PayoutSettings
+from jackpot.platform.assignors import SingleOwnerAssignor
 from jackpot.platform.deadletter import dead_letter
 from jackpot.platform.exactly_once import (
     ExactlyOnceProcessor,
@@ -41,6 +48,15 @@ from jackpot.v1 import payout_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.payout")
 Listener = Callable[[str], None]
+
+
+class NotServedHere(RuntimeError):
+    """This instance serves no payouts now (a standby, or fenced): go to ``owner`` (may be "")."""
+
+    def __init__(self, owner: str) -> None:
+        where = f"the owner is {owner}" if owner else "the owner is not known yet"
+        super().__init__(f"this payout instance serves no payouts now ({where}); reconnect")
+        self.owner = owner
 
 
 def _award(value: bytes | None) -> pot_pb2.Award:
@@ -65,6 +81,7 @@ class PayoutBook:
         self.payouts: dict[str, Payout] = {}
         self.partition_of: dict[str, int] = {}
         self._listeners: list[Listener] = []
+        self._terminals: Counter[str] = Counter()  # connected dealer terminals by table
 
     def put(self, partition: int, payout: Payout) -> None:
         self.payouts[payout.award_id] = payout
@@ -82,6 +99,17 @@ class PayoutBook:
 
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
+
+    def attend(self, table_id: str) -> None:
+        """A dealer terminal of ``table_id`` is connected and shown its payouts."""
+        self._terminals[table_id] += 1
+        self.refresh_metrics()
+
+    def leave(self, table_id: str) -> None:
+        self._terminals[table_id] -= 1
+        if self._terminals[table_id] <= 0:
+            del self._terminals[table_id]
+        self.refresh_metrics()
 
     def unsubscribe(self, listener: Listener) -> None:
         self._listeners.remove(listener)
@@ -108,6 +136,11 @@ class PayoutBook:
         metrics.PENDING.set(len(pending))
         oldest = min((p.ordered_at_ns for p in pending), default=None)
         metrics.OLDEST_PENDING.set(0 if oldest is None else (time.time_ns() - oldest) / 1e9)
+        # Rule D3: a prize is payable only where its table's terminal shows it.
+        unattended = Counter(p.table_id for p in pending if p.table_id not in self._terminals)
+        metrics.UNATTENDED.clear()
+        for table_id, count in unattended.items():
+            metrics.UNATTENDED.labels(table=table_id).set(count)
 
 
 @dataclass(slots=True)
@@ -283,15 +316,58 @@ class PayoutService:
     ) -> None:
         self.settings = settings
         self.book = book or PayoutBook()
+        self.assignor = SingleOwnerAssignor(settings.advertised_address or settings.grpc_address)
+        self.serving = False
+        self._flipped = asyncio.Event()  # set (and replaced) each time `serving` changes
         self.processor: ExactlyOnceProcessor[PayoutPartition] = ExactlyOnceProcessor(
             processor_config(settings),
             lambda p: PayoutPartition(p, settings, self.book),
             processor_metrics or ProcessorMetrics(),
             on_ownership=self._on_ownership,
+            assignor=self.assignor,
         )
 
+    def advertise(self, address: str) -> None:
+        """Where this instance's clients reach it (known once its gRPC port is bound)."""
+        self.assignor.address = self.settings.advertised_address or address
+
+    @property
+    def owner(self) -> str:
+        """The owner's address as the group last told it ("" if this is the owner or unknown)."""
+        owner = self.assignor.owner_address
+        return "" if owner == self.assignor.address else owner
+
     def _on_ownership(self, owned: list[int]) -> None:
-        log.info("payout_partitions", owned=owned, payouts=len(self.book.payouts))
+        serving = bool(owned) and not self.processor.halted_partitions
+        log.info(
+            "payout_partitions",
+            owned=owned,
+            halted=self.processor.halted_partitions,
+            serving=serving,
+            owner="this instance" if serving else (self.owner or "unknown"),
+            payouts=len(self.book.payouts),
+        )
+        if serving != self.serving:
+            self.serving = serving
+            metrics.SERVING.set(1 if serving else 0)
+            flipped, self._flipped = self._flipped, asyncio.Event()
+            flipped.set()
+
+    async def serving_changed_wait(self) -> None:
+        """Returns the next time this instance starts or stops serving the payouts."""
+        await self._flipped.wait()
+
+    def require_serving(self) -> None:
+        """Raise :class:`NotServedHere` unless this instance owns the payouts, unfenced."""
+        if not self.serving:
+            raise NotServedHere(self.owner)
+
+    async def report_serving(self, report: Callable[[bool], Awaitable[None]]) -> None:
+        """Tell ``report`` (the health service) each time this instance starts or stops serving."""
+        while True:
+            flipped = self._flipped  # taken first: a change while reporting is not missed
+            await report(self.serving)
+            await flipped.wait()
 
     async def run(self) -> None:
         """Fence, restore, consume, transact until :meth:`stop` (ProcessorError if it cannot)."""
@@ -301,6 +377,7 @@ class PayoutService:
         await self.processor.stop()
 
     async def _transition(self, award_id: str, change: Callable[[Payout], Payout]) -> Payout:
+        self.require_serving()
         partition = self.book.partition_of.get(award_id)
         if partition is None:
             raise DomainError(Reason.INVALID_STATE, f"no payout for award {award_id!r}")
@@ -309,10 +386,7 @@ class PayoutService:
                 partition, lambda handler: handler.transition(award_id, change)
             )
         except NotOwned:
-            raise DomainError(
-                Reason.INVALID_STATE,
-                f"award {award_id!r} is no longer served by this instance; reconnect",
-            ) from None
+            raise NotServedHere(self.owner) from None
         return batch.payouts[-1]
 
     async def approve(self, award_id: str, supervisor: str, note: str = "") -> Payout:

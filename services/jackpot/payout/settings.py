@@ -30,6 +30,12 @@ class PayoutSettings(ServiceSettings):
     grpc_address: Annotated[str, Env("{prefix}GRPC")] = Field(
         "127.0.0.1:50053", description="PayoutService address (host:port)"
     )
+    advertised_address: str = Field(
+        "",
+        description="host:port clients reach this instance at; the group tells it to the other "
+        "instances, so a standby sends terminals to the owner (empty: the gRPC address's; set it "
+        "to the pod IP in Kubernetes)",
+    )
     metrics_host: str = Field("127.0.0.1", description="/metrics address (0.0.0.0 in a container)")
     metrics_port: Port = Field(9103, description="/metrics port (0 disables it)")
     approval_threshold: int = Field(

@@ -247,12 +247,14 @@ class ExactlyOnceProcessor(Generic[H]):
         *,
         tick_seconds: float | None = None,
         on_ownership: Callable[[list[int]], None] | None = None,
+        assignor: Any = RangePartitionAssignor,
     ) -> None:
         self.config = config
         self.metrics = metrics
         self._factory = handler_factory
         self._tick_seconds = tick_seconds
         self._on_ownership = on_ownership
+        self._assignor = assignor  # how the group spreads the partitions (range by default)
         self._owned: dict[int, Owned[H]] = {}
         self._lock = asyncio.Lock()
         self._assignment_epoch = 0
@@ -327,7 +329,7 @@ class ExactlyOnceProcessor(Generic[H]):
             isolation_level="read_committed",
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            partition_assignment_strategy=(RangePartitionAssignor,),
+            partition_assignment_strategy=(self._assignor,),
             session_timeout_ms=config.session_timeout_ms,
             heartbeat_interval_ms=config.heartbeat_ms,
             max_poll_interval_ms=config.max_poll_interval_ms,

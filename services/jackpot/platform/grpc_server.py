@@ -37,6 +37,10 @@ class GrpcServer:
                 ("grpc.keepalive_timeout_ms", 5_000),
                 ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
                 ("grpc.keepalive_permit_without_calls", 1),
+                # Clients ping every few seconds to notice a frozen server (a dealer terminal
+                # must leave a paused payout instance): never answer their pings with GOAWAY.
+                ("grpc.http2.min_recv_ping_interval_without_data_ms", 1_000),
+                ("grpc.http2.max_ping_strikes", 0),
             ]
         )
         for register in registrars:
@@ -72,6 +76,16 @@ class GrpcServer:
         )
         for name in ["", *self._names]:
             await self.health.set(name, status)
+
+    async def set_service_serving(self, name: str, serving: bool) -> None:
+        """One API's status, the process's ("") unchanged: a standby is alive but serves nothing
+        (liveness probes ask "", readiness and operators ask the API)."""
+        await self.health.set(
+            name,
+            health_pb2.HealthCheckResponse.SERVING
+            if serving
+            else health_pb2.HealthCheckResponse.NOT_SERVING,
+        )
 
     async def stop(self, grace_seconds: float = 5.0) -> None:
         """Refuse new calls, let calls in flight finish for up to ``grace_seconds``."""

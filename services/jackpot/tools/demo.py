@@ -40,6 +40,7 @@ from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
 from jackpot.domain.money import MINOR_PER_PESO, format_amount
 from jackpot.gateway.client import DeviceClient
+from jackpot.payout.client import PayoutTargets, call_owner
 from jackpot.platform.codec import game_to_proto
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.tls import TlsSettings, secure_channel
@@ -69,7 +70,6 @@ from jackpot.tools.pki import LOCAL_HOSTS, issue, issue_dev
 from jackpot.topics import ALL_TOPICS, TopicSpec
 from jackpot.v1 import (
     payout_pb2,
-    payout_pb2_grpc,
     pot_pb2,
     pot_pb2_grpc,
     table_events_pb2,
@@ -83,6 +83,16 @@ KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
 PORTS = {"gateway-a": 25051, "pot": 25052, "payout": 25053, "display": 25054, "gateway-b": 25055}
 METRICS = {"gateway-a": 9101, "pot": 9102, "payout": 9103, "display": 9104, "gateway-b": 9105}
 HTTP_PORT = 8080
+# A second instance of the pot or the payout, as a Kubernetes rollout or a node that froze and
+# came back produces (the fault suite's pauses): same settings, its own ports. The floor's dealer
+# terminals and supervisor know both payout addresses and go to whichever owns the payouts.
+TWIN = "-twin"
+TWIN_PORTS = {"pot": 25062, "payout": 25063}
+TWIN_METRICS = {"pot": 9112, "payout": 9113}
+TWIN_ENV = {
+    "pot": ("JACKPOT_GRPC_ADDRESS", "JACKPOT_METRICS_PORT"),
+    "payout": ("JACKPOT_PAYOUT_GRPC", "JACKPOT_PAYOUT_METRICS_PORT"),
+}
 
 POKER_GROUP = "scl-poker"
 BLACKJACK_GROUP = "scl-blackjack"
@@ -367,8 +377,9 @@ class Demo:
         )
         write_pids(self.state, self.processes)
 
-    async def wait_serving(self, name: str, within_seconds: float = 60) -> float:
-        """Seconds until ``name`` answers its gRPC health check with SERVING."""
+    async def wait_serving(self, name: str, within_seconds: float = 60, api: str = "") -> float:
+        """Seconds until ``name`` answers its gRPC health check (of ``api``, default the
+        process's) with SERVING."""
         started = time.monotonic()
         async with secure_channel(self.target(name), self.tls("operator")) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
@@ -377,7 +388,7 @@ class Demo:
                 if code is not None:
                     raise RuntimeError(f"{name} {describe_exit(code)}; see {self.state}/{name}.log")
                 with contextlib.suppress(grpc.aio.AioRpcError):
-                    answer = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                    answer = await stub.Check(health_pb2.HealthCheckRequest(service=api), timeout=1)
                     if answer.status == health_pb2.HealthCheckResponse.SERVING:
                         return time.monotonic() - started
                 await asyncio.sleep(0.1)
@@ -397,8 +408,43 @@ class Demo:
             subprocess.run([str(KAFKA_SH), "down"], check=False)
 
     def target(self, name: str) -> str:
-        """host:port of a service's gRPC port."""
+        """host:port of a service's gRPC port (of its twin: ``<name>-twin``)."""
+        if name.endswith(TWIN):
+            return f"127.0.0.1:{TWIN_PORTS[name.removesuffix(TWIN)]}"
         return f"127.0.0.1:{PORTS[name]}"
+
+    def payout_targets(self) -> str:
+        """Every address a payout instance of the floor may serve at, comma-separated."""
+        return f"{self.target('payout')},{self.target('payout' + TWIN)}"
+
+    def start_twin(self, name: str) -> str:
+        """A second instance of ``name`` (pot or payout) with the same settings on its own ports;
+        its name (``<name>-twin``)."""
+        args, env = self._commands[name]
+        grpc_key, metrics_key = TWIN_ENV[name]
+        twin = name + TWIN
+        self._spawn(
+            twin,
+            args,
+            {
+                **env,
+                grpc_key: self.target(twin),
+                metrics_key: str(TWIN_METRICS[name]),
+            },
+        )
+        return twin
+
+    def stop_twin(self, twin: str, within_seconds: float = 20) -> int | None:
+        """SIGTERM a twin and forget it; its exit status (None if it had to be killed)."""
+        process = self.processes.pop(twin)
+        self._commands.pop(twin, None)
+        process.send_signal(signal.SIGTERM)
+        try:
+            return process.wait(within_seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            return None
 
     def site_target(self, site: str) -> str:
         """Where the devices of ``site`` reach their gateway."""
@@ -443,7 +489,7 @@ def sim_config(demo: Demo, rig_rate: float, rounds_per_minute: float) -> Any:
             SimTable(t.table_id, t.game, t.group, demo.site_target(t.site), t.credential)
             for t in demo.played_tables()
         ],
-        payout_target=demo.target("payout"),
+        payout_target=demo.payout_targets(),
         display_target=demo.target("display"),
         rounds_per_minute=rounds_per_minute,
         rig_rate=rig_rate,
@@ -485,9 +531,11 @@ async def report(demo: Demo, stats: Any) -> dict[str, Any]:
         await asyncio.sleep(1)
     collected_minor = sum(g.collected for g in groups)
     collected = collected_minor // MINOR_PER_PESO
-    async with secure_channel(demo.target("payout"), demo.tls("supervisor")) as channel:
-        stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
-        listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest())
+    listing = await call_owner(
+        PayoutTargets(demo.payout_targets()),
+        demo.tls("supervisor"),
+        lambda stub: stub.ListPayouts(payout_pb2.ListPayoutsRequest()),
+    )
     states = Counter(payout_pb2.PayoutState.Name(p.state) for p in listing.payouts)
     awards: Counter[str] = Counter()
     for group in groups:

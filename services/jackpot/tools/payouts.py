@@ -5,9 +5,10 @@ approvals and voids (through the payout service's gRPC API, with the caller's ce
     jackpot payouts --approve AWARD_ID --reason "cards checked on camera"
     jackpot payouts --void AWARD_ID --reason "dealer error, round voided"
 
-``--approve``/``--void`` call ``JACKPOT_PAYOUT_GRPC`` (default 127.0.0.1:50053) with the client
-certificate of ``JACKPOT_TLS_CERT``/``_KEY``/``_CA`` (a ``supervisor`` certificate from
-``jackpot pki``); without TLS only a payout service started with
+``--approve``/``--void`` call ``JACKPOT_PAYOUT_GRPC`` (default 127.0.0.1:50053; several
+comma-separated addresses are tried in turn, and a standby's refusal names the owner to go to)
+with the client certificate of ``JACKPOT_TLS_CERT``/``_KEY``/``_CA`` (a ``supervisor``
+certificate from ``jackpot pki``); without TLS only a payout service started with
 ``JACKPOT_INSECURE_ROLES=supervisor`` accepts them.
 """
 
@@ -21,13 +22,13 @@ import grpc
 from aiokafka import AIOKafkaConsumer
 
 from jackpot.domain.payout import OPEN
+from jackpot.payout.client import PayoutTargets, call_owner
 from jackpot.payout.codec import from_proto
 from jackpot.payout.service import PayoutBook
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.exactly_once import read_compacted
 from jackpot.platform.kafka import stop_client, topic_partitions
 from jackpot.platform.settings import settings_or_exit
-from jackpot.platform.tls import secure_channel
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
 LOAD_SECONDS = 60.0
@@ -71,28 +72,30 @@ def render(book: PayoutBook, pending_only: bool, now_ns: int | None = None) -> l
 
 
 async def decide(settings: PayoutSettings, action: str, award_id: str, reason: str) -> str:
-    """Approve or void one payout; the payout's new state, or the refusal."""
-    target = settings.grpc_address.replace("0.0.0.0", "127.0.0.1")
-    async with secure_channel(target, settings.access.tls) as channel:
-        stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
-        try:
-            if action == "approve":
-                response = await stub.ApprovePayout(
-                    payout_pb2.ApprovePayoutRequest(
-                        award_id=award_id, reason=reason, supervisor=getpass.getuser()
-                    ),
-                    timeout=15,
-                )
-            else:
-                response = await stub.VoidPayout(
-                    payout_pb2.VoidPayoutRequest(
-                        award_id=award_id, reason=reason, supervisor=getpass.getuser()
-                    ),
-                    timeout=15,
-                )
-        except grpc.aio.AioRpcError as error:
-            raise SystemExit(f"refused ({error.code().name}): {error.details()}") from None
-    return f"{award_id}: {payout_pb2.PayoutState.Name(response.payout.state)}"
+    """Approve or void one payout on the instance that owns it; its new state, or the refusal."""
+    targets = PayoutTargets(settings.grpc_address.replace("0.0.0.0", "127.0.0.1"))
+    supervisor = getpass.getuser()
+
+    async def ask(stub: payout_pb2_grpc.PayoutServiceStub) -> payout_pb2.Payout:
+        if action == "approve":
+            approved = await stub.ApprovePayout(
+                payout_pb2.ApprovePayoutRequest(
+                    award_id=award_id, reason=reason, supervisor=supervisor
+                ),
+                timeout=15,
+            )
+            return approved.payout  # type: ignore[no-any-return]
+        voided = await stub.VoidPayout(
+            payout_pb2.VoidPayoutRequest(award_id=award_id, reason=reason, supervisor=supervisor),
+            timeout=15,
+        )
+        return voided.payout  # type: ignore[no-any-return]
+
+    try:
+        payout = await call_owner(targets, settings.access.tls, ask)
+    except grpc.aio.AioRpcError as error:
+        raise SystemExit(f"refused ({error.code().name}): {error.details()}") from None
+    return f"{award_id}: {payout_pb2.PayoutState.Name(payout.state)}"
 
 
 def run(pending_only: bool, approve: str = "", void: str = "", reason: str = "") -> int:
