@@ -1,0 +1,49 @@
+"""Rule D3 on the floor (issue 19): a table's unpaid prizes that no connected dealer terminal
+shows are counted per table, for the alert JackpotPrizeUnattended."""
+
+from __future__ import annotations
+
+from prometheus_client import REGISTRY
+
+from jackpot.domain.payout import Payout, order_payout
+from jackpot.payout.service import PayoutBook
+
+
+def unattended(table_id: str) -> float | None:
+    return REGISTRY.get_sample_value("jackpot_payout_unattended_awards", {"table": table_id})
+
+
+def prize(table_id: str, award: str) -> Payout:
+    return order_payout(
+        award_id=award,
+        pot_group_id="g",
+        table_id=table_id,
+        round_id="R1",
+        seat=1,
+        prize="FLUSH",
+        amount=50_000,
+        cards=(),
+        order=1,
+        approval_threshold=1_000_000,
+        at_ns=1,
+    )
+
+
+def test_a_tables_prizes_count_as_unattended_until_its_terminal_connects_and_again_after() -> None:
+    book = PayoutBook()
+    book.put(0, prize("T1", "a1"))
+    book.put(0, prize("T1", "a2"))
+    book.put(1, prize("T2", "b1"))
+    assert unattended("T1") == 2
+    assert unattended("T2") == 1
+    book.attend("T1")
+    assert unattended("T1") is None  # its dealer sees them
+    assert unattended("T2") == 1
+    book.attend("T1")
+    book.leave("T1")
+    assert unattended("T1") is None  # one of its two terminals is still connected
+    book.leave("T1")
+    assert unattended("T1") == 2
+    book.forget(0)  # the partition moved away: not this instance's to pay
+    assert unattended("T1") is None
+    assert unattended("T2") == 1
