@@ -12,20 +12,25 @@ KAFKA := deploy/local/kafka.sh
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= tests/golden
 
-.PHONY: help setup browser proto demo-report test-e2e loadtest chaos soak proto-lint lint test test-unit test-integration test-cluster bench \
+.PHONY: help setup browser monitoring-tools proto demo-report test-e2e loadtest chaos soak proto-lint lint test test-unit test-integration test-cluster bench \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down kafka-secure-cluster-up \
         kafka-secure-cluster-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed $(PROTO_OUT)/.generated tools/node_modules/.installed browser ## Python venv, protobuf code, build tools, Kafka, Chromium (idempotent)
+setup: $(VENV)/.installed $(PROTO_OUT)/.generated tools/node_modules/.installed browser monitoring-tools ## Python venv, protobuf code, build tools, Kafka, Chromium, Prometheus (idempotent)
 	@$(KAFKA) install
 
 browser: ## Debian's Chromium for the sign's browser test (Playwright drives it; no browser download)
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" != 0 ]; then echo "install Debian's chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+monitoring-tools: ## Debian's prometheus package: promtool for the alert tests, Prometheus for `make monitor`
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
+	  if [ "$$(id -u)" != 0 ]; then echo "install Debian's prometheus: sudo apt-get install -y --no-install-recommends prometheus" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
