@@ -73,11 +73,12 @@ test-e2e: setup ## the whole floor as processes: headless demo, audit, nothing l
 test-cluster: setup ## fault tests against the local three-node cluster (slow)
 	$(PYTEST) -m cluster -q
 
-test: lint k8s-tools ## lint + unit + golden rounds + integration + cluster + k8s + e2e: what CI runs
+test: lint k8s-tools image ## lint + unit + golden rounds + integration + cluster + k8s + image + e2e: what CI runs
 	$(PYTEST) -m unit -q
 	$(BIN)/jackpot resolve --check --require-reasons $(SCENARIOS)/*.json
 	$(PYTEST) -m 'integration or cluster' -q
 	$(PYTEST) -m deploy -q tests/deploy
+	$(PYTEST) -m image -q tests/image
 	$(PYTEST) -m e2e -q tests/e2e
 
 bench: setup ## every benchmark in one run, one table of figures and ratios (about 5 minutes)
@@ -115,6 +116,7 @@ kafka-secure-cluster-down: ## stop the secure cluster (kept in .run/kafka/secure
 	$(KAFKA) secure-cluster-down
 
 include deploy/k8s/k8s.mk
+include deploy/image/image.mk
 
 clean: ## remove the venv, generated code and local state (stops brokers first)
 	-$(KAFKA) down
