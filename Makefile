@@ -12,7 +12,7 @@ KAFKA := deploy/local/kafka.sh
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= tests/golden
 
-.PHONY: help setup browser monitoring-tools proto demo-report test-e2e loadtest chaos soak proto-lint lint test test-unit test-integration test-cluster bench \
+.PHONY: help setup browser monitoring-tools monitor proto demo-report test-e2e loadtest chaos soak proto-lint lint test test-unit test-integration test-cluster bench \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down kafka-secure-cluster-up \
         kafka-secure-cluster-down clean
 
@@ -97,6 +97,9 @@ loadtest: setup ## step the floor's rate up until p99 lock-to-sign passes 250 ms
 
 demo: setup ## the whole floor: Kafka, every service, ~20 simulated tables; Ctrl-C stops it
 	$(BIN)/jackpot demo
+
+monitor: setup ## Prometheus on 127.0.0.1:9090 scraping the demo's services, with the alerts of deploy/k8s; run beside make demo
+	$(BIN)/python -m loadtest.monitor
 
 demo-report: setup ## headless demo for 60 s; writes build/demo-report.json (exit 0 only if audit passes)
 	@mkdir -p build

@@ -1,7 +1,8 @@
 """The alerts of deploy/k8s/base/monitoring/prometheusrule.yaml under ``promtool test rules``.
 
 The PrometheusRule's ``spec.groups`` are written to ``build/promtool/jackpot-rules.yaml`` at test
-time (never a second hand-kept copy) beside the test cases of ``tests/deploy/promtool/``; promtool
+time by ``loadtest.monitor.write_rules`` (what ``make monitor`` loads too; never a second hand-kept
+copy) beside the test cases of ``tests/deploy/promtool/``; promtool
 comes from Debian's ``prometheus`` package (``make monitoring-tools``, part of ``make setup``).
 Every alert needs a case that fires it and one that must stay silent.
 """
@@ -15,18 +16,16 @@ from typing import Any
 
 import pytest
 import yaml
+from loadtest.monitor import RULES_FILE, rule_groups, write_rules
 
-from tests.deploy.k8s import K8S, REPO
+from tests.deploy.k8s import REPO
 
-RULE = K8S / "base" / "monitoring" / "prometheusrule.yaml"
 CASES = Path(__file__).parent / "promtool"
 STAGE = REPO / "build" / "promtool"
-RULES_FILE = "jackpot-rules.yaml"
 
 
 def rule_alerts() -> set[str]:
-    groups = yaml.safe_load(RULE.read_text(encoding="utf-8"))["spec"]["groups"]
-    return {rule["alert"] for group in groups for rule in group["rules"] if "alert" in rule}
+    return {rule["alert"] for group in rule_groups() for rule in group["rules"] if "alert" in rule}
 
 
 def alert_cases() -> list[dict[str, Any]]:
@@ -49,9 +48,7 @@ def promtool() -> str:
 def staged() -> Path:
     """build/promtool/: the rule's groups as a plain rules file, and the test cases beside it."""
     STAGE.mkdir(parents=True, exist_ok=True)
-    groups = yaml.safe_load(RULE.read_text(encoding="utf-8"))["spec"]["groups"]
-    rules = STAGE / RULES_FILE
-    rules.write_text(yaml.safe_dump({"groups": groups}, sort_keys=False), encoding="utf-8")
+    write_rules(STAGE / RULES_FILE)
     for case in CASES.glob("*_test.yaml"):
         shutil.copy(case, STAGE / case.name)
     return STAGE
