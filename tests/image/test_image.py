@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -19,7 +20,15 @@ from pathlib import Path
 import pytest
 from loadtest.floor import Floor
 
-from jackpot.tools.demo import REPO, Demo, report, sim_config, wait_progressive_open
+from jackpot.tools.demo import (
+    METRICS,
+    PORTS,
+    REPO,
+    Demo,
+    report,
+    sim_config,
+    wait_progressive_open,
+)
 
 pytestmark = pytest.mark.image
 
@@ -86,11 +95,26 @@ def test_the_build_left_the_hosts_ca_bundle_out(image: str) -> None:
     assert ours.stdout == theirs.stdout
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 class ContainerDemo(Demo):
     """The demo's floor with each service in a container of the image (host network)."""
 
     def __init__(self, image: str, tables: int, state_dir: Path, run_id: str) -> None:
-        super().__init__(tables, state_dir, run_id)
+        # Free ports, not the demo's fixed ones: other floors may be running on this machine.
+        super().__init__(
+            tables,
+            state_dir,
+            run_id,
+            ports={name: free_port() for name in PORTS},
+            metrics_ports={name: free_port() for name in METRICS},
+            http_port=free_port(),
+        )
         self.image = image
 
     def issue_certificates(self) -> None:
