@@ -12,6 +12,9 @@
 # it runs with readOnlyRootFilesystem: true. Bytecode is compiled at build time.
 #
 # Pin the base image by digest in production: --build-arg PYTHON_IMAGE=python:3.11-slim@sha256:...
+# Built here without a registry (`make image`, deploy/image/image.sh), the base is a debootstrapped
+# Debian bookworm imported as jackpot-base:bookworm: Debian's Python 3.11.2, not the 3.11.x of
+# python:3.11-slim.
 ARG PYTHON_IMAGE=python:3.11-slim
 
 FROM ${PYTHON_IMAGE} AS builder

@@ -12,20 +12,25 @@ KAFKA := deploy/local/kafka.sh
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= tests/golden
 
-.PHONY: help setup browser proto demo-report test-e2e loadtest chaos soak proto-lint lint test test-unit test-integration test-cluster bench \
+.PHONY: help setup browser monitoring-tools monitor proto demo-report test-e2e loadtest chaos soak proto-lint lint test test-unit test-integration test-cluster bench \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down kafka-secure-cluster-up \
         kafka-secure-cluster-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed $(PROTO_OUT)/.generated tools/node_modules/.installed browser ## Python venv, protobuf code, build tools, Kafka, Chromium (idempotent)
+setup: $(VENV)/.installed $(PROTO_OUT)/.generated tools/node_modules/.installed browser monitoring-tools ## Python venv, protobuf code, build tools, Kafka, Chromium, Prometheus (idempotent)
 	@$(KAFKA) install
 
 browser: ## Debian's Chromium for the sign's browser test (Playwright drives it; no browser download)
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" != 0 ]; then echo "install Debian's chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+monitoring-tools: ## Debian's prometheus package: promtool for the alert tests, Prometheus for `make monitor`
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
+	  if [ "$$(id -u)" != 0 ]; then echo "install Debian's prometheus: sudo apt-get install -y --no-install-recommends prometheus" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -68,11 +73,12 @@ test-e2e: setup ## the whole floor as processes: headless demo, audit, nothing l
 test-cluster: setup ## fault tests against the local three-node cluster (slow)
 	$(PYTEST) -m cluster -q
 
-test: lint k8s-tools ## lint + unit + golden rounds + integration + cluster + k8s + e2e: what CI runs
+test: lint k8s-tools image ## lint + unit + golden rounds + integration + cluster + k8s + image + e2e: what CI runs
 	$(PYTEST) -m unit -q
 	$(BIN)/jackpot resolve --check --require-reasons $(SCENARIOS)/*.json
 	$(PYTEST) -m 'integration or cluster' -q
 	$(PYTEST) -m deploy -q tests/deploy
+	$(PYTEST) -m image -q tests/image
 	$(PYTEST) -m e2e -q tests/e2e
 
 bench: setup ## every benchmark in one run, one table of figures and ratios (about 5 minutes)
@@ -92,6 +98,9 @@ loadtest: setup ## step the floor's rate up until p99 lock-to-sign passes 250 ms
 demo: setup ## the whole floor: Kafka, every service, ~20 simulated tables; Ctrl-C stops it
 	$(BIN)/jackpot demo
 
+monitor: setup ## Prometheus on 127.0.0.1:9090 scraping the demo's services, with the alerts of deploy/k8s; run beside make demo
+	$(BIN)/python -m loadtest.monitor
+
 demo-report: setup ## headless demo for 60 s; writes build/demo-report.json (exit 0 only if audit passes)
 	@mkdir -p build
 	$(BIN)/jackpot demo --duration 60 --report build/demo-report.json
@@ -110,6 +119,7 @@ kafka-secure-cluster-down: ## stop the secure cluster (kept in .run/kafka/secure
 	$(KAFKA) secure-cluster-down
 
 include deploy/k8s/k8s.mk
+include deploy/image/image.mk
 
 clean: ## remove the venv, generated code and local state (stops brokers first)
 	-$(KAFKA) down

@@ -7,7 +7,8 @@ Starts Kafka (unless KAFKA_BOOTSTRAP_SERVERS is set) and every service as in `ja
 plays steps of `--step-seconds` with every table at `rate` rounds per minute, multiplying the rate
 by `--factor` after each step, until the p99 from a dealer's lock to the sign showing the new
 amount passes `--limit-ms` (or the steps run out). Writes `report.json` (per step: rounds/s,
-device events/s, rejects by reason, latency percentiles) and `latency.html` (a plot), and ends
+device events/s, rejects by reason, latency percentiles; a `timeline` sampled once a second) and
+`report.html` (`loadtest.report`: a summary table, charts over time and per step), and ends
 with the accounting check of the whole run: the bets the devices were told were accepted equal
 what the ledger collected.
 """
@@ -23,50 +24,14 @@ from typing import Any
 
 from jackpot.tools.demo import REPO, Demo, report, sim_config, wait_progressive_open
 from loadtest.floor import Floor, FloorStats
+from loadtest.report import render
+from loadtest.timeline import Timeline
 
 
-def plot(steps: list[dict[str, Any]]) -> str:
-    """A self-contained HTML page: p50/p95/p99 lock-to-sign latency against achieved rounds/s."""
-    width, height, pad = 760, 360, 50
-    xs = [s["rounds_per_second"] for s in steps] or [1]
-    series = {
-        name: [s["latency"].get("lock_to_sign", {}).get(name, 0) for s in steps]
-        for name in ("p50_ms", "p95_ms", "p99_ms")
-    }
-    top = max([max(v) for v in series.values()] + [300])
-    right = max(xs) * 1.1 or 1
-
-    def point(x: float, y: float) -> str:
-        across = pad + x / right * (width - 2 * pad)
-        up = height - pad - y / top * (height - 2 * pad)
-        return f"{across:.1f},{up:.1f}"
-
-    colours = {"p50_ms": "#2e7d32", "p95_ms": "#f9a825", "p99_ms": "#c62828"}
-    lines = "".join(
-        f'<polyline fill="none" stroke="{colours[n]}" stroke-width="2" points="'
-        + " ".join(point(x, y) for x, y in zip(xs, ys, strict=True))
-        + f'"/><text x="{width - pad + 4}" y="{point(xs[-1], ys[-1]).split(",")[1]}" '
-        f'fill="{colours[n]}">{n[:3]}</text>'
-        for n, ys in series.items()
-    )
-    limit_y = point(0, 250).split(",")[1]
-    return f"""<!doctype html><meta charset="utf-8"><title>Lock-to-sign latency</title>
-<h1 style="font-family:sans-serif">Lock to sign latency vs rounds per second</h1>
-<svg width="{width}" height="{height}" style="font-family:sans-serif;font-size:12px">
-<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#000"/>
-<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#000"/>
-<line x1="{pad}" y1="{limit_y}" x2="{width - pad}" y2="{limit_y}" stroke="#999"
- stroke-dasharray="4"/>
-<text x="{pad + 4}" y="{float(limit_y) - 4}">250 ms</text>
-<text x="{width / 2}" y="{height - 10}">rounds/s (achieved)</text>
-<text x="4" y="{pad - 10}">ms (max {top:.0f})</text>{lines}</svg>
-<pre>{json.dumps(steps, indent=1)}</pre>"""
-
-
-def _write(out: Path, summary: dict[str, Any], html: str) -> None:
+def _write(out: Path, summary: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "latency.html").write_text(html)
+    (out / "report.html").write_text(render(summary))
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -85,9 +50,11 @@ async def run(args: argparse.Namespace) -> int:
         await demo.create_groups()
         await wait_progressive_open(demo)
         rate = args.start
+        timeline = Timeline(demo.metrics_ports)
         for _ in range(args.max_steps):
             floor = Floor(sim_config(demo, args.rig_rate, rate))
-            stats = (await floor.run(args.step_seconds)).report()
+            async with timeline.following(floor, step=len(steps) + 1):
+                stats = (await floor.run(args.step_seconds)).report()
             total.rounds += stats["rounds"]
             total.bets_accepted += stats["bets_accepted"]
             step = {"rounds_per_minute_per_table": round(rate, 1), **stats}
@@ -118,12 +85,13 @@ async def run(args: argparse.Namespace) -> int:
                 k: final[k]
                 for k in ("bets_accepted", "collected", "lost", "duplicated", "audit_ok")
             },
+            "timeline": timeline.samples,
         }
-        await asyncio.to_thread(_write, out, summary, plot(steps))
+        await asyncio.to_thread(_write, out, summary)
         print(
             f"highest sustainable: {summary['highest_sustainable_rounds_per_second']} rounds/s "
             f"(p99 lock-to-sign <= {args.limit_ms} ms); accounting {summary['accounting']}; "
-            f"report {out / 'report.json'}, plot {out / 'latency.html'}"
+            f"report {out / 'report.json'}, {out / 'report.html'}"
         )
         ok = final["audit_ok"] and final["lost"] == 0 and final["duplicated"] == 0
         return 0 if ok else 1

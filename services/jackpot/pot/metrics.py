@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from jackpot.domain.money import floor_pesos
 from jackpot.platform.metrics import ProcessorMetrics
+from jackpot.pot.processor import IgnoreReason
 
 
 class PotMetrics:
@@ -33,6 +34,10 @@ class PotMetrics:
             ["reason"],
             registry=registry,
         )
+        # Every reason at 0 from the start: "nothing ignored" is a series, not a missing metric
+        # (the dashboard's rate() panel shows 0 instead of no data).
+        for reason in IgnoreReason:
+            self.events_ignored.labels(reason=reason.value)
         self.events_rejected = Counter(
             "jackpot_events_rejected_total",
             "Events refused and written to the dead-letter topic",

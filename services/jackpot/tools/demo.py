@@ -153,8 +153,15 @@ class Demo:
         run_id: str,
         replication_factor: int = 1,
         mutual_tls: bool = True,
+        ports: dict[str, int] | None = None,
+        metrics_ports: dict[str, int] | None = None,
+        http_port: int = HTTP_PORT,
     ) -> None:
         self.tables = floor_tables(tables)
+        # The fixed ports by default; tests on a shared machine pass free ones.
+        self.ports = dict(ports or PORTS)
+        self.metrics_ports = dict(metrics_ports or METRICS)
+        self.http_port = http_port
         self.replication_factor = replication_factor
         self.state = state_dir
         self.run_id = run_id
@@ -180,7 +187,7 @@ class Demo:
         if not self.mutual_tls:
             return
         issue_dev(self.pki, [t.table_id for t in self.tables])
-        for name in PORTS:
+        for name in self.ports:
             if name.startswith("gateway-"):
                 issue(self.pki, name, {Role.SERVICE}, hosts=self.gateway_hosts(name))
 
@@ -257,8 +264,8 @@ class Demo:
             ["pot"],
             {
                 "JACKPOT_BOOTSTRAP_SERVERS": self.bootstrap,
-                "JACKPOT_GRPC_ADDRESS": f"127.0.0.1:{PORTS['pot']}",
-                "JACKPOT_METRICS_PORT": str(METRICS["pot"]),
+                "JACKPOT_GRPC_ADDRESS": self.target("pot"),
+                "JACKPOT_METRICS_PORT": str(self.metrics_ports["pot"]),
                 "JACKPOT_CONSUMER_GROUP": f"{self.prefix}-pot",
                 "JACKPOT_TRANSACTIONAL_ID_PREFIX": f"{self.prefix}-pot",
                 "JACKPOT_TABLE_EVENTS_TOPIC": self.topic("table-events"),
@@ -274,8 +281,8 @@ class Demo:
             "payout",
             ["payout"],
             {
-                "JACKPOT_PAYOUT_GRPC": f"127.0.0.1:{PORTS['payout']}",
-                "JACKPOT_PAYOUT_METRICS_PORT": str(METRICS["payout"]),
+                "JACKPOT_PAYOUT_GRPC": self.target("payout"),
+                "JACKPOT_PAYOUT_METRICS_PORT": str(self.metrics_ports["payout"]),
                 "JACKPOT_PAYOUT_CONSUMER_GROUP": f"{self.prefix}-payout",
                 "JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX": f"{self.prefix}-payout",
                 "JACKPOT_PAYOUT_AWARDS_TOPIC": self.topic("awards"),
@@ -288,9 +295,9 @@ class Demo:
             "display",
             ["display"],
             {
-                "JACKPOT_DISPLAY_GRPC": f"127.0.0.1:{PORTS['display']}",
-                "JACKPOT_DISPLAY_HTTP": f"127.0.0.1:{HTTP_PORT}",
-                "JACKPOT_DISPLAY_METRICS_PORT": str(METRICS["display"]),
+                "JACKPOT_DISPLAY_GRPC": self.target("display"),
+                "JACKPOT_DISPLAY_HTTP": f"127.0.0.1:{self.http_port}",
+                "JACKPOT_DISPLAY_METRICS_PORT": str(self.metrics_ports["display"]),
                 "JACKPOT_DISPLAY_MAX_RATE": "20",
                 "JACKPOT_DISPLAY_POT_UPDATES_TOPIC": self.topic("pot-updates"),
                 "JACKPOT_DISPLAY_AWARDS_TOPIC": self.topic("awards"),
@@ -303,8 +310,8 @@ class Demo:
             name = f"gateway-{site.lower()}"
             config = {
                 "name": f"site-{site.lower()}-pit-1",
-                "grpc_address": f"127.0.0.1:{PORTS[name]}",
-                "metrics_port": METRICS[name],
+                "grpc_address": self.target(name),
+                "metrics_port": self.metrics_ports[name],
                 "spool_path": str(self.state / f"{name}.sqlite"),
                 "topics": {
                     "table_events": self.topic("table-events"),
@@ -327,12 +334,12 @@ class Demo:
             self._spawn(name, ["gateway", "--config", str(path)], self.tls_env(name))
 
     async def wait_healthy(self, within_seconds: float = 60) -> None:
-        for name in PORTS:
+        for name in self.ports:
             await self.wait_serving(name, within_seconds)
 
     async def create_groups(self) -> None:
         admin = pot_pb2.AdminContext(requested_by="demo", reason="demo floor")
-        async with secure_channel(f"127.0.0.1:{PORTS['pot']}", self.tls("operator")) as channel:
+        async with secure_channel(self.target("pot"), self.tls("operator")) as channel:
             pot = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
             for group, config in ((POKER_GROUP, POKER_CONFIG), (BLACKJACK_GROUP, BLACKJACK_CONFIG)):
                 await pot.CreatePotGroup(
@@ -411,7 +418,7 @@ class Demo:
         """host:port of a service's gRPC port (of its twin: ``<name>-twin``)."""
         if name.endswith(TWIN):
             return f"127.0.0.1:{TWIN_PORTS[name.removesuffix(TWIN)]}"
-        return f"127.0.0.1:{PORTS[name]}"
+        return f"127.0.0.1:{self.ports[name]}"
 
     def payout_targets(self) -> str:
         """Every address a payout instance of the floor may serve at, comma-separated."""
@@ -466,13 +473,13 @@ class Demo:
 
     def urls(self) -> list[str]:
         return [
-            f"floor overview      http://127.0.0.1:{HTTP_PORT}/",
-            f"sign {POKER_GROUP:14} http://127.0.0.1:{HTTP_PORT}/sign/{POKER_GROUP}",
-            f"sign {BLACKJACK_GROUP:14} http://127.0.0.1:{HTTP_PORT}/sign/{BLACKJACK_GROUP}",
-            *(f"gRPC {name:14} 127.0.0.1:{port}" for name, port in PORTS.items()),
+            f"floor overview      http://127.0.0.1:{self.http_port}/",
+            f"sign {POKER_GROUP:14} http://127.0.0.1:{self.http_port}/sign/{POKER_GROUP}",
+            f"sign {BLACKJACK_GROUP:14} http://127.0.0.1:{self.http_port}/sign/{BLACKJACK_GROUP}",
+            *(f"gRPC {name:14} 127.0.0.1:{port}" for name, port in self.ports.items()),
             *(
                 f"metrics {name:11} http://127.0.0.1:{port}/metrics"
-                for name, port in METRICS.items()
+                for name, port in self.metrics_ports.items()
             ),
             f"Kafka               {self.bootstrap} (topics {self.prefix}.*)",
             f"logs                {self.state}/",
@@ -587,7 +594,7 @@ async def show_status(
     interval: float = 1.0,
 ) -> None:
     """A status line every ``interval`` seconds until cancelled."""
-    probes = {name: HealthProbe(demo.target(name), demo.tls("operator")) for name in PORTS}
+    probes = {name: HealthProbe(demo.target(name), demo.tls("operator")) for name in demo.ports}
     rate = Rate()
     loop = asyncio.get_running_loop()
     started = loop.time()

@@ -1,0 +1,133 @@
+"""The load test's HTML report (loadtest.report) from a small synthetic report.json."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from loadtest.report import NOT_MEASURED, render, summary_rows
+
+
+def step(
+    rpm: float, rate: float, p50: float, p95: float, p99: float, rejects: dict[str, int]
+) -> dict[str, Any]:
+    return {
+        "rounds_per_minute_per_table": rpm,
+        "rounds_per_second": rate,
+        "device_events_per_second": rate * 20,
+        "rejects": rejects,
+        "latency": {"lock_to_sign": {"count": 40, "p50_ms": p50, "p95_ms": p95, "p99_ms": p99}},
+    }
+
+
+def sample(t: float, number: int, rate: float, p99: float | None) -> dict[str, Any]:
+    return {
+        "t": t,
+        "step": number,
+        "rounds_per_second": rate,
+        "device_events_per_second": rate * 20,
+        "rejects_per_second": 0.0,
+        "lock_to_sign": {"p50_ms": 20.0, "p95_ms": 40.0, "p99_ms": p99},
+        "spool_depth_records": 3.0,
+        "consumer_lag_records": {"pot": 1.0, "payout": 0.0},
+    }
+
+
+REPORT: dict[str, Any] = {
+    "mutual_tls": True,
+    "limit_p99_ms": 250.0,
+    "highest_sustainable_rounds_per_second": 7.5,
+    "steps": [
+        step(30.0, 2.5, 21.0, 48.0, 61.5, {}),
+        step(48.0, 7.5, 35.0, 120.0, 198.25, {"BET_ABOVE_LIMIT": 2}),
+        step(76.8, 9.1, 90.0, 300.0, 412.0, {"BET_ABOVE_LIMIT": 1, "ROUND_NOT_OPEN": 4}),
+    ],
+    "accounting": {
+        "bets_accepted": 1_234_000,
+        "collected": 1_234_000,
+        "lost": 0,
+        "duplicated": 0,
+        "audit_ok": True,
+    },
+    "timeline": [
+        sample(1.0, 1, 2.0, 55.0),
+        sample(2.0, 1, 3.0, None),
+        sample(9.0, 2, 7.0, 190.0),
+        sample(10.0, 2, 8.0, 205.0),
+        sample(17.0, 3, 9.0, 410.0),
+    ],
+}
+
+
+def with_hops() -> dict[str, Any]:
+    report = copy.deepcopy(REPORT)
+    report["hops_order"] = ["device_to_spool", "spool_to_kafka", "pot_apply", "pot_to_sign"]
+    for number, one in enumerate(report["steps"], 1):
+        one["hops"] = {
+            hop: {"p50_ms": 1.0 * number, "p95_ms": 2.0 * number, "p99_ms": 3.5 * n, "count": 40}
+            for n, hop in enumerate(report["hops_order"], 1)
+        }
+    return report
+
+
+def test_the_summary_names_the_sustainable_rate_latencies_rejects_and_the_books() -> None:
+    rows = dict(summary_rows(REPORT))
+    assert rows["highest sustainable rate"] == "7.5 rounds/s (p99 lock-to-sign ≤ 250.0 ms)"
+    # The fastest step within the limit is step 2, not the faster step 3 past it.
+    assert rows["lock to sign p50 / p95 / p99 (step 2, 7.5 rounds/s)"] == (
+        "35.0 ms / 120.0 ms / 198.2 ms"
+    )
+    assert rows["rejects"] == "7 (BET_ABOVE_LIMIT 3, ROUND_NOT_OPEN 4)"
+    assert rows["the books"] == (
+        "OK: $1,234,000 collected of $1,234,000 in bets accepted (lost $0, duplicated $0); "
+        "audit passed"
+    )
+    assert rows["per-hop latency"] == NOT_MEASURED
+
+
+def test_the_books_verdict_fails_on_a_lost_peso() -> None:
+    report = copy.deepcopy(REPORT)
+    report["accounting"].update(collected=1_233_999, lost=1)
+    assert dict(summary_rows(report))["the books"].startswith("FAILED: $1,233,999 collected")
+
+
+def test_hops_are_listed_in_the_budgets_order_when_measured() -> None:
+    rows = summary_rows(with_hops())
+    hops = [what for what, _ in rows if what.startswith("hop ")]
+    assert hops == [
+        "hop device_to_spool p50 / p95 / p99",
+        "hop spool_to_kafka p50 / p95 / p99",
+        "hop pot_apply p50 / p95 / p99",
+        "hop pot_to_sign p50 / p95 / p99",
+    ]
+    assert dict(rows)["hop pot_apply p50 / p95 / p99"] == "2.0 ms / 4.0 ms / 10.5 ms"
+    assert NOT_MEASURED not in render(with_hops())
+
+
+def test_the_page_has_the_summary_first_then_the_charts_with_plotly_inline() -> None:
+    page = render(REPORT)
+    summary = page.index('data-testid="summary"')
+    charts = [m.start() for m in re.finditer(r'class="plotly-graph-div"', page)]
+    assert len(charts) == 2  # over time, per step
+    assert summary < charts[0]
+    assert "<td>7.5 rounds/s (p99 lock-to-sign ≤ 250.0 ms)</td>" in page
+    assert NOT_MEASURED in page
+    # Self-contained: plotly.js inline once, nothing fetched from a network.
+    assert page.count("plotly.js v") >= 1
+    assert not re.search(r"<script[^>]+src=", page)
+    for title in (
+        "rounds per second",
+        "device events per second",
+        "lock to sign (ms)",
+        "rejects per second",
+        "gateway spool depth (records)",
+        "consumer lag (records)",
+    ):
+        assert title in page
+
+
+def test_a_report_without_a_timeline_still_renders_its_step_chart() -> None:
+    report = copy.deepcopy(REPORT)
+    del report["timeline"]
+    assert len(re.findall(r'class="plotly-graph-div"', render(report))) == 1
