@@ -37,13 +37,13 @@ def test_a_tables_prizes_count_as_unattended_until_its_terminal_connects_and_aga
     assert unattended("T1") == 2
     assert unattended("T2") == 1
     book.attend("T1")
-    assert unattended("T1") is None  # its dealer sees them
+    assert unattended("T1") == 0  # its dealer sees them
     assert unattended("T2") == 1
     book.attend("T1")
     book.leave("T1")
-    assert unattended("T1") is None  # one of its two terminals is still connected
+    assert unattended("T1") == 0  # one of its two terminals is still connected
     book.leave("T1")
     assert unattended("T1") == 2
     book.forget(0)  # the partition moved away: not this instance's to pay
-    assert unattended("T1") is None
+    assert unattended("T1") is None  # no prize and no terminal: no series
     assert unattended("T2") == 1

@@ -137,10 +137,11 @@ class PayoutBook:
         oldest = min((p.ordered_at_ns for p in pending), default=None)
         metrics.OLDEST_PENDING.set(0 if oldest is None else (time.time_ns() - oldest) / 1e9)
         # Rule D3: a prize is payable only where its table's terminal shows it.
+        # Tables with a terminal connected show 0: the series exists while all is well.
         unattended = Counter(p.table_id for p in pending if p.table_id not in self._terminals)
         metrics.UNATTENDED.clear()
-        for table_id, count in unattended.items():
-            metrics.UNATTENDED.labels(table=table_id).set(count)
+        for table_id in {*self._terminals, *unattended}:
+            metrics.UNATTENDED.labels(table=table_id).set(unattended[table_id])
 
 
 @dataclass(slots=True)
