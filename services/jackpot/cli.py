@@ -52,6 +52,19 @@ def _audit(args: argparse.Namespace) -> int:
     )
 
 
+def _report(args: argparse.Namespace) -> int:
+    from jackpot.platform.settings import settings_or_exit
+    from jackpot.pot.settings import PotSettings
+    from jackpot.tools.report import run
+
+    settings = settings_or_exit(PotSettings.from_env, "jackpot report")
+    options = settings.kafka_options()
+    if args.bootstrap_servers:
+        options["bootstrap_servers"] = args.bootstrap_servers
+    topic = args.ledger_topic or settings.ledger_topic
+    return run(options, topic, args.out, args.start, args.end, args.group)
+
+
 def _display(args: argparse.Namespace) -> int:
     from jackpot.display.main import main as display_main
 
@@ -200,6 +213,27 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--anchors", metavar="FILE", help="chain heads recorded earlier to check")
     audit.add_argument("--save-anchors", metavar="FILE", help="record every chain's head here")
     audit.set_defaults(handler=_audit)
+
+    report = commands.add_parser(
+        "report",
+        help="a period's books from the ledger: CSV per section and a self-contained HTML page "
+        "(exit 1 when they do not reconcile)",
+    )
+    report.add_argument(
+        "--from", dest="start", metavar="WHEN", help="ISO 8601; default --to - 1 day"
+    )
+    report.add_argument(
+        "--to", dest="end", metavar="WHEN", help="ISO 8601 (UTC if no zone); default now"
+    )
+    report.add_argument(
+        "--group", action="append", default=[], metavar="ID", help="only this pot group (repeat)"
+    )
+    report.add_argument(
+        "--out", default="build/report", help="folder for the CSV files and report.html"
+    )
+    report.add_argument("--bootstrap-servers", help="default: JACKPOT_BOOTSTRAP_SERVERS")
+    report.add_argument("--ledger-topic", help="default: JACKPOT_LEDGER_TOPIC")
+    report.set_defaults(handler=_report)
     return parser
 
 

@@ -138,10 +138,14 @@ class PotGroup:
         config: PotGroupConfig,
         balances: Mapping[str, int] | None = None,
         trigger_source: TriggerSource = secure_trigger,
+        *,
+        changed_by: str = "",
+        reason: str = "",
     ) -> tuple[PotGroup, list[Event]]:
         """A new group; the main pot starts at its base (C4), or at the given opening balances.
 
-        Opening money is advanced by the house, so rule M2 holds from the first event.
+        Opening money is advanced by the house, so rule M2 holds from the first event. The event
+        carries the first configuration and who asked, so the ledger alone states it (C7, D4).
         """
         group = cls(group_id, config, trigger_source)
         opening = dict(balances) if balances is not None else {MAIN: config.base}
@@ -158,7 +162,11 @@ class PotGroup:
                 group.balances[pot] += amount
                 group.house_advance += amount
                 transfers.append(("house", f"pot:{pot}", amount))
-        events: list[Event] = [PotGroupOpened(group_id, config.version, tuple(transfers))]
+        events: list[Event] = [
+            PotGroupOpened(
+                group_id, config.version, tuple(transfers), config.to_config(), changed_by, reason
+            )
+        ]
         events.extend(group._draw_mystery())
         group.check_conservation()
         return group, events
