@@ -35,6 +35,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.unit)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def software_manifest() -> None:
+    """Services the tests start verify their files at start (R6): a working tree edited since
+    `make setup` records its manifest again, as `make setup` would (docs/security.md)."""
+    from jackpot.platform.manifest import package_root, write_manifest
+
+    root = package_root()
+    if REPO in root.parents:  # the editable tree, never an installed package
+        write_manifest(root)
+
+
 def _docker_engine_answers() -> bool:
     try:
         import docker

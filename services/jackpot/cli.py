@@ -185,6 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     pki.add_argument("pki_args", nargs=argparse.REMAINDER)
     pki.set_defaults(handler=_pki)
 
+    commands.add_parser(
+        "verify", help="check the installed software against its SHA-256 manifest (R6) [ROOT]"
+    )
+    commands.add_parser(
+        "manifest", help="record the SHA-256 manifest of the installed software (the build) [ROOT]"
+    )
+
     pot = commands.add_parser(
         "pot",
         help="run the pot service (settings from JACKPOT_* variables, see docs/settings.md)",
@@ -239,6 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] in (["manifest"], ["verify"]):  # R6: the build's manifest, checked by hand
+        from jackpot.platform.manifest import run_manifest, run_verify
+
+        return (run_manifest if arguments[0] == "manifest" else run_verify)(arguments[1:])
     if arguments[:1] == ["pki"]:  # its own parser, so `jackpot pki --help` shows its commands
         from jackpot.tools.pki import run
 
