@@ -65,6 +65,18 @@ def _report(args: argparse.Namespace) -> int:
     return run(options, topic, args.out, args.start, args.end, args.group)
 
 
+def _restore(args: argparse.Namespace) -> int:
+    from jackpot.platform.settings import settings_or_exit
+    from jackpot.pot.settings import PotSettings
+    from jackpot.tools.restore import run
+
+    if not args.from_ledger:
+        print("jackpot restore: say where from: --from-ledger", file=sys.stderr)
+        return 2
+    settings = settings_or_exit(PotSettings.from_env, "jackpot restore")
+    return run(settings, args.group)
+
+
 def _display(args: argparse.Namespace) -> int:
     from jackpot.display.main import main as display_main
 
@@ -241,6 +253,17 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--bootstrap-servers", help="default: JACKPOT_BOOTSTRAP_SERVERS")
     report.add_argument("--ledger-topic", help="default: JACKPOT_LEDGER_TOPIC")
     report.set_defaults(handler=_report)
+
+    restore = commands.add_parser(
+        "restore",
+        help="rebuild pot group states from the ledger alone when the state topic is lost or "
+        "corrupt (stop the pot service first)",
+    )
+    restore.add_argument("--from-ledger", action="store_true", help="the ledger is the source")
+    restore.add_argument(
+        "--group", action="append", default=[], metavar="ID", help="only this pot group (repeat)"
+    )
+    restore.set_defaults(handler=_restore)
     return parser
 
 
