@@ -1,5 +1,5 @@
 """`jackpot report` on a real floor (R1, D4, M2): every figure equals `jackpot audit`'s and the
-simulator's books.
+simulator's books; and every service put the software digest it verified on its chain (R6).
 
 Real Kafka, every service as its own process (``jackpot.tools.demo.Demo``, 5 tables, mutual TLS),
 simulated tables playing for a few seconds; then the books are judged as the fault suite judges
@@ -18,6 +18,8 @@ from loadtest.books import judge
 from loadtest.floor import Floor
 
 from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.platform.audit import read_entries
+from jackpot.platform.manifest import package_root, verify
 from jackpot.tools import report as report_tool
 from jackpot.tools.audit import audit
 from jackpot.tools.demo import REPO, Demo, sim_config, wait_progressive_open
@@ -51,10 +53,16 @@ async def test_R1_the_report_of_a_floor_equals_the_audit_and_the_books(
         records = await report_tool.read_ledger(
             {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger")
         )
+        chain = await read_entries(demo.bootstrap, demo.topic("audit"), {})
     finally:
         demo.stop_services()
     assert books["books_ok"], books
     assert stats.rounds > 0
+    # R6: every service instance put the digest of the software it verified on its chain.
+    digest = f"sha256:{verify(package_root()).digest}"
+    verified = {e.chain.split(":")[0] for _, e in chain if e and e.action == "software_verified"}
+    assert verified >= {"pot-api", "payout", "display", "gateway"}, verified
+    assert all(e.detail == digest for _, e in chain if e and e.action == "software_verified")
     report = compute(records, Period(0, 2**62))
     assert report.reconciles, [g.problems for g in report.groups]
     by_id = {g.group_id: g for g in report.groups}

@@ -5,7 +5,8 @@ The build records the SHA-256 of every file of the installed ``jackpot`` package
 generated, and by the Dockerfile after the wheel is installed). At start every service verifies
 its files against it (:func:`jackpot.platform.runtime.run_service`) and refuses to start when a
 file differs, is missing or was added; the digest of the manifest it verified names the software
-that runs (logged as ``software_verified``, and the metric ``jackpot_software_info{digest}``).
+that runs: logged as ``software_verified``, the metric ``jackpot_software_info{digest}``, and
+the first entry each audit writer appends to its chain (action ``software_verified``).
 ``jackpot verify`` checks an installation by hand.
 
 Compiled caches (``__pycache__``) are not part of the software: Python rebuilds them from the
@@ -21,6 +22,16 @@ from pathlib import Path
 
 MANIFEST_NAME = "SOFTWARE.sha256"
 SKIPPED_DIRS = {"__pycache__"}
+_verified: list[str] = []  # the digest this process verified at start (the runtime sets it)
+
+
+def remember_verified(digest: str) -> None:
+    _verified[:] = [digest]
+
+
+def verified_digest() -> str:
+    """The manifest digest this process verified at start, or "" (tools, tests)."""
+    return _verified[0] if _verified else ""
 
 
 def package_root() -> Path:

@@ -171,7 +171,7 @@ def authenticate_software(service: str) -> bool:
     """R6: the installed files against the build's manifest, before anything starts."""
     from prometheus_client import Gauge
 
-    from jackpot.platform.manifest import package_root, verify
+    from jackpot.platform.manifest import package_root, remember_verified, verify
 
     result = verify(package_root())
     if not result.ok:
@@ -179,6 +179,7 @@ def authenticate_software(service: str) -> bool:
         log.error("software_not_verified", service=service, detail=result.describe())
         return False
     log.info("software_verified", service=service, digest=result.digest, root=str(result.root))
+    remember_verified(result.digest)
     Gauge(
         "jackpot_software_info", "The verified software (its manifest's SHA-256)", ["digest"]
     ).labels(result.digest).set(1)
