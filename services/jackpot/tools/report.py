@@ -132,7 +132,7 @@ def sections(report: Report) -> dict[str, list[list[str]]]:
                         str(config.get("commission_percent", "")),
                         json.dumps(config.get("pots", [])),
                     ),
-                    json.dumps(config.get("paytable", "")),
+                    _paytable_name(config.get("paytable", "")),
                     *(c.proposed_at, c.proposed_by, c.reason, c.activated_at),
                 ]
             )
@@ -151,6 +151,11 @@ def sections(report: Report) -> dict[str, list[list[str]]]:
         "contributions_by_hour": hourly,
         "main_pot": series,
     }
+
+
+def _paytable_name(paytable: Any) -> str:
+    """A paytable by its name (its prizes are in the configuration the operator reported)."""
+    return str(paytable.get("name", "")) if isinstance(paytable, dict) else str(paytable)
 
 
 def write_csv(out: Path, report: Report) -> list[Path]:
