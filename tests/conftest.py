@@ -39,11 +39,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def software_manifest() -> None:
     """Services the tests start verify their files at start (R6): a working tree edited since
     `make setup` records its manifest again, as `make setup` would (docs/security.md)."""
-    from jackpot.platform.manifest import package_root, write_manifest
+    from jackpot.platform.manifest import record_for_working_tree
 
-    root = package_root()
-    if REPO in root.parents:  # the editable tree, never an installed package
-        write_manifest(root)
+    record_for_working_tree()
 
 
 def _docker_engine_answers() -> bool:

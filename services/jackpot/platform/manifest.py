@@ -71,6 +71,17 @@ def write_manifest(root: Path) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def record_for_working_tree() -> bool:
+    """In a development checkout (an editable install), record the manifest of the tree as it
+    is now, as `make setup` does; an installed package (site-packages, the image) is never
+    touched. Used by `jackpot demo` and the test session, which start services from the tree."""
+    root = package_root()
+    if any(part in ("site-packages", "dist-packages") for part in root.parts):
+        return False
+    write_manifest(root)
+    return True
+
+
 @dataclass
 class Verification:
     root: Path

@@ -42,6 +42,7 @@ from jackpot.domain.money import MINOR_PER_PESO, format_amount
 from jackpot.gateway.client import DeviceClient
 from jackpot.platform.codec import game_to_proto
 from jackpot.platform.kafka import ensure_topics
+from jackpot.platform.manifest import record_for_working_tree
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.tools.demo_status import (
     GREEN,
@@ -241,6 +242,7 @@ class Demo:
 
     def start_services(self) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
+        record_for_working_tree()  # R6: the services verify the tree they run from
         self.issue_certificates()
         self._spawn(
             "pot",
