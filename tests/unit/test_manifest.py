@@ -87,3 +87,22 @@ def test_R6_a_service_with_a_tampered_installation_refuses_to_start(installed: P
     assert "changed pot/service.py" in lines[0]
     assert str(installed) in lines[0]  # it checked the copy it runs from
     assert "service_started" not in done.stdout + done.stderr
+
+
+def test_R6_an_installed_package_is_never_re_recorded(
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a development tree gets its manifest recorded again before services start from it;
+    a package under site-packages keeps the build's, so a tampered one stays refused."""
+    from jackpot.platform import manifest
+
+    site = tmp_path / "venv" / "lib" / "site-packages" / "jackpot"
+    shutil.copytree(installed, site)
+    (site / "cli.py").write_text("")
+    monkeypatch.setattr(manifest, "package_root", lambda: site)
+    assert manifest.record_for_working_tree() is False
+    assert verify(site).changed == ["cli.py"]
+    monkeypatch.setattr(manifest, "package_root", lambda: installed)
+    (installed / "cli.py").write_text("")
+    assert manifest.record_for_working_tree() is True
+    assert verify(installed).ok
