@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,13 @@ from jackpot.platform.manifest import (
     write_manifest,
 )
 from jackpot.platform.runtime import SOFTWARE_NOT_VERIFIED_EXIT
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 @pytest.fixture
@@ -72,6 +80,9 @@ def test_R6_a_service_with_a_tampered_installation_refuses_to_start(installed: P
         **os.environ,
         "PYTHONPATH": str(installed.parent),
         "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+        # main() opens /metrics before the runtime checks the software: a port of its own, so a
+        # service of someone else's on 9102 does not decide this test
+        "JACKPOT_METRICS_PORT": str(free_port()),
     }
     done = subprocess.run(
         [sys.executable, "-m", "jackpot.cli", "pot"],
