@@ -111,7 +111,11 @@ class PotPartition:
         """R14: each group restored here, and each group the ledger holds on this partition,
         must agree with the ledger exactly, or the partition is not run (its tables stay
         closed); the operator is told by the log, ``jackpot_pot_groups_refused`` and
-        ``jackpot_partitions_halted``. "" when everything agrees."""
+        ``jackpot_partitions_halted``. "" when everything agrees.
+
+        A group's entries are on the ledger partition of the same number, as the ledger has as
+        many partitions as the table events (``jackpot.topics``) and both are keyed by group.
+        The whole partition is read at every takeover: its cost grows with the ledger."""
         settings = self.settings
         options = settings.kafka_options()
         bootstrap = str(options.pop("bootstrap_servers"))
