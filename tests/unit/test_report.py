@@ -106,6 +106,7 @@ def test_R1_the_report_gives_each_pot_its_meters_and_the_last_25_awards() -> Non
     assert len(every_award) > 25
     assert [a.amount for a in group.last_awards] == [e.amount for e in every_award[-25:]]
     first = group.awards[0]
+    assert len(first.cards.split()) == 5  # the winning hand
     assert (first.table_id, first.seat, first.prize) == (
         awards[0].table_id,
         awards[0].seat,

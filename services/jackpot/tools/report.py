@@ -5,8 +5,8 @@ Reads jackpot.ledger.v1 from its beginning (read_committed), computes the figure
 
 - one CSV file per section, for a spreadsheet: ``summary.csv`` (period figures and the M2
   reconciliation per group), ``pots.csv`` (opening, received, closing per pot), ``prizes.csv``
-  (hits and amounts per category), ``awards.csv`` (each award: table, seat, round, time, who
-  approved and who paid), ``configs.csv`` (versions in force: base, percentages, ceilings,
+  (hits and amounts per category), ``awards.csv`` (each award: table, seat, round, hand, time,
+  who approved and who paid), ``configs.csv`` (versions in force: base, percentages, ceilings,
   paytable, when and by whom), ``last_awards.csv`` (the last 25), ``contributions_by_hour.csv``
   and ``main_pot.csv`` (the chart's points);
 - ``report.html``: the same, self-contained (inline SVG charts of each main pot over the period and
@@ -75,6 +75,7 @@ def sections(report: Report) -> dict[str, list[list[str]]]:
         "round",
         "prize",
         "amount",
+        "hand",
         "occurred_at",
         "recorded_at",
         "approved_by",
@@ -119,6 +120,7 @@ def sections(report: Report) -> dict[str, list[list[str]]]:
             rows += [
                 [
                     *(g, a.award_id, a.table_id, str(a.seat), a.round_id, a.prize, str(a.amount)),
+                    a.cards,
                     *(a.occurred_at, a.recorded_at, a.approved_by, a.paid_by, a.paid_at),
                 ]
                 for a in listed

@@ -97,6 +97,7 @@ class AwardRow:
     amount: int  # whole pesos
     occurred_at: str
     recorded_at: str
+    cards: str = ""  # the winning hand
     approved_by: str = ""
     paid_by: str = ""
     paid_at: str = ""
@@ -328,7 +329,8 @@ def _note_config(configs: dict[int, ConfigVersion], entry: pot_pb2.LedgerEntry) 
 def _note_award(awards: dict[str, AwardRow], entry: pot_pb2.LedgerEntry, in_period: bool) -> None:
     """Awards, and who approved and paid each (the payout service's ledger entries)."""
     if entry.type in AWARD_TYPES:
-        award_id = str(json.loads(entry.detail_json or "{}").get("award_id", ""))
+        detail = json.loads(entry.detail_json or "{}")
+        award_id = str(detail.get("award_id", ""))
         awards[award_id] = AwardRow(
             award_id,
             entry.table_id,
@@ -338,6 +340,7 @@ def _note_award(awards: dict[str, AwardRow], entry: pot_pb2.LedgerEntry, in_peri
             entry.amount,
             iso(_stamp(entry.occurred_at)),
             iso(_stamp(entry.recorded_at)),
+            cards=" ".join(str(card) for card in detail.get("cards", ())),
             in_period=in_period,
         )
         return
