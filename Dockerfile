@@ -37,11 +37,14 @@ RUN rm -rf services/jackpot/v1 \
  && touch services/jackpot/v1/__init__.py services/jackpot/v1/py.typed \
  && /opt/build/bin/pip wheel --no-deps --wheel-dir /wheels .
 # The runtime venv: the project wheel and its runtime dependencies only (no dev extras), then pip
-# and setuptools removed so the image carries no installer.
+# and setuptools removed so the image carries no installer; last, the SHA-256 manifest of the
+# installed package that every service verifies at start (R6).
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install /wheels/jackpot-*.whl \
  && /opt/venv/bin/jackpot --help >/dev/null \
- && /opt/venv/bin/pip uninstall -y pip setuptools
+ && /opt/venv/bin/pip uninstall -y pip setuptools \
+ && find /opt/venv -name __pycache__ -prune -exec rm -rf {} + \
+ && /opt/venv/bin/jackpot manifest
 
 FROM ${PYTHON_IMAGE} AS runtime
 LABEL org.opencontainers.image.title="jackpot" \

@@ -21,6 +21,7 @@ help: ## list the targets
 
 setup: $(VENV)/.installed $(PROTO_OUT)/.generated tools/node_modules/.installed browser monitoring-tools ## Python venv, protobuf code, build tools, Kafka, Chromium, Prometheus (idempotent)
 	@$(KAFKA) install
+	@$(BIN)/jackpot manifest >/dev/null  # R6: the files every service verifies at start (docs/security.md)
 
 browser: ## Debian's Chromium for the sign's browser test (Playwright drives it; no browser download)
 	@command -v chromium >/dev/null || { \

@@ -35,6 +35,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.unit)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def software_manifest() -> None:
+    """Services the tests start verify their files at start (R6): a working tree edited since
+    `make setup` records its manifest again, as `make setup` would (docs/security.md)."""
+    from jackpot.platform.manifest import record_for_working_tree
+
+    record_for_working_tree()
+
+
 def _docker_engine_answers() -> bool:
     try:
         import docker

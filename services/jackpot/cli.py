@@ -52,6 +52,31 @@ def _audit(args: argparse.Namespace) -> int:
     )
 
 
+def _report(args: argparse.Namespace) -> int:
+    from jackpot.platform.settings import settings_or_exit
+    from jackpot.pot.settings import PotSettings
+    from jackpot.tools.report import run
+
+    settings = settings_or_exit(PotSettings.from_env, "jackpot report")
+    options = settings.kafka_options()
+    if args.bootstrap_servers:
+        options["bootstrap_servers"] = args.bootstrap_servers
+    topic = args.ledger_topic or settings.ledger_topic
+    return run(options, topic, args.out, args.start, args.end, args.group)
+
+
+def _restore(args: argparse.Namespace) -> int:
+    from jackpot.platform.settings import settings_or_exit
+    from jackpot.pot.settings import PotSettings
+    from jackpot.tools.restore import run
+
+    if not args.from_ledger:
+        print("jackpot restore: say where from: --from-ledger", file=sys.stderr)
+        return 2
+    settings = settings_or_exit(PotSettings.from_env, "jackpot restore")
+    return run(settings, args.group)
+
+
 def _display(args: argparse.Namespace) -> int:
     from jackpot.display.main import main as display_main
 
@@ -172,6 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
     pki.add_argument("pki_args", nargs=argparse.REMAINDER)
     pki.set_defaults(handler=_pki)
 
+    commands.add_parser(
+        "verify", help="check the installed software against its SHA-256 manifest (R6) [ROOT]"
+    )
+    commands.add_parser(
+        "manifest", help="record the SHA-256 manifest of the installed software (the build) [ROOT]"
+    )
+
     pot = commands.add_parser(
         "pot",
         help="run the pot service (settings from JACKPOT_* variables, see docs/settings.md)",
@@ -200,11 +232,47 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--anchors", metavar="FILE", help="chain heads recorded earlier to check")
     audit.add_argument("--save-anchors", metavar="FILE", help="record every chain's head here")
     audit.set_defaults(handler=_audit)
+
+    report = commands.add_parser(
+        "report",
+        help="a period's books from the ledger: CSV per section and a self-contained HTML page "
+        "(exit 1 when they do not reconcile)",
+    )
+    report.add_argument(
+        "--from", dest="start", metavar="WHEN", help="ISO 8601; default --to - 1 day"
+    )
+    report.add_argument(
+        "--to", dest="end", metavar="WHEN", help="ISO 8601 (UTC if no zone); default now"
+    )
+    report.add_argument(
+        "--group", action="append", default=[], metavar="ID", help="only this pot group (repeat)"
+    )
+    report.add_argument(
+        "--out", default="build/report", help="folder for the CSV files and report.html"
+    )
+    report.add_argument("--bootstrap-servers", help="default: JACKPOT_BOOTSTRAP_SERVERS")
+    report.add_argument("--ledger-topic", help="default: JACKPOT_LEDGER_TOPIC")
+    report.set_defaults(handler=_report)
+
+    restore = commands.add_parser(
+        "restore",
+        help="rebuild pot group states from the ledger alone when the state topic is lost or "
+        "corrupt (stop the pot service first)",
+    )
+    restore.add_argument("--from-ledger", action="store_true", help="the ledger is the source")
+    restore.add_argument(
+        "--group", action="append", default=[], metavar="ID", help="only this pot group (repeat)"
+    )
+    restore.set_defaults(handler=_restore)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] in (["manifest"], ["verify"]):  # R6: the build's manifest, checked by hand
+        from jackpot.platform.manifest import run_manifest, run_verify
+
+        return (run_manifest if arguments[0] == "manifest" else run_verify)(arguments[1:])
     if arguments[:1] == ["pki"]:  # its own parser, so `jackpot pki --help` shows its commands
         from jackpot.tools.pki import run
 

@@ -166,6 +166,33 @@ async def test_grpc_sign_stream_shows_amount_winner_and_closed(display: DisplayU
         stream.cancel()
 
 
+async def test_R9_R10_a_win_is_shown_with_table_amount_and_new_base_within_30_s(
+    display: DisplayUnderTest,
+) -> None:
+    """R9, R10, D2: the pot recognises a royal flush at CAR-1 and writes the award with the pot's
+    new base (500,000 after the reset, S8); every sign must show which table won, the amount and
+    the new base within 30 s of the award (the regulation's bound, polled, never measured)."""
+    async with grpc.aio.insecure_channel(display.settings.grpc_address) as channel:
+        stub = display_pb2_grpc.SignServiceStub(channel)
+        stream = stub.WatchSigns(display_pb2.WatchSignsRequest(pot_group_ids=[GROUP]))
+        assert (await stream.read()).sign.live
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30  # R9: from the system recognising the jackpot
+        await display.award(1_000_850)
+        await display.pot(500_000)  # the same transaction as the award, in the pot service
+        shown = None
+        while loop.time() < deadline:
+            sign = (await asyncio.wait_for(stream.read(), deadline - loop.time())).sign
+            if sign.HasField("winner") and sign.amount == 500_000:
+                shown = sign
+                break
+        assert shown is not None, "no sign showed the win and the new base within 30 s (R9)"
+        assert (shown.winner.table_id, shown.winner.seat) == ("CAR-1", 4)  # R10: which table
+        assert shown.winner.amount == 1_000_850  # R10: the amount won
+        assert shown.amount == 500_000  # R10: the new base
+        stream.cancel()
+
+
 @pytest.fixture
 def artifacts() -> Path:
     assert Path(CHROMIUM).exists(), "make setup installs Debian's chromium"

@@ -266,6 +266,37 @@ async def test_fails_closed_without_pot_heartbeats_and_reopens(
         await device.close()
 
 
+async def test_R13_a_site_restored_after_a_cut_off_shows_the_central_pot(
+    running: tuple[RunningGateway, PotHeartbeat],
+) -> None:
+    """R13, D5: a site that stops hearing the central pot (its updates cut off) closes; the pot
+    moves on meanwhile; once the updates reach the site again its devices are shown the central
+    amount, not the one from before the cut. (The WAN cut itself, by network namespaces, is
+    tests/e2e/test_site_cutoff.py; this checks what the site shows after it.)"""
+    gateway, beat = running
+    device = await connected(gateway, "CAR-1", Game.CARIBBEAN)
+    try:
+        assert gateway.gateway.pots[GROUP].sign_value == 1_000_000  # before the cut
+        await beat.stop()
+        await wait_until(lambda: not gateway.gateway.tables["CAR-1"].progressive_open, within=10)
+        beat.sign_value = 1_234_567  # the central pot grew while the site was cut off
+        beat.start()
+
+        def pot_values() -> list[int]:
+            return [
+                c.pot_value.sign_value
+                for c in device.commands
+                if c.WhichOneof("message") == "pot_value"
+            ]
+
+        await wait_until(lambda: 1_234_567 in pot_values(), within=10)
+        await wait_until(lambda: gateway.gateway.tables["CAR-1"].progressive_open, within=10)
+        assert pot_values()[-1] == 1_234_567  # the device shows the central pot, nothing older
+        assert gateway.gateway.pots[GROUP].sign_value == 1_234_567
+    finally:
+        await device.close()
+
+
 async def test_a_restarted_gateway_resumes_the_round_from_its_spool(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:

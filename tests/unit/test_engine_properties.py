@@ -563,3 +563,59 @@ def test_one_lock_allocates_exactly(raw: dict[str, Any], data: st.DataObject) ->
         net = total * (1 - Fraction(cfg.commission_ppm, PPM))
         for pot in cfg.pots:
             assert peso(group.balances[pot.name]) == net * Fraction(pot.share_ppm, PPM)
+
+
+# Money leaves a pot only by a prize paid from it or the S8 top-up after a reset (R2).
+POT_DEBITS = ("PrizeAwarded", "MysteryAwarded", "PotReseeded")
+
+
+def meters(group: PotGroup) -> dict[str, int]:
+    counted = {
+        name: getattr(group, name)
+        for name in ("collected", "commission", "awarded", "house_advance", "overflow")
+    }
+    counted.update({f"hits {prize}": n for prize, n in group.hits.items()})
+    counted.update({f"wins {prize}": n for prize, n in group.wins.items()})
+    return counted
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(configs(), st.data())
+def test_R2_no_meter_ever_decreases_outside_a_paid_award(
+    raw: dict[str, Any], data: st.DataObject
+) -> None:
+    """R2: after every command of random play, no counter (collected, commission, awarded, house
+    advances, overflow, hits and wins per prize) is lower than before, and a pot that holds less
+    than before lost exactly what the command's awards and reseed took out of it."""
+    cfg = load_config(raw)
+    group, _ = PotGroup.open("G", cfg, trigger_source=trigger_source)
+    group.link_table(
+        "T1", "caribbean", min_bet=cfg.min_bet, max_bet=cfg.max_bet, credit_value=cfg.credit_value
+    )
+    for step in range(data.draw(st.integers(1, 16), label="steps")):
+        before_meters, before_pots = meters(group), dict(group.balances)
+        if "T1" not in group.locked:
+            seats = data.draw(st.sets(st.integers(1, 7), min_size=1), label="seats")
+            outcome = run(
+                group, ("lock_round", ("T1", f"R{step}", dict.fromkeys(seats, cfg.max_bet)))
+            )
+        else:
+            bets = group.locked["T1"].bets
+            hands, community = deal(data.draw, "caribbean", sorted(bets))
+            round_id = group.locked["T1"].round_id
+            outcome = run(group, ("resolve_round", ("T1", round_id, hands, community)))
+        assert not isinstance(outcome, str), outcome
+        after = meters(group)
+        assert all(after.get(name, 0) >= n for name, n in before_meters.items()), (
+            before_meters,
+            after,
+        )
+        debits: Counter[str] = Counter()
+        for event in outcome:
+            for source, _, amount in getattr(event, "transfers", ()):
+                if source.startswith("pot:"):
+                    assert type(event).__name__ in POT_DEBITS, event
+                    debits[source.removeprefix("pot:")] += amount
+        for pot, balance in group.balances.items():
+            if balance < before_pots[pot]:
+                assert debits[pot] >= before_pots[pot] - balance, (pot, debits)

@@ -10,7 +10,7 @@ from jackpot.domain.cards import Game
 from jackpot.pot import commands
 from jackpot.pot.processor import InputRecord, PotProcessor
 from jackpot.tools.audit import GroupAudit, render
-from jackpot.v1 import pot_pb2
+from jackpot.v1 import common_pb2, pot_pb2
 
 GROUP = "audit-group"
 
@@ -111,3 +111,23 @@ def test_payments_must_match_one_award_once() -> None:
     wrong.amount += 1
     problems = audited([*entries, ordered, wrong], update).problems
     assert any("payment of" in p for p in problems)
+
+
+def test_R2_a_pot_that_drops_without_an_award_is_caught() -> None:
+    """R2: money moved out of a pot by anything but an award or a reseed is named, even when the
+    books still balance (here one peso of the main pot moved to the commission at a collection);
+    the clean ledger's awards and reseeds pass."""
+    entries, update = ledger_and_update()
+    assert audited(entries, update).problems == []
+    collection = next(e for e in entries if e.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED)
+    collection.transfers.add(
+        source="pot:main",
+        target="commission",
+        amount=common_pb2.ExactAmount(numerator=1, denominator=1),
+    )
+    problems = audited(entries, None).problems
+    assert any(
+        p.startswith("R2: pot:main decreased by 1 in entry")
+        and "LEDGER_ENTRY_TYPE_BETS_COLLECTED" in p
+        for p in problems
+    ), problems

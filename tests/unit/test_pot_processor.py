@@ -545,3 +545,51 @@ def test_the_mystery_prize_is_an_award_with_its_reveal() -> None:
     assert award.mystery.trigger == 100
     assert award.mystery.salt_hex == "01" * 16
     assert award.mystery.commitment
+
+
+def simultaneous_royals(first: str, second: str) -> Outputs:
+    """Two tables' royal flushes stamped with the same nanosecond, in one batch: ``first``'s
+    result is ahead of ``second``'s on the partition."""
+    feed = Feeder(make_processor())
+    feed(commands.create_group(GROUP, CONFIG), link("T1"), link("T2"))
+    seats = {"T1": 1, "T2": 3}
+    feed(*(lock(1, "R1", {seat: 1000}, table) for table, seat in seats.items()))
+    same_instant = NOW_NS - 5_000_000
+    results = [
+        commands.table_event(
+            GROUP,
+            table,
+            "R1",
+            2,
+            CARIBBEAN,
+            occurred_at_ns=same_instant,
+            round_result=commands.result({seats[table]: list(ROYAL_FLUSH)}),
+        )
+        for table in (first, second)
+    ]
+    return feed(*results)
+
+
+def test_R8_two_tables_hitting_at_once_are_ordered_and_recorded() -> None:
+    """R8, S9: two royal flushes at the same instant on two tables of one pot: the one ahead on
+    the partition wins the main pot, the other the pot as it stands after the reset; the ledger
+    records the order (ledger_sequence), each table, the instant at the table and when the pot
+    recorded it. The same two hits in the other order swap the amounts."""
+    out = simultaneous_royals("T2", "T1")
+    awards = [e for e in out.ledger if e.type == pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED]
+    assert [a.table_id for a in awards] == ["T2", "T1"]
+    assert awards[0].ledger_sequence < awards[1].ledger_sequence
+    assert awards[0].occurred_at == awards[1].occurred_at  # the tables saw the same instant
+    assert all(a.recorded_at.ToNanoseconds() == NOW_NS for a in awards)
+    assert [a.table_id for a in out.awards] == ["T2", "T1"]
+    first_amount, second_amount = awards[0].amount, awards[1].amount
+    assert first_amount > second_amount > 0  # the second took the main pot after the reset
+    swapped = [
+        e
+        for e in simultaneous_royals("T1", "T2").ledger
+        if e.type == pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED
+    ]
+    assert [(a.table_id, a.amount) for a in swapped] == [
+        ("T1", first_amount),
+        ("T2", second_amount),
+    ]

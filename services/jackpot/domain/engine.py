@@ -138,10 +138,14 @@ class PotGroup:
         config: PotGroupConfig,
         balances: Mapping[str, int] | None = None,
         trigger_source: TriggerSource = secure_trigger,
+        *,
+        changed_by: str = "",
+        reason: str = "",
     ) -> tuple[PotGroup, list[Event]]:
         """A new group; the main pot starts at its base (C4), or at the given opening balances.
 
-        Opening money is advanced by the house, so rule M2 holds from the first event.
+        Opening money is advanced by the house, so rule M2 holds from the first event. The event
+        carries the first configuration and who asked, so the ledger alone states it (C7, D4).
         """
         group = cls(group_id, config, trigger_source)
         opening = dict(balances) if balances is not None else {MAIN: config.base}
@@ -158,7 +162,11 @@ class PotGroup:
                 group.balances[pot] += amount
                 group.house_advance += amount
                 transfers.append(("house", f"pot:{pot}", amount))
-        events: list[Event] = [PotGroupOpened(group_id, config.version, tuple(transfers))]
+        events: list[Event] = [
+            PotGroupOpened(
+                group_id, config.version, tuple(transfers), config.to_config(), changed_by, reason
+            )
+        ]
         events.extend(group._draw_mystery())
         group.check_conservation()
         return group, events
@@ -225,6 +233,81 @@ class PotGroup:
             group.mystery = MysteryState(int(trigger), bytes.fromhex(salt), published)
         group.check_conservation()
         return group
+
+    @classmethod
+    def from_ledger(
+        cls,
+        group_id: str,
+        entries: Sequence[Mapping[str, Any]],
+        trigger_source: TriggerSource = secure_trigger,
+    ) -> tuple[PotGroup, list[Event]]:
+        """The group rebuilt from its ledger alone (R14, D4), when its stored state is lost.
+
+        ``entries`` are the ledger's events in order, each the entry's detail (``type`` names the
+        domain event) with its ``transfers`` as (source, target, picopesos). Balances, counters,
+        meters, tables, locked rounds, settled rounds and configuration versions come back
+        exactly. The one thing the ledger never holds is the hidden mystery trigger (X2): a new
+        one is drawn, and the returned MysteryCommitted must be recorded before play resumes.
+        """
+        opened = entries[0] if entries else {}
+        if opened.get("type") != "PotGroupOpened" or not opened.get("config"):
+            raise DomainError(
+                Reason.MALFORMED,
+                f"the ledger of {group_id} does not begin with its opening and first "
+                "configuration (entries written before the ledger recorded it)",
+            )
+        group = cls(group_id, load_config(opened["config"]), trigger_source)
+        accounts: dict[str, int] = {}
+        for entry in entries:
+            for source, target, amount in entry.get("transfers", ()):
+                accounts[source] = accounts.get(source, 0) - int(amount)
+                accounts[target] = accounts.get(target, 0) + int(amount)
+            group._replay(entry)
+        for name in group.balances:
+            group.balances[name] = accounts.get(f"pot:{name}", 0)
+        group.collected = -accounts.get("bets", 0)
+        group.house_advance = -accounts.get("house", 0)
+        group.commission = accounts.get("commission", 0)
+        group.awarded = accounts.get("awards", 0)
+        group.check_conservation()
+        return group, group._draw_mystery()
+
+    def _replay(self, entry: Mapping[str, Any]) -> None:
+        """One ledger event's effect on everything but the accounts (see :meth:`from_ledger`)."""
+        kind = entry.get("type")
+        table_id = str(entry.get("table_id", ""))
+        if kind == "TableLinked":
+            self.tables[table_id] = LinkedTable(table_id, Game(entry["game"]), entry["site"])
+        elif kind == "TableUnlinked":
+            self.tables.pop(table_id, None)
+        elif kind == "BetsCollected":
+            bets = {int(seat): int(bet) for seat, bet in entry["bets"]}
+            self.locked[table_id] = LockedRound(entry["round_id"], dict(sorted(bets.items())))
+            self.overflow += sum(int(amount) for _, _, amount in entry["overflow"])
+        elif kind == "SeatForfeited":
+            self.locked[table_id].forfeited[int(entry["seat"])] = str(entry["reason"])
+        elif kind == "RoundSettled":
+            self.locked.pop(table_id, None)
+            recent = self.settled.setdefault(table_id, [])
+            recent.append(entry["round_id"])
+            del recent[:-SETTLED_ROUNDS_REMEMBERED]
+        elif kind in ("PrizeAwarded", "MysteryAwarded"):
+            prize = entry["prize"] if kind == "PrizeAwarded" else "MYSTERY"
+            self.hits[prize] = self.hits.get(prize, 0) + 1
+            self.wins[prize] = self.wins.get(prize, 0) + int(entry["amount_pesos"])
+            award = {k: v for k, v in entry.items() if k != "transfers"}
+            award["transfers"] = [list(t) for t in entry.get("transfers", ())]
+            self._remember(award)
+        elif kind == "ConfigProposed":
+            self.pending.append(
+                (load_config(entry["config"]), entry["changed_by"], entry["reason"])
+            )
+        elif kind == "ConfigActivated":
+            self.pending.clear()
+            self.config = load_config(entry["config"])
+            self._allocation = _allocation(self.config)
+            for pot in self.config.pots:
+                self.balances.setdefault(pot.name, 0)
 
     # ------------------------------------------------------------------------------ queries
 

@@ -29,6 +29,9 @@ class PotGroupOpened(Event):
     group_id: str
     config_version: int
     transfers: tuple[Transfer, ...]  # opening balances, advanced by the house (C4)
+    config: dict[str, Any] = dataclasses.field(default_factory=dict)  # the first version (C7, D4)
+    changed_by: str = ""
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

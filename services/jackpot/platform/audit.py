@@ -23,9 +23,10 @@ import structlog
 from aiokafka import AIOKafkaProducer
 from google.protobuf.message import DecodeError
 
-from jackpot.domain.access import Principal
+from jackpot.domain.access import Principal, Role
 from jackpot.domain.auditchain import AuditEntry, ChainHead
 from jackpot.platform.kafka import ensure_topics, idempotent_producer, read_to_end
+from jackpot.platform.manifest import verified_digest
 from jackpot.topics import AUDIT
 from jackpot.v1 import audit_pb2
 
@@ -96,6 +97,10 @@ class AuditLog:
         """Start the writer; it first finds where this chain stands (retrying while Kafka is
         away, so a gateway can start and note faults before the brokers answer)."""
         self._writer = asyncio.create_task(self._write_forever(), name=f"audit-{self.chain}")
+        digest = verified_digest()
+        if digest:  # R6: the software this instance verified at start heads what it records
+            me = Principal(self.chain, frozenset({Role.SERVICE}))
+            self.note(me, "software_verified", "allowed", "jackpot", f"sha256:{digest}")
 
     async def _resume(self) -> None:
         while True:

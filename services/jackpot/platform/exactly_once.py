@@ -623,12 +623,17 @@ class ExactlyOnceProcessor(Generic[H]):
             for tp, producer, committed in zip(fresh, producers, offsets, strict=True):
                 handler = self._factory(tp.partition)
                 start = handler.restore(changelogs[tp.partition], committed)
+                owned = Owned(tp.partition, tp, handler, producer)
+                self._owned[tp.partition] = owned
+                refused = await _verify_restored(handler)
+                if refused:  # a state the handler may not run from: never consumed (halted)
+                    self._halt(owned, "restored_state_refused", RestoredStateRefused(refused))
+                    continue
                 # Never committed: from the beginning. Offset 0 is reset to the earliest kept
                 # (auto_offset_reset) without awaiting the fetch in flight as seek_to_beginning
                 # does (half a second per partition).
                 consumer.seek(tp, 0 if start is None else start)
                 consumer.resume(tp)
-                self._owned[tp.partition] = Owned(tp.partition, tp, handler, producer)
         except BaseException:
             for producer in producers:
                 await stop_client(producer)
@@ -673,6 +678,16 @@ class ExactlyOnceProcessor(Generic[H]):
         await stop_client(owned.producer)
         self.metrics.forget_partition(owned.partition)
         owned.handler.close()
+
+
+class RestoredStateRefused(Exception):
+    """The handler refused the state it restored (the pot: it disagrees with the ledger)."""
+
+
+async def _verify_restored(handler: object) -> str:
+    """A handler's optional ``verify_restored()``: why its restored state may not run, or ""."""
+    verify = getattr(handler, "verify_restored", None)
+    return str(await verify()) if verify is not None else ""
 
 
 async def read_compacted(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -82,14 +82,22 @@ async def topic_partitions(
 
 
 async def read_to_end(
-    bootstrap_servers: str, topic: str, client_options: Mapping[str, Any]
+    bootstrap_servers: str,
+    topic: str,
+    client_options: Mapping[str, Any],
+    partitions: Collection[int] | None = None,
 ) -> list[ConsumerRecord[bytes, bytes]]:
-    """Every committed record of ``topic`` from its beginning to the end offsets it has when the
-    read starts, partition by partition in offset order (no consumer group, nothing committed)."""
+    """Every committed record of ``topic`` (or of only its ``partitions``) from its beginning to
+    the end offsets it has when the read starts, in offset order per partition (no consumer
+    group, nothing committed)."""
     counts = await topic_partitions(
         {"bootstrap_servers": bootstrap_servers, **client_options}, [topic]
     )
-    assigned = [TopicPartition(topic, p) for p in range(counts.get(topic, 0))]
+    assigned = [
+        TopicPartition(topic, p)
+        for p in range(counts.get(topic, 0))
+        if partitions is None or p in partitions
+    ]
     if not assigned:
         return []
     consumer = AIOKafkaConsumer(

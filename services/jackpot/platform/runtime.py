@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ log = structlog.get_logger("jackpot.runtime")
 STOP_STEP_SECONDS = 30.0  # a graceful stop step after SIGTERM (Kubernetes grants 30 s by default)
 FAILURE_STOP_SECONDS = 1.5  # everything after a failure: the process exits within 2 s
 FAILURE_GRACE_SECONDS = 0.3  # what one step may grant calls in flight after a failure
+SOFTWARE_NOT_VERIFIED_EXIT = 3  # R6: the files differ from the build's manifest
 
 
 class Health(Protocol):
@@ -165,8 +167,31 @@ async def serve(service: str, compose: Compose, stop: asyncio.Event) -> int:
     return await supervisor.run(stop)
 
 
+def authenticate_software(service: str) -> bool:
+    """R6: the installed files against the build's manifest, before anything starts."""
+    from prometheus_client import Gauge
+
+    from jackpot.platform.manifest import package_root, remember_verified, verify
+
+    result = verify(package_root())
+    if not result.ok:
+        print(f"jackpot {service}: {result.describe()}", file=sys.stderr)
+        log.error("software_not_verified", service=service, detail=result.describe())
+        return False
+    log.info("software_verified", service=service, digest=result.digest, root=str(result.root))
+    remember_verified(result.digest)
+    Gauge(
+        "jackpot_software_info", "The verified software (its manifest's SHA-256)", ["digest"]
+    ).labels(result.digest).set(1)
+    return True
+
+
 def run_service(service: str, compose: Compose) -> int:
-    """``serve`` on a fresh event loop; SIGTERM or SIGINT stops it gracefully. The exit status."""
+    """``serve`` on a fresh event loop; SIGTERM or SIGINT stops it gracefully. The exit status.
+
+    A service whose software fails its manifest (R6) never starts: one line, exit 3."""
+    if not authenticate_software(service):
+        return SOFTWARE_NOT_VERIFIED_EXIT
 
     async def main() -> int:
         stop = asyncio.Event()

@@ -50,6 +50,13 @@ class PotMetrics:
             ["pot_group", "pot"],
             registry=registry,
         )
+        self.groups_refused = Gauge(
+            "jackpot_pot_groups_refused",
+            "1 for a pot group whose restored state disagrees with the ledger (R14): its "
+            "partition is halted and its tables stay closed until jackpot restore --from-ledger",
+            ["pot_group"],
+            registry=registry,
+        )
         # Transactions, aborts, ownership and lag: the exactly-once processor's own metrics.
         self.processor = ProcessorMetrics(registry)
 

@@ -40,6 +40,7 @@ from jackpot.domain.events import (
     ConfigProposed,
     Event,
     MysteryAwarded,
+    PotGroupOpened,
     PrizeAwarded,
 )
 from jackpot.domain.mystery import TriggerSource, secure_trigger
@@ -408,7 +409,11 @@ class PotProcessor:
             config = _load_config(command.create.config_json)
             self._dirty.add(group_id)
             group, domain_events = PotGroup.open(
-                group_id, config, trigger_source=self._trigger_source
+                group_id,
+                config,
+                trigger_source=self._trigger_source,
+                changed_by=command.requested_by,
+                reason=command.reason,
             )
             runtime = GroupRuntime(group=group, last_sign_value=group.sign_value)
             self._groups[group_id] = runtime
@@ -584,7 +589,7 @@ class PotProcessor:
                 entry.prize = award.prize
                 entry.amount = award.amount
                 outputs.awards.append(award)
-            elif isinstance(domain_event, ConfigProposed):
+            elif isinstance(domain_event, ConfigProposed | PotGroupOpened):
                 entry.changed_by = domain_event.changed_by
                 entry.reason = domain_event.reason
             outputs.ledger.append(entry)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import structlog
 from aiokafka.structs import ConsumerRecord
+from google.protobuf.message import DecodeError
 
 from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform.exactly_once import (
@@ -24,6 +25,8 @@ from jackpot.platform.exactly_once import (
     OutputRecord,
     ProcessorConfig,
 )
+from jackpot.platform.kafka import read_to_end
+from jackpot.pot.ledger_restore import disagreement
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.processor import (
     SEQUENCE_MARK_PREFIX,
@@ -103,6 +106,42 @@ class PotPartition:
         if committed is None and not restored_offsets:
             return None
         return next_offset
+
+    async def verify_restored(self) -> str:
+        """R14: each group restored here, and each group the ledger holds on this partition,
+        must agree with the ledger exactly, or the partition is not run (its tables stay
+        closed); the operator is told by the log, ``jackpot_pot_groups_refused`` and
+        ``jackpot_partitions_halted``. "" when everything agrees.
+
+        A group's entries are on the ledger partition of the same number, as the ledger has as
+        many partitions as the table events (``jackpot.topics``) and both are keyed by group.
+        The whole partition is read at every takeover: its cost grows with the ledger."""
+        settings = self.settings
+        options = settings.kafka_options()
+        bootstrap = str(options.pop("bootstrap_servers"))
+        entries: list[pot_pb2.LedgerEntry] = []
+        for record in await read_to_end(
+            bootstrap, settings.ledger_topic, options, [self.partition]
+        ):
+            try:
+                entries.append(pot_pb2.LedgerEntry.FromString(record.value or b""))
+            except DecodeError as error:
+                return f"ledger partition {record.partition} offset {record.offset}: {error}"
+        groups = self.processor.groups
+        for group_id in sorted({e.pot_group_id for e in entries} | set(groups)):
+            runtime = groups.get(group_id)
+            why = disagreement(
+                group_id,
+                runtime.group if runtime else None,
+                runtime.ledger_sequence if runtime else 0,
+                entries,
+            )
+            if why:
+                self.metrics.groups_refused.labels(pot_group=group_id).set(1)
+                self._log.error("restored_state_refused", pot_group=group_id, why=why)
+                return why
+            self.metrics.groups_refused.labels(pot_group=group_id).set(0)
+        return ""
 
     def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> PotBatch:
         inputs = [InputRecord(r.value, r.topic, r.partition, r.offset, r.key) for r in records]

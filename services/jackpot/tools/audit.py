@@ -6,7 +6,8 @@ from jackpot.pot-updates.v1, then for each pot group:
 - replays every transfer into accounts (``bets``, ``house``, ``commission``, ``awards``,
   ``pot:<name>``) in exact picopesos, and checks M2:
   ``collected + house advances == commission + sum(pots) + awarded``, with no pot negative;
-- checks the ledger itself: ``ledger_sequence`` runs 1, 2, 3... with no gap or repeat, every entry
+- checks that no pot ever decreases but by an award or a reseed (R2), and the ledger itself:
+  ``ledger_sequence`` runs 1, 2, 3... with no gap or repeat, every entry
   id and every award id appears once, each collection's transfers equal its bets; the payout
   service's lifecycle entries move no money, and each payment matches one award's amount, once;
 - checks that the balances equal those of the group's latest pot update, exactly, and that its
@@ -42,6 +43,9 @@ AWARD_TYPES = (
     pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED,
     pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED,
 )
+# The only entries that may take money out of a pot (R2): a prize paid from it, and the S8 top-up
+# that moves reserves to the main pot after a reset. There is no correction entry.
+POT_DEBIT_TYPES = (*AWARD_TYPES, pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED)
 # Written by the payout service: no ledger_sequence, no transfers (the money moved at award).
 PAYOUT_TYPES = (
     pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_ORDERED,
@@ -112,6 +116,12 @@ class GroupAudit:
                 continue
             if amount <= 0:
                 self.problems.append(f"entry {entry.entry_id}: transfer of {amount} minor units")
+            if transfer.source.startswith("pot:") and entry.type not in POT_DEBIT_TYPES:
+                self.problems.append(
+                    f"R2: {transfer.source} decreased by {format_amount(amount)} in entry "
+                    f"{entry.entry_id} ({pot_pb2.LedgerEntryType.Name(entry.type)}), which is "
+                    "neither an award nor a reseed"
+                )
             self.accounts[transfer.source] -= amount
             self.accounts[transfer.target] += amount
             if transfer.source == "bets":

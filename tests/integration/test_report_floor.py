@@ -1,0 +1,115 @@
+"""`jackpot report` on a real floor (R1, D4, M2): every figure equals `jackpot audit`'s and the
+simulator's books; and every service put the software digest it verified on its chain (R6).
+
+Real Kafka, every service as its own process (``jackpot.tools.demo.Demo``, 5 tables, mutual TLS),
+simulated tables playing for a few seconds; then the books are judged as the fault suite judges
+them (``loadtest.books``: bet by bet, award by award), and the report of the whole run, read from
+the ledger alone, must say the same to the picopeso.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import pytest
+from loadtest.books import judge
+from loadtest.floor import Floor
+from playwright.async_api import async_playwright
+
+from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.platform.audit import read_entries
+from jackpot.platform.manifest import package_root, verify
+from jackpot.tools import report as report_tool
+from jackpot.tools.audit import audit
+from jackpot.tools.demo import REPO, Demo, sim_config, wait_progressive_open
+from jackpot.tools.report_figures import Period, compute
+
+pytestmark = pytest.mark.integration
+
+PLAY_SECONDS = 12
+CHROMIUM = "/usr/bin/chromium"  # Debian's (make browser)
+
+
+async def test_R1_the_report_of_a_floor_equals_the_audit_and_the_books(
+    kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", kafka_bootstrap)
+    run_id = uuid.uuid4().hex[:8]
+    demo = Demo(5, REPO / ".run" / "test-report" / run_id, run_id)
+    demo.state.mkdir(parents=True, exist_ok=True)
+    demo.start_kafka()
+    await demo.create_topics()
+    demo.issue_certificates()
+    demo.start_services()
+    try:
+        await demo.wait_healthy(within_seconds=120)
+        await demo.create_groups()
+        await wait_progressive_open(demo, within_seconds=60)
+        stats = await Floor(sim_config(demo, rig_rate=0.2, rounds_per_minute=90)).run(PLAY_SECONDS)
+        books = await judge(demo, stats)
+        groups = await audit(
+            {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger"), demo.topic("pot-updates")
+        )
+        records = await report_tool.read_ledger(
+            {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger")
+        )
+        chain = await read_entries(demo.bootstrap, demo.topic("audit"), {})
+    finally:
+        demo.stop_services()
+    assert books["books_ok"], books
+    assert stats.rounds > 0
+    # R6: every service instance put the digest of the software it verified on its chain.
+    digest = f"sha256:{verify(package_root()).digest}"
+    verified = {e.chain.split(":")[0] for _, e in chain if e and e.action == "software_verified"}
+    assert verified >= {"pot-api", "payout", "display", "gateway"}, verified
+    assert all(e.detail == digest for _, e in chain if e and e.action == "software_verified")
+    report = compute(records, Period(0, 2**62))
+    assert report.reconciles, [g.problems for g in report.groups]
+    by_id = {g.group_id: g for g in report.groups}
+    assert set(by_id) == {g.group_id for g in groups}
+    for audited in groups:
+        got = by_id[audited.group_id]
+        assert got.closing.pots == audited.pots
+        assert got.collected == audited.collected
+        assert got.commission == audited.accounts["commission"]
+        assert got.awarded == audited.accounts["awards"]
+        assert got.house_advances == audited.house_advances
+        assert got.overflow == audited.overflow
+        assert {p: h for p, (h, _) in got.prizes.items()} == dict(audited.hits)
+        assert {p: w for p, (_, w) in got.prizes.items()} == dict(audited.wins)
+        accepted = books["books_by_group"][audited.group_id]["accepted"]
+        assert got.collected == accepted * MINOR_PER_PESO  # the simulator's books, to the peso
+        paid = [a for a in got.awards if a.paid_by]
+        assert len(paid) == len(audited.paid)
+    assert sum(len(g.awards) for g in report.groups) == books["payouts"]
+    # The command writes the same report: exit 0, every CSV and the page.
+    out = tmp_path / "report"
+    status = await asyncio.to_thread(
+        report_tool.run,
+        {"bootstrap_servers": demo.bootstrap},
+        demo.topic("ledger"),
+        str(out),
+        "2000-01-01",
+        "2100-01-01",
+    )
+    assert status == 0
+    assert (out / "report.html").read_text().count("<svg") == 2 * len(groups)
+    assert (out / "awards.csv").read_text().count("\n") == 1 + sum(
+        len(g.awards) for g in report.groups
+    )
+
+    # A person opens the page without a server: a real browser shows the verdict and the charts.
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM)
+        try:
+            page = await browser.new_page()
+            await page.goto((out / "report.html").as_uri())
+            verdict = await page.locator(".verdict").inner_text()
+            assert "reconcile for this period" in verdict
+            assert await page.locator("svg").count() == 2 * len(groups)
+            rows = await page.locator("table.awards tr").count()  # a header per group
+            assert rows == len(report.groups) + sum(len(g.awards) for g in report.groups)
+        finally:
+            await browser.close()

@@ -1,0 +1,178 @@
+"""`jackpot report` figures from ledger entries alone, without Kafka (rules D4, M2, C7; R1).
+
+A ledger is made by the real pot processor with a clock that advances a minute per entry batch,
+so a period can be cut in the middle of it; every figure is checked against a sum taken straight
+from the entries and against `jackpot audit`'s replay of the same ledger.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+from loadtest.rounds import CONFIG, interleaved_rounds, simulated_tables
+
+from jackpot import cli
+from jackpot.domain.cards import Game
+from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.pot import commands
+from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.tools.audit import AWARD_TYPES, GroupAudit
+from jackpot.tools.report import render_html, sections, write_csv
+from jackpot.tools.report_figures import (
+    LedgerRecord,
+    Period,
+    ReportInputError,
+    compute,
+    parse_period,
+)
+from jackpot.v1 import pot_pb2
+
+GROUP = "report-group"
+START_NS = 1_780_000_000 * 10**9
+MINUTE_NS = 60 * 10**9
+
+
+def ledger(rounds: int = 120) -> list[pot_pb2.LedgerEntry]:
+    rng = random.Random(16)
+    tables = simulated_tables(GROUP, [Game.CARIBBEAN, Game.GO_POKER, Game.DRAW], rng)
+    for table in tables:
+        table.royal_rate = 0.08
+    events = [
+        commands.create_group(GROUP, CONFIG, requested_by="ana@casino", reason="opening"),
+        *(t.link_command() for t in tables),
+        *interleaved_rounds(tables, rounds, rng),
+    ]
+    clock = itertools.count(START_NS, MINUTE_NS)
+    processor = PotProcessor(0, clock_ns=lambda: next(clock))
+    entries: list[pot_pb2.LedgerEntry] = []
+    for offset, event in enumerate(events):  # one batch per event: its own minute
+        out = processor.apply_batch(
+            [InputRecord(event.SerializeToString(), "t", 0, offset, GROUP.encode())]
+        )
+        processor.commit(out)
+        assert not out.dead_letters
+        entries += out.ledger
+    return entries
+
+
+def as_records(entries: list[pot_pb2.LedgerEntry]) -> list[LedgerRecord]:
+    return [LedgerRecord(0, n, e.SerializeToString()) for n, e in enumerate(entries)]
+
+
+def recorded(entry: pot_pb2.LedgerEntry) -> int:
+    return entry.recorded_at.seconds * 10**9 + entry.recorded_at.nanos
+
+
+def test_R1_the_report_gives_each_pot_its_meters_and_the_last_25_awards() -> None:
+    """R1, M2: a period cut out of the middle of the ledger; every figure equals the sums over
+    the entries recorded in it, the closing books equal the audit's, the period reconciles."""
+    entries = ledger()
+    times = sorted(recorded(e) for e in entries)
+    period = Period(times[len(times) // 3], times[2 * len(times) // 3])
+    inside = [e for e in entries if period.start_ns <= recorded(e) < period.end_ns]
+    before = [e for e in entries if recorded(e) < period.end_ns]
+    report = compute(as_records(entries), period)
+    assert report.reconciles, report.groups[0].problems
+    (group,) = report.groups
+    bets = [e for e in inside if e.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED]
+    awards = [e for e in inside if e.type in AWARD_TYPES]
+    assert bets
+    assert awards
+    assert group.collected == sum(e.amount for e in bets) * MINOR_PER_PESO
+    assert group.awarded == sum(e.amount for e in awards) * MINOR_PER_PESO
+    commission = sum(
+        t.amount.numerator * MINOR_PER_PESO // t.amount.denominator
+        for e in inside
+        for t in e.transfers
+        if t.target == "commission"
+    )
+    assert group.commission == commission
+    assert [a.award_id for a in group.awards] == [
+        e.detail_json.split('"award_id":"')[1].split('"')[0] for e in awards
+    ]
+    assert sum(hits for hits, _ in group.prizes.values()) == len(awards)
+    assert sum(amount for _, amount in group.prizes.values()) == sum(e.amount for e in awards)
+    audit = GroupAudit(GROUP)  # what `jackpot audit` computes of the ledger up to the cut
+    for entry in before:
+        audit.add(entry)
+    assert group.closing.pots == audit.pots
+    assert group.closing.accounts == audit.accounts
+    received = sum(group.received.values())
+    assert received == group.collected - group.commission
+    every_award = [e for e in before if e.type in AWARD_TYPES]
+    assert len(every_award) > 25
+    assert [a.amount for a in group.last_awards] == [e.amount for e in every_award[-25:]]
+    first = group.awards[0]
+    assert len(first.cards.split()) == 5  # the winning hand
+    assert (first.table_id, first.seat, first.prize) == (
+        awards[0].table_id,
+        awards[0].seat,
+        awards[0].prize,
+    )
+    (v1,) = group.configs  # in force the whole period: who opened the group, its base and pots
+    assert (v1.version, v1.proposed_by, v1.reason) == (1, "ana@casino", "opening")
+    assert v1.config["base"] == CONFIG["base"]
+    assert sum(group.collected_by_hour.values()) == group.collected
+    assert group.main_series[-1][1] == group.closing.pots["main"]
+
+
+def test_the_csv_and_html_state_every_section_and_the_verdict(tmp_path: Path) -> None:
+    entries = ledger(40)
+    report = compute(as_records(entries), Period(0, 2**62))
+    written = write_csv(tmp_path, report)
+    assert {p.stem for p in written} == set(sections(report))
+    summary = (tmp_path / "summary.csv").read_text()
+    assert "reconciles" in summary
+    assert "DOES NOT" not in summary
+    page = render_html(report)
+    assert page.count("<svg") == 2  # the main pot over the period, contributions per hour
+    assert "do not reconcile" not in page.lower()
+    assert "<script" not in page
+
+
+def test_an_unreadable_entry_is_named_by_offset_and_the_report_does_not_reconcile() -> None:
+    records = as_records(ledger(20))
+    records.insert(7, LedgerRecord(0, 99, b"\xff\xff\xff not a ledger entry"))
+    report = compute(records, Period(0, 2**62))
+    assert not report.reconciles
+    assert report.unreadable
+    assert "partition 0 offset 99" in report.unreadable[0]
+    assert render_html(report).count("THESE BOOKS DO NOT RECONCILE") == 1
+
+
+def test_a_tampered_amount_does_not_reconcile() -> None:
+    entries = ledger(20)
+    bets = next(e for e in entries if e.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED)
+    bets.amount += 1  # the entry now claims more bets than its transfers moved
+    report = compute(as_records(entries), Period(0, 2**62))
+    assert not report.reconciles
+    assert any("moved from bets" in p for p in report.groups[0].problems)
+
+
+def test_bad_periods_and_unknown_groups_are_refused() -> None:
+    now = START_NS
+    assert parse_period(None, None, now) == Period(now - 86_400 * 10**9, now)
+    assert (
+        parse_period("2026-12-01", "2026-12-02T00:00:00Z", now).end_ns
+        - parse_period("2026-12-01", "2026-12-02T00:00:00Z", now).start_ns
+        == 86_400 * 10**9
+    )
+    with pytest.raises(ReportInputError, match="is not before --to"):
+        parse_period("2026-12-02", "2026-12-01", now)
+    with pytest.raises(ReportInputError, match="--from 'yesterday' is not a date"):
+        parse_period("yesterday", None, now)
+    with pytest.raises(ReportInputError, match="no pot group nope in the ledger"):
+        compute(as_records(ledger(2)), Period(0, 2**62), ["nope"])
+
+
+def test_the_command_refuses_a_reversed_period_before_reading_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report"
+    argv = ["report", "--from", "2026-12-02", "--to", "2026-12-01", "--out", str(out)]
+    assert cli.main(argv) == 2
+    assert "is not before --to" in capsys.readouterr().err
+    assert not out.exists()
