@@ -46,6 +46,7 @@ from jackpot.v1 import (
     payout_pb2_grpc,
 )
 from loadtest.device_faults import DeviceFaultCounts, DeviceFaultRates, FaultyDeviceClient
+from loadtest.hops import Hops
 
 DECK = [r + s for r in RANKS for s in SUITS]
 ROYAL = ["AS", "KS", "QS", "JS", "TS"]
@@ -128,6 +129,7 @@ class FloorStats:
     approvals: int = 0
     winning_results: int = 0
     latencies: Latencies = field(default_factory=Latencies)
+    hops: Hops = field(default_factory=Hops)  # the latency budget of every traced lock
     started: float = field(default_factory=time.monotonic)
 
     def report(self) -> dict[str, Any]:
@@ -148,6 +150,8 @@ class FloorStats:
             "payouts_paid": self.payouts_paid,
             "approvals": self.approvals,
             "latency": self.latencies.summary(),
+            "hops": self.hops.summary(),
+            "hops_check": self.hops.check(),
         }
 
 
@@ -164,6 +168,7 @@ class Floor:
         self._wins: dict[str, float] = {}  # award key (table/round/seat) -> result time
         self._win_signs: dict[str, float] = {}  # "table/round" -> result time
         self._shown: dict[str, int] = {}  # group -> amount the sign shows
+        self._lock_sent: dict[tuple[str, str], int] = {}  # (table, round) -> send, Unix ns
 
     def stop(self) -> None:
         self._stop.set()
@@ -294,11 +299,13 @@ class Floor:
                 self._count(credit_reply)
                 if self._count(bet_reply):
                     bets[seat] = credits * credit_value
-        lock_time = time.monotonic()
+        lock_time, lock_sent_ns = time.monotonic(), time.time_ns()
         if not await self._send(client.lock()):
             return
+        self.stats.latencies.add("device_reply", time.monotonic() - lock_time)
         self.stats.rounds += 1
         if bets:
+            self._lock_sent[(table.table_id, round_id)] = lock_sent_ns
             total = sum(bets.values())
             self.stats.bets_accepted += total
             self.stats.bets_accepted_by_group[table.pot_group_id] += total
@@ -447,6 +454,11 @@ class Floor:
 
     def _sign(self, sign: display_pb2.SignState, now: float) -> None:
         group = sign.pot_group_id
+        signed_ns = time.time_ns()
+        for trace in sign.lock_traces:
+            sent_ns = self._lock_sent.pop((trace.table_id, trace.round_id), None)
+            if sent_ns is not None:
+                self.stats.hops.record(trace, sent_ns, signed_ns)
         if sign.live and sign.amount != self._shown.get(group):
             self._shown[group] = sign.amount
             pending = self._locks.get(group, [])

@@ -23,6 +23,7 @@ from typing import Any
 
 from jackpot.tools.demo import REPO, Demo, report, sim_config, wait_progressive_open
 from loadtest.floor import Floor, FloorStats
+from loadtest.hops import HOPS_ORDER
 
 
 def plot(steps: list[dict[str, Any]]) -> str:
@@ -113,6 +114,7 @@ async def run(args: argparse.Namespace) -> int:
             "highest_sustainable_rounds_per_second": max(
                 (s["rounds_per_second"] for s in sustainable), default=0
             ),
+            "hops_order": list(HOPS_ORDER),
             "steps": steps,
             "accounting": {
                 k: final[k]

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from jackpot.display import metrics
 from jackpot.display.board import Board, Sign
+from jackpot.v1 import common_pb2
 
 
 class Subscription:
@@ -26,6 +27,7 @@ class Subscription:
         self._wake = asyncio.Event()
         self._last_sent = 0.0
         self._first = True
+        self._traced: dict[str, int] = {}  # group -> number of the last lock trace sent
 
     def __enter__(self) -> Subscription:
         self._board.subscribe(self._changed)
@@ -42,6 +44,12 @@ class Subscription:
                 metrics.COALESCED.inc()
             self._dirty.add(group)
             self._wake.set()
+
+    def new_traces(self, sign: Sign) -> tuple[common_pb2.LockTrace, ...]:
+        """The lock traces of ``sign`` this subscriber has not been sent (latency budget)."""
+        sent = self._traced.get(sign.pot_group_id)
+        self._traced[sign.pot_group_id] = sign.traces_through
+        return () if sent is None else sign.traces_after(sent)
 
     async def next(self) -> list[Sign]:
         """The signs to send now: everything first, then only what changed, rate-limited."""

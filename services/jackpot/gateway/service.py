@@ -375,6 +375,7 @@ class Gateway:
             sequence=table.published,
             pot_group_id=configured.pot_group_id,
             game=codec.game_to_proto(table.game),
+            gateway_accepted_unix_nanos=time.time_ns(),  # the latency budget's first stamp
         )
         if device_event.HasField("occurred_at"):
             message.occurred_at.CopyFrom(device_event.occurred_at)
