@@ -161,6 +161,7 @@ class Floor:
     def __init__(self, config: FloorConfig) -> None:
         self.config = config
         self.stats = FloorStats()
+        self.approves = True  # the simulated supervisor (one per floor, however many processes)
         self.rng = random.Random(config.seed)
         self.fault_rng = random.Random(None if config.seed is None else config.seed + 1)
         self._stop = asyncio.Event()
@@ -184,7 +185,8 @@ class Floor:
         if self.config.payout_target:
             tables = sorted({t.table_id for t in self.config.tables})
             tasks += [asyncio.create_task(self._terminal(t)) for t in tables]
-            tasks.append(asyncio.create_task(self._supervisor()))
+            if self.approves:
+                tasks.append(asyncio.create_task(self._supervisor()))
         if self.config.display_target:
             tasks.append(asyncio.create_task(self._watch_signs()))
         try:

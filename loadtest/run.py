@@ -17,13 +17,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Any
 
 from jackpot.tools.demo import REPO, Demo, report, sim_config, wait_progressive_open
-from loadtest.floor import Floor, FloorStats
+from loadtest.floor import FloorStats
 from loadtest.hops import HOPS_ORDER
+from loadtest.multifloor import MultiFloor, simulator_ceiling
 
 
 def plot(steps: list[dict[str, Any]]) -> str:
@@ -85,9 +87,12 @@ async def run(args: argparse.Namespace) -> int:
         await demo.wait_healthy()
         await demo.create_groups()
         await wait_progressive_open(demo)
+        config = sim_config(demo, args.rig_rate, args.start)
+        ceiling = await simulator_ceiling(config, args.sim_processes)
+        print(f"simulator ceiling (null gateway): {ceiling['rounds_per_second']:,.1f} rounds/s")
         rate = args.start
         for _ in range(args.max_steps):
-            floor = Floor(sim_config(demo, args.rig_rate, rate))
+            floor = MultiFloor(sim_config(demo, args.rig_rate, rate), args.sim_processes)
             stats = (await floor.run(args.step_seconds)).report()
             total.rounds += stats["rounds"]
             total.bets_accepted += stats["bets_accepted"]
@@ -115,6 +120,7 @@ async def run(args: argparse.Namespace) -> int:
                 (s["rounds_per_second"] for s in sustainable), default=0
             ),
             "hops_order": list(HOPS_ORDER),
+            "simulator_ceiling": ceiling,
             "steps": steps,
             "accounting": {
                 k: final[k]
@@ -145,6 +151,12 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=8)
     parser.add_argument("--rig-rate", type=float, default=0.01)
     parser.add_argument("--out", default="build/loadtest")
+    parser.add_argument(
+        "--sim-processes",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="processes the simulated floor is split over (its ceiling is measured first)",
+    )
     parser.add_argument(
         "--plaintext",
         action="store_true",
