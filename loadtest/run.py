@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from jackpot.tools.demo import REPO, Demo, report, sim_config, wait_progressive_open
+from loadtest.cost import CostMeter, service_pids
 from loadtest.floor import FloorStats
 from loadtest.hops import HOPS_ORDER
 from loadtest.multifloor import MultiFloor, simulator_ceiling
@@ -93,7 +94,9 @@ async def run(args: argparse.Namespace) -> int:
         rate = args.start
         for _ in range(args.max_steps):
             floor = MultiFloor(sim_config(demo, args.rig_rate, rate), args.sim_processes)
+            meter = CostMeter(service_pids(demo.processes, demo.bootstrap))
             stats = (await floor.run(args.step_seconds)).report()
+            stats["cost"] = meter.report(stats["rounds"])
             total.rounds += stats["rounds"]
             total.bets_accepted += stats["bets_accepted"]
             step = {"rounds_per_minute_per_table": round(rate, 1), **stats}
