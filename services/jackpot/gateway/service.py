@@ -534,8 +534,14 @@ class Gateway:
     # ------------------------------------------------------------------------- publishing
 
     async def _publisher(self) -> None:
-        """Send the spool to Kafka in order; delete only what the broker acknowledged."""
+        """Send the spool to Kafka in order; delete only what the broker acknowledged.
+
+        The deletion is queued, not waited for: the next batch goes out at once, after the
+        last id acknowledged. Should the process die before the deletion is on disk, those
+        records are sent again at the next start (same event ids: the pot ignores them).
+        """
         producer = None
+        acknowledged = 0  # the last outbox id the broker acknowledged
         while True:
             try:
                 if producer is None:
@@ -545,7 +551,7 @@ class Gateway:
                         **self.settings.kafka_security.client_options(),
                     )
                     await producer.start()
-                records = self.spool.pending()
+                records = self.spool.pending(after_id=acknowledged)
                 if not records:
                     if self._stopping.is_set():
                         await producer.stop()
@@ -560,7 +566,8 @@ class Gateway:
                 now_ns = time.time_ns()
                 for record in records:
                     metrics.PUBLISH_SECONDS.observe((now_ns - record.created_ns) / 1e9)
-                await self.spool.write(SpoolWrite(delete_through=records[-1].id))
+                acknowledged = records[-1].id
+                self.spool.submit(SpoolWrite(delete_through=acknowledged))
                 metrics.PUBLISHED.inc(len(records))
                 metrics.SPOOL_DEPTH.set(self.spool.depth())
                 self._published.set()

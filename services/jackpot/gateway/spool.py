@@ -125,9 +125,12 @@ class Spool:
         """Store a table's new state and its outgoing records atomically, on this thread."""
         self.commit_many([SpoolWrite(table_id, state, records)])
 
-    def pending(self, limit: int = 500) -> list[OutboxRecord]:
+    def pending(self, limit: int = 500, after_id: int = 0) -> list[OutboxRecord]:
+        """The oldest records of the outbox, after ``after_id`` (those already acknowledged but
+        whose deletion is still queued)."""
         rows = self._db.execute(
-            "SELECT id, topic, key, value, created_ns FROM outbox ORDER BY id LIMIT ?", (limit,)
+            "SELECT id, topic, key, value, created_ns FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
+            (after_id, limit),
         ).fetchall()
         return [OutboxRecord(*row) for row in rows]
 
