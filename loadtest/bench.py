@@ -230,6 +230,9 @@ def pipeline_figures(load: dict[str, Any], pot_events_per_round: float) -> dict[
         "hops": {} if best is None else best["hops"],
         "hops_check": {} if best is None else best["hops_check"],
         "cost": {} if best is None else best.get("cost", {}),
+        "simulator_cpu_ms_per_1000_rounds": None
+        if best is None
+        else best.get("simulator_cpu_ms_per_1000_rounds"),
         "steps": [
             {
                 "rounds_per_second": s["rounds_per_second"],
@@ -285,6 +288,9 @@ def print_pipeline(pipeline: dict[str, Any]) -> None:
                 f"  {name:26} {c['cpu_ms_per_1000_rounds']:17,.0f} {c['cores']:7.3f} "
                 f"{c['rss_mb']:8.1f} {c['rss_growth_mb_per_1000_rounds']:17.2f}"
             )
+        simulator = pipeline.get("simulator_cpu_ms_per_1000_rounds")
+        if simulator is not None:
+            print(f"  {'simulator (all processes)':26} {simulator:17,.0f}")
 
 
 def main() -> None:

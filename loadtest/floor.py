@@ -130,6 +130,7 @@ class FloorStats:
     winning_results: int = 0
     latencies: Latencies = field(default_factory=Latencies)
     hops: Hops = field(default_factory=Hops)  # the latency budget of every traced lock
+    cpu_seconds: float = 0.0  # the simulator's own CPU (user + system), when measured
     started: float = field(default_factory=time.monotonic)
 
     def report(self) -> dict[str, Any]:
@@ -152,6 +153,9 @@ class FloorStats:
             "latency": self.latencies.summary(),
             "hops": self.hops.summary(),
             "hops_check": self.hops.check(),
+            "simulator_cpu_ms_per_1000_rounds": round(
+                1e6 * self.cpu_seconds / max(self.rounds, 1), 1
+            ),
         }
 
 

@@ -25,7 +25,7 @@ from loadtest.floor import Floor, FloorConfig, FloorStats
 from loadtest.null_gateway import NullGateway
 
 COUNTED = ("rounds", "device_events", "bets_accepted", "rounds_voided", "payouts_received")
-COUNTED += ("payouts_paid", "approvals", "winning_results")
+COUNTED += ("payouts_paid", "approvals", "winning_results", "cpu_seconds")
 
 
 def shares(config: FloorConfig, processes: int) -> list[FloorConfig]:
@@ -42,7 +42,9 @@ def _play(config: FloorConfig, duration: float, first: bool) -> dict[str, Any]:
     """One process's share (in that process): its statistics, in picklable form."""
     floor = Floor(config)
     floor.approves = first
+    cpu = time.process_time()
     stats = asyncio.run(floor.run(duration))
+    stats.cpu_seconds = time.process_time() - cpu
     return portable(stats)
 
 
@@ -92,7 +94,10 @@ class MultiFloor:
 
     async def _parts(self, duration: float) -> list[dict[str, Any]]:
         if len(self.configs) == 1:
-            return [portable(await Floor(self.configs[0]).run(duration))]
+            cpu = time.process_time()
+            stats = await Floor(self.configs[0]).run(duration)
+            stats.cpu_seconds = time.process_time() - cpu
+            return [portable(stats)]
         context = multiprocessing.get_context("spawn")  # no gRPC state inherited from a fork
         with context.Pool(len(self.configs)) as pool:
             pending = [
