@@ -32,6 +32,7 @@ from jackpot.domain.access import ANONYMOUS, Action, Principal, Role, authorize
 from jackpot.domain.cards import GAME_RULES
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.table import (
+    REMEMBERED_OUTCOMES,
     Fact,
     Limits,
     RoundLockedFact,
@@ -344,7 +345,13 @@ class Gateway:
                 metrics.DUPLICATES.inc()
                 return _Decision(table_id, [_reply(sequence, duplicate=True)])
             records = [self._record(table, fact, event) for fact in outcome.facts]
-            write = SpoolWrite(table_id, table.to_state(), [r for r in records if r is not None])
+            write = SpoolWrite(
+                table_id,
+                table.to_state(),
+                [r for r in records if r is not None],
+                seen=(sequence, fingerprint),
+                seen_window=REMEMBERED_OUTCOMES,
+            )
             responses = [_reply(sequence), *_commands(outcome.facts)]
             return _Decision(table_id, responses, write, before)
         except DomainError as error:

@@ -52,6 +52,9 @@ class SpoolWrite:
     state: dict[str, Any] | None = None
     records: list[tuple[str, bytes, bytes]] = field(default_factory=list)
     delete_through: int | None = None
+    # the accepted event's (sequence, fingerprint), and how many of the table's to keep
+    seen: tuple[int, str] | None = None
+    seen_window: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,13 @@ class Spool:
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS tables (table_id TEXT PRIMARY KEY, state TEXT NOT NULL)"
         )
+        # A table's remembered fingerprints (its resend memory), a row each: written one at a
+        # time rather than as the whole window inside every state (70 KB per event).
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS seen (table_id TEXT NOT NULL, sequence INTEGER NOT NULL,"
+            " fingerprint TEXT NOT NULL, PRIMARY KEY (table_id, sequence)) WITHOUT ROWID"
+        )
+        self._move_seen_out_of_states()
 
     def start_writer(self) -> None:
         """Send every further :meth:`write` to the group-commit writer thread (idempotent)."""
@@ -113,8 +123,35 @@ class Spool:
         _commit(self._db, changes)
 
     def table_states(self) -> dict[str, dict[str, Any]]:
+        """Every table's state as ``Table.to_state`` made it (its ``seen`` from its rows)."""
+        states = {
+            table_id: json.loads(state)
+            for table_id, state in self._db.execute("SELECT table_id, state FROM tables")
+        }
+        for state in states.values():
+            state["seen"] = []
+        rows = self._db.execute("SELECT table_id, sequence, fingerprint FROM seen ORDER BY 1, 2")
+        for table_id, sequence, fingerprint in rows:
+            if table_id in states:
+                states[table_id]["seen"].append([sequence, fingerprint])
+        return states
+
+    def _move_seen_out_of_states(self) -> None:
+        """A spool written before the ``seen`` rows kept the window in each state: move it."""
         rows = self._db.execute("SELECT table_id, state FROM tables").fetchall()
-        return {table_id: json.loads(state) for table_id, state in rows}
+        old = [(table_id, json.loads(state)) for table_id, state in rows if '"seen"' in state]
+        if not old:
+            return
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            for table_id, state in old:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO seen (table_id, sequence, fingerprint) VALUES (?,?,?)",
+                    [(table_id, seq, fingerprint) for seq, fingerprint in state.pop("seen")],
+                )
+                self._db.execute(
+                    "UPDATE tables SET state = ? WHERE table_id = ?", (_json(state), table_id)
+                )
 
     def commit(
         self,
@@ -152,16 +189,31 @@ def _connect(path: str) -> sqlite3.Connection:
     return db
 
 
+def _json(state: dict[str, Any]) -> str:
+    return json.dumps(state, separators=(",", ":"))
+
+
 def _commit(db: sqlite3.Connection, changes: list[SpoolWrite]) -> None:
     now = time.time_ns()
     with db:  # one transaction: COMMIT is the one fsync of the WAL
         db.execute("BEGIN IMMEDIATE")
         for change in changes:
             if change.table_id is not None and change.state is not None:
+                state = {k: v for k, v in change.state.items() if k != "seen"}
                 db.execute(
                     "INSERT INTO tables (table_id, state) VALUES (?, ?) "
                     "ON CONFLICT(table_id) DO UPDATE SET state = excluded.state",
-                    (change.table_id, json.dumps(change.state, separators=(",", ":"))),
+                    (change.table_id, _json(state)),
+                )
+            if change.table_id is not None and change.seen is not None:
+                sequence, fingerprint = change.seen
+                db.execute(
+                    "INSERT OR REPLACE INTO seen (table_id, sequence, fingerprint) VALUES (?,?,?)",
+                    (change.table_id, sequence, fingerprint),
+                )
+                db.execute(  # the window ending at this sequence, nothing of an older life
+                    "DELETE FROM seen WHERE table_id = ? AND (sequence <= ? OR sequence > ?)",
+                    (change.table_id, sequence - change.seen_window, sequence),
                 )
             if change.records:
                 db.executemany(
