@@ -48,6 +48,7 @@ from jackpot.v1 import (
     payout_pb2_grpc,
 )
 from loadtest.device_faults import DeviceFaultCounts, DeviceFaultRates, FaultyDeviceClient
+from loadtest.hops import Hops
 
 DECK = [r + s for r in RANKS for s in SUITS]
 ROYAL = ["AS", "KS", "QS", "JS", "TS"]
@@ -131,6 +132,8 @@ class FloorStats:
     approvals: int = 0
     winning_results: int = 0
     latencies: Latencies = field(default_factory=Latencies)
+    hops: Hops = field(default_factory=Hops)  # the latency budget of every traced lock
+    cpu_seconds: float = 0.0  # the simulator's own CPU (user + system), when measured
     started: float = field(default_factory=time.monotonic)
 
     def report(self) -> dict[str, Any]:
@@ -151,6 +154,11 @@ class FloorStats:
             "payouts_paid": self.payouts_paid,
             "approvals": self.approvals,
             "latency": self.latencies.summary(),
+            "hops": self.hops.summary(),
+            "hops_check": self.hops.check(),
+            "simulator_cpu_ms_per_1000_rounds": round(
+                1e6 * self.cpu_seconds / max(self.rounds, 1), 1
+            ),
         }
 
 
@@ -160,6 +168,7 @@ class Floor:
     def __init__(self, config: FloorConfig) -> None:
         self.config = config
         self.stats = FloorStats()
+        self.approves = True  # the simulated supervisor (one per floor, however many processes)
         self.rng = random.Random(config.seed)
         self.fault_rng = random.Random(None if config.seed is None else config.seed + 1)
         self._stop = asyncio.Event()
@@ -168,6 +177,7 @@ class Floor:
         self._wins: dict[str, float] = {}  # award key (table/round/seat) -> result time
         self._win_signs: dict[str, float] = {}  # "table/round" -> result time
         self._shown: dict[str, int] = {}  # group -> amount the sign shows
+        self._lock_sent: dict[tuple[str, str], int] = {}  # (table, round) -> send, Unix ns
 
     def stop(self) -> None:
         self._tables_stop.set()
@@ -189,7 +199,8 @@ class Floor:
         if self.config.payout_target:
             tables = sorted({t.table_id for t in self.config.tables})
             tasks += [asyncio.create_task(self._terminal(t)) for t in tables]
-            tasks.append(asyncio.create_task(self._supervisor()))
+            if self.approves:
+                tasks.append(asyncio.create_task(self._supervisor()))
         if self.config.display_target:
             tasks.append(asyncio.create_task(self._watch_signs()))
         try:
@@ -304,11 +315,13 @@ class Floor:
                 self._count(credit_reply)
                 if self._count(bet_reply):
                     bets[seat] = credits * credit_value
-        lock_time = time.monotonic()
+        lock_time, lock_sent_ns = time.monotonic(), time.time_ns()
         if not await self._send(client.lock()):
             return
+        self.stats.latencies.add("device_reply", time.monotonic() - lock_time)
         self.stats.rounds += 1
         if bets:
+            self._lock_sent[(table.table_id, round_id)] = lock_sent_ns
             total = sum(bets.values())
             self.stats.bets_accepted += total
             self.stats.bets_accepted_by_group[table.pot_group_id] += total
@@ -466,6 +479,11 @@ class Floor:
 
     def _sign(self, sign: display_pb2.SignState, now: float) -> None:
         group = sign.pot_group_id
+        signed_ns = time.time_ns()
+        for trace in sign.lock_traces:
+            sent_ns = self._lock_sent.pop((trace.table_id, trace.round_id), None)
+            if sent_ns is not None:
+                self.stats.hops.record(trace, sent_ns, signed_ns)
         if sign.live and sign.amount != self._shown.get(group):
             self._shown[group] = sign.amount
             pending = self._locks.get(group, [])

@@ -18,12 +18,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Any
 
 from jackpot.tools.demo import REPO, Demo, report, sim_config, wait_progressive_open
-from loadtest.floor import Floor, FloorStats
+from loadtest.cost import CostMeter, service_pids
+from loadtest.floor import FloorStats
+from loadtest.hops import HOPS_ORDER
+from loadtest.multifloor import MultiFloor, simulator_ceiling
 from loadtest.report import render
 from loadtest.timeline import Timeline
 
@@ -49,12 +53,17 @@ async def run(args: argparse.Namespace) -> int:
         await demo.wait_healthy()
         await demo.create_groups()
         await wait_progressive_open(demo)
+        config = sim_config(demo, args.rig_rate, args.start)
+        ceiling = await simulator_ceiling(config, args.sim_processes)
+        print(f"simulator ceiling (null gateway): {ceiling['rounds_per_second']:,.1f} rounds/s")
         rate = args.start
         timeline = Timeline(demo.metrics_ports)
         for _ in range(args.max_steps):
-            floor = Floor(sim_config(demo, args.rig_rate, rate))
-            async with timeline.following(floor, step=len(steps) + 1):
+            floor = MultiFloor(sim_config(demo, args.rig_rate, rate), args.sim_processes)
+            meter = CostMeter(service_pids(demo.processes, demo.bootstrap))
+            async with timeline.following(step=len(steps) + 1):
                 stats = (await floor.run(args.step_seconds)).report()
+            stats["cost"] = meter.report(stats["rounds"])
             total.rounds += stats["rounds"]
             total.bets_accepted += stats["bets_accepted"]
             step = {"rounds_per_minute_per_table": round(rate, 1), **stats}
@@ -80,6 +89,8 @@ async def run(args: argparse.Namespace) -> int:
             "highest_sustainable_rounds_per_second": max(
                 (s["rounds_per_second"] for s in sustainable), default=0
             ),
+            "hops_order": list(HOPS_ORDER),
+            "simulator_ceiling": ceiling,
             "steps": steps,
             "accounting": {
                 k: final[k]
@@ -111,6 +122,12 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=8)
     parser.add_argument("--rig-rate", type=float, default=0.01)
     parser.add_argument("--out", default="build/loadtest")
+    parser.add_argument(
+        "--sim-processes",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="processes the simulated floor is split over (its ceiling is measured first)",
+    )
     parser.add_argument(
         "--plaintext",
         action="store_true",

@@ -16,12 +16,15 @@ import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from loadtest.floor import Floor, FloorStats
+from loadtest.floor import FloorStats
 
 # The floor's metrics endpoints are local: never through a proxy the environment may name.
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 LAG = "jackpot_consumer_lag_records"
 SPOOL = "jackpot_gateway_spool_depth_records"
+DEVICE_EVENTS = "jackpot_gateway_device_events_total"
+ROUNDS = 'jackpot_gateway_device_events_total{type="hand_results"}'
+REJECTS = "jackpot_gateway_rejects_total"
 
 
 def metric_sum(text: str, name: str) -> float:
@@ -65,8 +68,11 @@ class Timeline:
         self.samples: list[dict[str, Any]] = []
 
     @contextlib.asynccontextmanager
-    async def following(self, floor: Floor, step: int) -> AsyncIterator[None]:
-        sampler = asyncio.create_task(self._sample(floor.stats, step))
+    async def following(self, step: int, stats: FloorStats | None = None) -> AsyncIterator[None]:
+        """Sample once a second while the step plays. Rounds, device events and rejects come
+        from the gateways' /metrics (so a simulator of several processes is followed too);
+        lock-to-sign over time only from ``stats`` of an in-process floor (else per step)."""
+        sampler = asyncio.create_task(self._sample(step, stats))
         try:
             yield
         finally:
@@ -74,23 +80,27 @@ class Timeline:
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
 
-    async def _sample(self, stats: FloorStats, step: int) -> None:
-        last = (time.monotonic(), 0, 0, 0, 0)
+    async def _sample(self, step: int, stats: FloorStats | None) -> None:
+        last: tuple[float, float, float, float, int] | None = None
         while True:
             await asyncio.sleep(self.interval)
             pages = await asyncio.gather(
                 *(asyncio.to_thread(scrape, port) for port in self.metrics_ports.values())
             )
             by_service = dict(zip(self.metrics_ports, pages, strict=True))
+            gateways = [page for name, page in by_service.items() if name.startswith("gateway")]
             now = time.monotonic()
-            locks = stats.latencies.samples.get("lock_to_sign", [])
+            locks = stats.latencies.samples.get("lock_to_sign", []) if stats is not None else []
             counts = (
                 now,
-                stats.rounds,
-                stats.device_events,
-                sum(stats.rejects.values()),
+                sum(metric_sum(page, ROUNDS) for page in gateways),
+                sum(metric_sum(page, DEVICE_EVENTS) for page in gateways),
+                sum(metric_sum(page, REJECTS) for page in gateways),
                 len(locks),
             )
+            if last is None:  # the counters' values before this step: a baseline, no sample
+                last = counts
+                continue
             elapsed = max(now - last[0], 1e-9)
             self.samples.append(
                 {

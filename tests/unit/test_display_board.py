@@ -74,19 +74,23 @@ def test_listeners_hear_only_real_changes() -> None:
     assert heard == ["g", "g"]
 
 
-async def test_fanout_sends_everything_first_then_coalesces_bursts() -> None:
+async def test_fanout_sends_everything_first_then_changes_at_once_and_coalesces_under_load() -> (
+    None
+):
     board = Board(stale_after=100, winner_seconds=10)
     update(board, 1, now=0)
-    with Subscription(board, ["g"], max_rate=5) as subscription:
+    with Subscription(board, ["g"], max_rate=5, burst=2) as subscription:
         first = await subscription.next()
         assert [s.amount for s in first] == [1]
-        for value in range(2, 200):  # a burst: only the latest is worth sending
+        update(board, 2, now=2)  # idle: a change goes out at once (the bucket's second token)
+        assert [s.amount for s in await subscription.next()] == [2]
+        for value in range(3, 200):  # under load: only the latest is worth sending
             update(board, value, now=value)
         loop = asyncio.get_running_loop()
         started = loop.time()
         burst = await subscription.next()
         assert [s.amount for s in burst] == [199]
-        assert loop.time() - started >= 0.15  # at most max_rate sends per second
+        assert loop.time() - started >= 0.15  # the bucket is empty: at most max_rate a second
         board.pot_update("other", 5, None, 0, 1, 1, 0, 0)  # not watched: not woken
         update(board, 200, now=200)
         assert [s.amount for s in await subscription.next()] == [200]

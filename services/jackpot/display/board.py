@@ -8,11 +8,14 @@ as if live (D5), and comes back by itself with the next update.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.v1 import common_pb2
+
+TRACES_KEPT = 512  # per group: the lock traces a slow sign may still be owed (then dropped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +41,13 @@ class Sign:
     winner_until: float = 0.0
     updated_at: float = 0.0  # wall-clock seconds of the last update (for display)
     heard_at: float = field(default=0.0, compare=False)  # monotonic seconds
+    # The latest locks reflected in the amount, numbered from 1 per group (latency budget only)
+    traces: tuple[common_pb2.LockTrace, ...] = field(default=(), compare=False)
+    traces_through: int = field(default=0, compare=False)  # the number of the last trace
+
+    def traces_after(self, number: int) -> tuple[common_pb2.LockTrace, ...]:
+        """The traces numbered after ``number`` that are still kept."""
+        return self.traces[max(0, len(self.traces) - (self.traces_through - number)) :]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -81,9 +91,10 @@ class Board:
         self._listeners.remove(listener)
 
     def _set(self, sign: Sign) -> None:
-        if self.signs.get(sign.pot_group_id) == sign:
+        unchanged = self.signs.get(sign.pot_group_id) == sign
+        self.signs[sign.pot_group_id] = sign  # keeps the traces even when nothing shows
+        if unchanged:
             return
-        self.signs[sign.pot_group_id] = sign
         for listener in list(self._listeners):
             listener(sign.pot_group_id)
 
@@ -97,6 +108,7 @@ class Board:
         max_bet: int,
         now: float,
         wall: float,
+        traces: Sequence[common_pb2.LockTrace] = (),
     ) -> None:
         amount = sign_value
         if main_minor is not None:  # M3: never more than the pot holds
@@ -113,6 +125,8 @@ class Board:
                 closed_reason="",
                 updated_at=wall,
                 heard_at=now,
+                traces=(*old.traces, *traces)[-TRACES_KEPT:],
+                traces_through=old.traces_through + len(traces),
             )
         )
 

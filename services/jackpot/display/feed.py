@@ -32,6 +32,9 @@ def apply_record(board: Board, topic: str, value: bytes, settings: DisplaySettin
                 if main is None or main.denominator <= 0
                 else main.numerator * MINOR_PER_PESO // main.denominator
             )
+            received_ns = time.time_ns()
+            for trace in update.lock_traces:
+                trace.display_received_unix_nanos = received_ns
             board.pot_update(
                 update.pot_group_id,
                 update.sign_value,
@@ -41,6 +44,7 @@ def apply_record(board: Board, topic: str, value: bytes, settings: DisplaySettin
                 update.max_bet,
                 now,
                 wall,
+                update.lock_traces,
             )
         elif topic == settings.awards_topic:
             award = pot_pb2.Award.FromString(value)

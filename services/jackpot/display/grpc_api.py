@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 
 import grpc
@@ -61,4 +62,11 @@ class SignServicer(display_pb2_grpc.SignServiceServicer):
             while True:
                 for sign in await subscription.next():
                     metrics.UPDATES_SENT.labels("grpc").inc()
-                    yield display_pb2.WatchSignsResponse(sign=to_proto(sign))
+                    state = to_proto(sign)
+                    traces = subscription.new_traces(sign)
+                    if traces:
+                        state.lock_traces.extend(traces)
+                        sent_ns = time.time_ns()
+                        for trace in state.lock_traces:
+                            trace.display_sent_unix_nanos = sent_ns
+                    yield display_pb2.WatchSignsResponse(sign=state)

@@ -69,7 +69,7 @@ class TableDeviceServicer:
                 raw = await context.read()
                 if raw is grpc.aio.EOF:
                     break
-                for response in self._gateway.handle_event(session.table_id, raw):
+                for response in await self._gateway.handle_event_durably(session.table_id, raw):
                     session.push(response)
         finally:
             self._gateway.disconnected(session)

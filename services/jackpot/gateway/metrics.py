@@ -18,3 +18,8 @@ PUBLISH_SECONDS = Histogram(
     "From spooling a record to the broker acknowledging it",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
+SPOOL_GROUP_WRITES = Histogram(
+    "jackpot_gateway_spool_group_writes",
+    "Writes (device events, dead letters, deletions) sharing one spool transaction and fsync",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000),
+)

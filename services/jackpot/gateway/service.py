@@ -2,7 +2,10 @@
 
 ``Gateway.handle_event`` validates one device event (size, decoding, table binding, the game's
 adapter, the table's round state machine), stores the table's new state and the resulting Kafka
-records in the spool in one SQLite transaction, and only then answers the device. Three tasks run
+records in the spool in one SQLite transaction, and only then answers the device. Served over
+gRPC (``handle_event_durably``) the write is a group commit: the writes of every table waiting
+meanwhile share one transaction and one fsync on the spool's writer thread, and the event loop
+serves the other tables while the disk works. Three tasks run
 beside it: the publisher drains the spool to Kafka in order; the pot watcher reads pot updates
 (limits, sign value, heartbeats); the watchdog closes progressive betting on a table whose pot
 group has been silent, or whose events wait unpublished, for longer than the heartbeat timeout
@@ -29,6 +32,7 @@ from jackpot.domain.access import ANONYMOUS, Action, Principal, Role, authorize
 from jackpot.domain.cards import GAME_RULES
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.table import (
+    REMEMBERED_OUTCOMES,
     Fact,
     Limits,
     RoundLockedFact,
@@ -42,7 +46,7 @@ from jackpot.domain.table import (
 from jackpot.gateway import metrics
 from jackpot.gateway.adapters import ADAPTERS
 from jackpot.gateway.settings import GatewaySettings, TableSettings
-from jackpot.gateway.spool import Spool
+from jackpot.gateway.spool import Spool, SpoolWrite
 from jackpot.platform import codec
 from jackpot.platform.audit import AuditLog
 from jackpot.platform.deadletter import dead_letter
@@ -62,6 +66,16 @@ class PotView:
     limits: Limits
     sign_value: int
     seen_at: float  # time.monotonic() of the last update or heartbeat
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    """What one device message comes to: the replies, and what must be durable before them."""
+
+    table_id: str
+    responses: list[device_pb2.ConnectResponse]
+    write: SpoolWrite | None = None
+    before: dict[str, object] | None = None  # the table's state to go back to if the write fails
 
 
 @dataclass(slots=True)
@@ -112,11 +126,13 @@ class Gateway:
         self._spooled = asyncio.Event()
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._table_locks: dict[str, asyncio.Lock] = {}
         self.publish_healthy = True
 
     # ----------------------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
+        self.spool.start_writer()  # group commit from now on: the loop never waits for the disk
         self._refresh_all()
         self._tasks = [
             asyncio.create_task(self._publisher(), name="gateway-publisher"),
@@ -239,7 +255,53 @@ class Gateway:
     # -------------------------------------------------------------------------------- events
 
     def handle_event(self, table_id: str, raw: bytes) -> list[device_pb2.ConnectResponse]:
-        """Apply one device message of an authenticated session; never raises for bad input."""
+        """Apply one device message of an authenticated session, its spool write on this thread
+        (a gateway never started: tests, tools); never raises for bad input."""
+        decision = self._decide(table_id, raw)
+        self._make_durable_inline(decision)
+        return decision.responses
+
+    async def handle_event_durably(
+        self, table_id: str, raw: bytes
+    ) -> list[device_pb2.ConnectResponse]:
+        """Apply one device message; the replies once its spool write is durable (group commit
+        with the other tables' writes, off the event loop). One message per table at a time."""
+        async with self._table_lock(table_id):
+            decision = self._decide(table_id, raw)
+            if decision.write is not None:
+                try:
+                    await self.spool.write(decision.write)
+                except Exception:
+                    self._undo(decision)
+                    raise
+                self._spooled.set()
+            return decision.responses
+
+    def _table_lock(self, table_id: str) -> asyncio.Lock:
+        lock = self._table_locks.get(table_id)
+        if lock is None:
+            lock = self._table_locks[table_id] = asyncio.Lock()
+        return lock
+
+    def _make_durable_inline(self, decision: _Decision) -> None:
+        if decision.write is None:
+            return
+        try:
+            self.spool.commit_many([decision.write])
+        except Exception:
+            self._undo(decision)
+            raise
+        self._spooled.set()
+
+    def _undo(self, decision: _Decision) -> None:
+        """The write failed: the table goes back to the state the spool still holds."""
+        if decision.before is not None:
+            table = self.tables[decision.table_id]
+            self.tables[decision.table_id] = _restored(decision.before, table)
+            log.exception("spool_write_failed", table=decision.table_id)
+
+    def _decide(self, table_id: str, raw: bytes) -> _Decision:
+        """Judge one device message against its table (in memory) and say what to store."""
         sequence = 0
         try:
             if len(raw) > self.settings.max_event_bytes:
@@ -281,21 +343,19 @@ class Gateway:
             outcome = table.accept(sequence, device_input, fingerprint)
             if outcome.duplicate:
                 metrics.DUPLICATES.inc()
-                return [_reply(sequence, duplicate=True)]
+                return _Decision(table_id, [_reply(sequence, duplicate=True)])
             records = [self._record(table, fact, event) for fact in outcome.facts]
-            try:
-                self.spool.commit(table_id, table.to_state(), [r for r in records if r is not None])
-            except Exception:
-                self.tables[table_id] = _restored(before, table)
-                log.exception("spool_write_failed", table=table_id, sequence=sequence)
-                raise
-            self._spooled.set()
-            responses = [_reply(sequence)]
-            responses.extend(_commands(outcome.facts))
-            return responses
+            write = SpoolWrite(
+                table_id,
+                table.to_state(),
+                [r for r in records if r is not None],
+                seen=(sequence, fingerprint),
+                seen_window=REMEMBERED_OUTCOMES,
+            )
+            responses = [_reply(sequence), *_commands(outcome.facts)]
+            return _Decision(table_id, responses, write, before)
         except DomainError as error:
             metrics.REJECTS.labels(error.reason.value).inc()
-            self._spool_dead_letter(raw, error.reason, error.detail, table_id)
             log.info(
                 "device_event_refused",
                 table=table_id,
@@ -303,7 +363,8 @@ class Gateway:
                 reason=error.reason.value,
                 detail=error.detail,
             )
-            return [_reply(sequence, error=error)]
+            letter = self._dead_letter_write(raw, error.reason, error.detail, table_id)
+            return _Decision(table_id, [_reply(sequence, error=error)], letter)
 
     def _record(
         self, table: Table, fact: Fact, device_event: device_pb2.DeviceEvent
@@ -321,6 +382,7 @@ class Gateway:
             sequence=table.published,
             pot_group_id=configured.pot_group_id,
             game=codec.game_to_proto(table.game),
+            gateway_accepted_unix_nanos=time.time_ns(),  # the latency budget's first stamp
         )
         if device_event.HasField("occurred_at"):
             message.occurred_at.CopyFrom(device_event.occurred_at)
@@ -350,13 +412,15 @@ class Gateway:
             message.SerializeToString(),
         )
 
-    def _spool_dead_letter(self, raw: bytes, reason: Reason, detail: str, table_id: str) -> None:
+    def _dead_letter_write(
+        self, raw: bytes, reason: Reason, detail: str, table_id: str
+    ) -> SpoolWrite:
         letter = dead_letter(self._source, reason, detail, raw[:65536], table_id=table_id)
-        self.spool.commit(
-            None,
-            None,
-            [(self.settings.topics.dead_letter, self._source.encode(), letter.SerializeToString())],
-        )
+        topic = self.settings.topics.dead_letter
+        return SpoolWrite(records=[(topic, self._source.encode(), letter.SerializeToString())])
+
+    def _spool_dead_letter(self, raw: bytes, reason: Reason, detail: str, table_id: str) -> None:
+        self.spool.submit(self._dead_letter_write(raw, reason, detail, table_id))
         self._spooled.set()
 
     # ---------------------------------------------------------------- fail closed (rule D5)
@@ -477,8 +541,14 @@ class Gateway:
     # ------------------------------------------------------------------------- publishing
 
     async def _publisher(self) -> None:
-        """Send the spool to Kafka in order; delete only what the broker acknowledged."""
+        """Send the spool to Kafka in order; delete only what the broker acknowledged.
+
+        The deletion is queued, not waited for: the next batch goes out at once, after the
+        last id acknowledged. Should the process die before the deletion is on disk, those
+        records are sent again at the next start (same event ids: the pot ignores them).
+        """
         producer = None
+        acknowledged = 0  # the last outbox id the broker acknowledged
         while True:
             try:
                 if producer is None:
@@ -488,7 +558,7 @@ class Gateway:
                         **self.settings.kafka_security.client_options(),
                     )
                     await producer.start()
-                records = self.spool.pending()
+                records = self.spool.pending(after_id=acknowledged)
                 if not records:
                     if self._stopping.is_set():
                         await producer.stop()
@@ -503,7 +573,8 @@ class Gateway:
                 now_ns = time.time_ns()
                 for record in records:
                     metrics.PUBLISH_SECONDS.observe((now_ns - record.created_ns) / 1e9)
-                self.spool.delete_through(records[-1].id)
+                acknowledged = records[-1].id
+                self.spool.submit(SpoolWrite(delete_through=acknowledged))
                 metrics.PUBLISHED.inc(len(records))
                 metrics.SPOOL_DEPTH.set(self.spool.depth())
                 self._published.set()

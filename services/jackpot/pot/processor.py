@@ -47,7 +47,7 @@ from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform import codec
 from jackpot.platform.deadletter import dead_letter
 from jackpot.pot import records
-from jackpot.v1 import dead_letter_pb2, pot_pb2, table_events_pb2
+from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, table_events_pb2
 
 STATE_FORMAT = 1
 # State-topic key of a group's update-sequence mark: 0xFF never occurs in UTF-8, so it cannot
@@ -84,6 +84,7 @@ class InputRecord:
     partition: int
     offset: int
     key: bytes | None = None
+    timestamp_ms: int = 0  # the record's Kafka timestamp (a latency-budget stamp only)
 
 
 @dataclass(slots=True)
@@ -100,6 +101,8 @@ class Outputs:
     applied: int = 0
     ignored: Counter[str] = field(default_factory=Counter)
     rejected: Counter[str] = field(default_factory=Counter)
+    # pot group id -> the locks applied, stamped for the latency budget (observation only)
+    lock_traces: dict[str, list[common_pb2.LockTrace]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -170,6 +173,7 @@ class PotProcessor:
         self.source = source
         self.event_id_window = event_id_window
         self._clock_ns = clock_ns
+        self._batch_started_ns = 0  # when the batch being applied began (latency budget)
         self._monotonic = monotonic
         self._trigger_source = trigger_source
         self._groups: dict[str, GroupRuntime] = {}
@@ -286,6 +290,7 @@ class PotProcessor:
         """Apply records in order; one pot update and one snapshot per group changed."""
         outputs = Outputs()
         changed: dict[str, None] = {}
+        self._batch_started_ns = self._clock_ns()
         for record in batch:
             group_id = self._apply_one(record, outputs)
             if group_id is not None:
@@ -294,7 +299,12 @@ class PotProcessor:
         now = self._monotonic()
         for group_id in changed:
             runtime = self._groups[group_id]
-            outputs.pot_updates.append(self._pot_update(runtime, heartbeat=False))
+            update = self._pot_update(runtime, heartbeat=False)
+            traces = outputs.lock_traces.get(group_id, [])
+            for trace in traces:
+                trace.pot_applied_unix_nanos = update.produced_at.ToNanoseconds()
+            update.lock_traces.extend(traces)
+            outputs.pot_updates.append(update)
             runtime.last_update_monotonic = now
         for group_id in changed:
             outputs.snapshots[group_id] = self.snapshot(group_id)
@@ -330,7 +340,10 @@ class PotProcessor:
             event = self._decode(record)
             if event.WhichOneof("payload") == "pot_group_command":
                 return self._apply_command(event, outputs)
-            return self._apply_table_event(event, outputs)
+            group_id = self._apply_table_event(event, outputs)
+            if group_id is not None and event.WhichOneof("payload") == "round_locked":
+                outputs.lock_traces.setdefault(group_id, []).append(self._trace(event, record))
+            return group_id
         except DomainError as refusal:
             outputs.rejected[refusal.reason.value] += 1
             outputs.dead_letters.append(
@@ -355,6 +368,17 @@ class PotProcessor:
                 offset=record.offset,
             )
             return None
+
+    def _trace(
+        self, event: table_events_pb2.TableEvent, record: InputRecord
+    ) -> common_pb2.LockTrace:
+        return common_pb2.LockTrace(
+            table_id=event.table_id,
+            round_id=event.round_id,
+            gateway_accepted_unix_nanos=event.gateway_accepted_unix_nanos,
+            kafka_unix_nanos=max(record.timestamp_ms, 0) * 1_000_000,
+            pot_fetched_unix_nanos=self._batch_started_ns,
+        )
 
     def _decode(self, record: InputRecord) -> table_events_pb2.TableEvent:
         if record.value is None:

@@ -144,7 +144,10 @@ class PotPartition:
         return ""
 
     def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> PotBatch:
-        inputs = [InputRecord(r.value, r.topic, r.partition, r.offset, r.key) for r in records]
+        inputs = [
+            InputRecord(r.value, r.topic, r.partition, r.offset, r.key, r.timestamp)
+            for r in records
+        ]
         return self._batch(self.processor.apply_batch(inputs))
 
     def tick(self) -> PotBatch | None:

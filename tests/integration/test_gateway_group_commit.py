@@ -1,0 +1,171 @@
+"""Group commit under kill -9: a gateway process killed while its spool writer is mid-batch.
+
+Eight table controllers hammer one real gateway process (real Kafka behind it) so that its spool
+writer is always committing a group of several tables' events; the process is killed with SIGKILL
+at a random moment, three times, on the same spool. After each kill the spool, opened as the next
+start would open it, must hold for every table exactly what its device was told, and nothing it
+was not: the last event the device heard "accepted" for, or (when a reply was still owed) that
+event's successor the device had sent; never anything later, never anything earlier (an
+accepted event is durable, and nothing the device did not send is on disk).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import signal
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from jackpot.domain.cards import Game
+from jackpot.gateway.spool import Spool
+from jackpot.v1 import device_pb2
+from tests.integration.gateway_harness import CREDENTIAL, Device, create_topics, settings_for
+
+pytestmark = pytest.mark.integration
+
+TABLES = [f"CAR-{n}" for n in range(1, 9)]
+KILLS = 3
+
+
+@dataclass
+class Told:
+    """What one device knows: the last sequence accepted, and the one still awaiting a reply."""
+
+    accepted: int = 0
+    in_flight: int | None = None
+    accepted_count: int = 0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def wait_serving(target: str, within: float = 60.0) -> None:
+    deadline = asyncio.get_running_loop().time() + within
+    async with grpc.aio.insecure_channel(target) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        while asyncio.get_running_loop().time() < deadline:
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                answer = await health.Check(
+                    health_pb2.HealthCheckRequest(service="jackpot.v1.TableDeviceService"),
+                    timeout=1,
+                )
+                if answer.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"the gateway at {target} never reported SERVING")
+
+
+ROUND = [
+    ("round_opened", device_pb2.RoundOpened()),
+    ("dealer_lock", device_pb2.DealerLock()),
+    ("hand_results", device_pb2.HandResults()),
+]
+VOID = ("round_void", device_pb2.RoundVoid(reason="resync"))
+RESULTS = ("hand_results", device_pb2.HandResults())
+
+
+async def play(device: Device, told: Told) -> None:
+    """Rounds without bets (the table is closed to the progressive: no pot heartbeat), one event
+    at a time, recording what the gateway answered. A refusal (a round left open by a kill) is
+    followed by a void, then by results, then by a new round."""
+    welcome = await device.connect()
+    told.accepted = welcome.last_sequence  # the spool's word, not the device's guess
+    steps = [VOID] if welcome.round_id else []
+    number = 0
+    while True:
+        if not steps:
+            number += 1
+            device.round_id = f"{device.table_id}-{told.accepted}-{number}"
+            steps = list(ROUND)
+        name, payload = step = steps.pop(0)
+        event = device.event(sequence=told.accepted + 1, **{name: payload})
+        told.in_flight = event.sequence
+        reply = await device.send_raw(device_pb2.ConnectRequest(event=event).SerializeToString())
+        told.in_flight = None
+        if reply.accepted:
+            told.accepted = event.sequence
+            told.accepted_count += 1
+        elif step is VOID:
+            steps = [RESULTS]
+        elif step is not RESULTS:
+            steps = [VOID]
+        else:
+            steps = []
+
+
+async def test_kill_9_in_the_middle_of_a_group_commit_keeps_exactly_what_was_accepted(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    settings = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite")
+    await create_topics(settings)
+    target = f"127.0.0.1:{free_port()}"
+    config = {
+        "name": settings.name,
+        "bootstrap_servers": kafka_bootstrap,
+        "grpc_address": target,
+        "spool_path": settings.spool_path,
+        "topics": {
+            "table_events": settings.topics.table_events,
+            "pot_updates": settings.topics.pot_updates,
+            "dead_letter": settings.topics.dead_letter,
+        },
+        "tables": [
+            {"table_id": t, "game": "caribbean", "pot_group_id": "g", "credential": CREDENTIAL}
+            for t in TABLES
+        ],
+    }
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps(config))
+    rng = random.Random()
+    told = {t: Told() for t in TABLES}
+    kills_with_replies_owed = 0
+    for _ in range(KILLS):
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "jackpot.cli", "gateway", "--config", str(path),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        devices = {t: Device(target, t, Game.CARIBBEAN) for t in TABLES}
+        try:
+            await wait_serving(target)
+            before = {t: told[t].accepted_count for t in TABLES}
+            players = [asyncio.create_task(play(devices[t], told[t])) for t in TABLES]
+            deadline = asyncio.get_running_loop().time() + 60
+            while min(told[t].accepted_count - before[t] for t in TABLES) < 5:
+                assert asyncio.get_running_loop().time() < deadline, "the devices stalled"
+                assert not any(p.done() for p in players), [p.exception() for p in players]
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(rng.uniform(0.0, 0.5))  # a random point of the commit cycle
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
+            for player in players:
+                player.cancel()
+            await asyncio.gather(*players, return_exceptions=True)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            for device in devices.values():
+                with contextlib.suppress(Exception):
+                    await device.close()
+        spool = Spool(settings.spool_path)
+        try:
+            stored = {t: s["last_sequence"] for t, s in spool.table_states().items()}
+        finally:
+            spool.close()
+        kills_with_replies_owed += any(told[t].in_flight is not None for t in TABLES)
+        for table in TABLES:
+            allowed = {told[table].accepted, told[table].in_flight}
+            assert stored.get(table, 0) in allowed, (table, stored.get(table), told[table])
+    assert kills_with_replies_owed >= 1, "no kill hit the gateway with a reply owed"
