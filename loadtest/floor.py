@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import structlog
 
 from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
 from jackpot.payout.client import PayoutTargets, call_owner
@@ -63,6 +64,17 @@ class SimTable:
     pot_group_id: str
     gateway: str  # host:port of its gateway
     credential: str
+
+
+log = structlog.get_logger("loadtest.floor")
+# How long a dealer terminal waits for a payout instance's first answer before trying another.
+FIRST_ANSWER_SECONDS = 5.0
+
+
+async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    yield first
+    async for item in rest:
+        yield item
 
 
 @dataclass
@@ -113,6 +125,8 @@ class Latencies:
 @dataclass
 class FloorStats:
     rounds: int = 0
+    # dealer terminal sessions that failed other than by a gRPC status, by exception type
+    terminal_errors: Counter[str] = field(default_factory=Counter)
     device_events: int = 0
     bets_accepted: int = 0  # pesos the gateway acknowledged as collected at lock
     bets_accepted_by_group: Counter[str] = field(default_factory=Counter)
@@ -147,6 +161,7 @@ class FloorStats:
             "bets_accepted": self.bets_accepted,
             "bets_accepted_by_group": dict(self.bets_accepted_by_group),
             "rejects": dict(self.rejects),
+            "terminal_errors": dict(self.terminal_errors),
             "rounds_voided": self.rounds_voided,
             "device_faults": self.device_faults.report(),
             "winning_results": self.winning_results,
@@ -413,7 +428,11 @@ class Floor:
                             hello=payout_pb2.TerminalHello(table_id=table_id, dealer="sim-dealer")
                         )
                     )
-                    async for message in stub.DealerTerminal(requests()):
+                    session = aiter(stub.DealerTerminal(requests()))
+                    # A serving instance answers at once; one that does not (a process dying
+                    # mid-shutdown, a half-open connection) is left for the next address.
+                    first = await asyncio.wait_for(anext(session), FIRST_ANSWER_SECONDS)
+                    async for message in _prepend(first, session):
                         now = time.monotonic()
                         views.append((now, stream, frozenset(p.award_id for p in message.open)))
                         for payout in message.open:
@@ -440,6 +459,14 @@ class Floor:
                 # To the owner the instance named at once; otherwise the next address, soon.
                 if not targets.moved(error):
                     await asyncio.sleep(0.5)
+            except (TimeoutError, StopAsyncIteration):
+                targets.moved()
+                await asyncio.sleep(0.5)
+            except Exception as error:  # a dealer never walks away: say what happened, go on
+                self.stats.terminal_errors[type(error).__name__] += 1
+                log.warning("terminal_session_failed", table=table_id, error=repr(error))
+                targets.moved()
+                await asyncio.sleep(0.5)
 
     async def _supervisor(self) -> None:
         async def approve(

@@ -57,6 +57,7 @@ def portable(stats: FloorStats) -> dict[str, Any]:
     out["bets_accepted_by_group"] = dict(stats.bets_accepted_by_group)
     out["bets_by_round"] = stats.bets_by_round
     out["rejects"] = dict(stats.rejects)
+    out["terminal_errors"] = dict(stats.terminal_errors)
     out["rounds_settled"] = dict(stats.rounds_settled)
     out["samples"] = stats.latencies.samples
     out["hops"] = stats.hops.encoded()
@@ -70,6 +71,7 @@ def merge(into: FloorStats, part: dict[str, Any]) -> None:
     into.bets_accepted_by_group.update(part["bets_accepted_by_group"])
     into.bets_by_round.update(part["bets_by_round"])
     into.rejects.update(Counter(part["rejects"]))
+    into.terminal_errors.update(Counter(part["terminal_errors"]))
     into.rounds_settled.update(Counter(part["rounds_settled"]))
     for name, values in part["samples"].items():
         into.latencies.samples.setdefault(name, []).extend(values)

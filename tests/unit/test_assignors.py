@@ -58,3 +58,4 @@ def test_a_member_claims_when_it_is_given_partitions_keeps_its_claim_and_drops_i
     assert assignor.claimed_at_ms == 0
     assert assignor.owner_address == "other:2"
     assert Claim.decode(join(assignor).user_data) == Claim("me:1", 0)  # type: ignore[attr-defined]
+    assert assignor.owner_address == ""  # rejoining: the owner is not known until assigned

@@ -72,6 +72,9 @@ class SingleOwnerAssignor:
         self.owner_address = ""
 
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
+        # (Re)joining: who will own is not known until the assignment; naming the last owner
+        # would send clients to an instance that may be the one leaving.
+        self.owner_address = ""
         claim = Claim(self.address, self.claimed_at_ms)
         return ConsumerProtocolMemberMetadata(self.version, sorted(topics), claim.encode())
 

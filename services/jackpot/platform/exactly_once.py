@@ -620,12 +620,19 @@ class ExactlyOnceProcessor(Generic[H]):
                 restore_seconds=round(restored - fenced, 3),
                 offsets_seconds=round(time.perf_counter() - restored, 3),
             )
-            for tp, producer, committed in zip(fresh, producers, offsets, strict=True):
-                handler = self._factory(tp.partition)
-                start = handler.restore(changelogs[tp.partition], committed)
+            handlers = [self._factory(tp.partition) for tp in fresh]
+            starts = [
+                handler.restore(changelogs[tp.partition], committed)
+                for tp, handler, committed in zip(fresh, handlers, offsets, strict=True)
+            ]
+            # Every partition's check at once: each reads its own ledger partition, and one
+            # after another they added seconds to a takeover (the pot's kill -9 recovery).
+            refusals = await asyncio.gather(*(_verify_restored(h) for h in handlers))
+            for tp, producer, handler, start, refused in zip(
+                fresh, producers, handlers, starts, refusals, strict=True
+            ):
                 owned = Owned(tp.partition, tp, handler, producer)
                 self._owned[tp.partition] = owned
-                refused = await _verify_restored(handler)
                 if refused:  # a state the handler may not run from: never consumed (halted)
                     self._halt(owned, "restored_state_refused", RestoredStateRefused(refused))
                     continue

@@ -105,6 +105,9 @@ async def read_to_end(
         group_id=None,
         enable_auto_commit=False,
         isolation_level="read_committed",
+        # seek_to_beginning waits for the fetch in flight: 20 ms, not the default 500 ms (the
+        # pot's takeover reads a ledger partition this way)
+        fetch_max_wait_ms=20,
         **client_options,
     )
     found: list[ConsumerRecord[bytes, bytes]] = []
