@@ -21,8 +21,8 @@ from jackpot.topics import AWARDS, DEAD_LETTER, LEDGER, PAYOUTS
 
 
 class PayoutSettings(ServiceSettings):
-    """The payout service: one payout per award, dealer terminals, supervisor approvals. Its
-    instances share the awards partitions; each serves the payouts of the partitions it owns."""
+    """The payout service: one payout per award, dealer terminals, supervisor approvals. One
+    instance owns every awards partition; the others stand by and send clients to it."""
 
     model_config = SettingsConfigDict(env_prefix="JACKPOT_PAYOUT_")
     service: ClassVar[str] = "payout"
