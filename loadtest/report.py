@@ -21,9 +21,20 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from loadtest.browser import chromium
+
+# The charts over time, top to bottom.
+TIME_CHARTS = (
+    "rounds per second",
+    "device events per second",
+    "lock to sign (ms)",
+    "rejects per second",
+    "gateway spool depth (records)",
+    "consumer lag (records)",
+)
+
 PERCENTILES = ("p50_ms", "p95_ms", "p99_ms")
 COLOURS = {"p50_ms": "#2e7d32", "p95_ms": "#f9a825", "p99_ms": "#c62828"}
-CHROMIUM = "/usr/bin/chromium"
 NOT_MEASURED = "per-hop budget not measured"
 
 Report = dict[str, Any]
@@ -145,14 +156,7 @@ def time_figure(report: Report) -> go.Figure | None:
         cols=1,
         shared_xaxes=True,
         vertical_spacing=0.04,
-        subplot_titles=(
-            "rounds per second",
-            "device events per second",
-            "lock to sign (ms)",
-            "rejects per second",
-            "gateway spool depth (records)",
-            "consumer lag (records)",
-        ),
+        subplot_titles=TIME_CHARTS,
     )
 
     def line(row: int, name: str, values: list[Any], colour: str | None = None) -> None:
@@ -264,34 +268,17 @@ async def screenshot(
 ) -> dict[str, Any]:
     """Open the report (a file:// address) in Debian's Chromium (Playwright, headless), wait
     for plotly to draw, save a PNG; what the page showed: charts drawn and the summary's text."""
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": width, "height": height})
+        await page.goto(address)
+        await page.wait_for_selector(".plotly-graph-div .main-svg")
+        drawn = await page.evaluate(
+            "[...document.querySelectorAll('.plotly-graph-div')]"
+            ".filter(d => d._fullLayout && d.querySelector('.main-svg')).length"
         )
-        try:
-            page = await browser.new_page(viewport={"width": width, "height": height})
-            await page.goto(address)
-            await page.wait_for_selector(".plotly-graph-div .main-svg")
-            drawn = await page.evaluate(
-                "[...document.querySelectorAll('.plotly-graph-div')]"
-                ".filter(d => d._fullLayout && d.querySelector('.main-svg')).length"
-            )
-            summary = await page.get_by_test_id("summary").inner_text()
-            await page.screenshot(path=str(png))
-            return {"charts_drawn": drawn, "summary": summary}
-        finally:
-            await browser.close()
+        summary = await page.get_by_test_id("summary").inner_text()
+        await page.screenshot(path=str(png))
+        return {"charts_drawn": drawn, "summary": summary}
 
 
 def main() -> None:

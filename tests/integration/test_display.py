@@ -14,10 +14,10 @@ import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
+from loadtest.browser import CHROMIUM, chromium
 
 from jackpot.display.main import run_display
 from jackpot.display.settings import DisplaySettings
@@ -28,7 +28,6 @@ from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc, pot_pb2
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
 GROUP = "scl-main"
 
 
@@ -199,30 +198,6 @@ def artifacts() -> Path:
     folder = REPO / "build"
     folder.mkdir(exist_ok=True)
     return folder
-
-
-@contextlib.asynccontextmanager
-async def chromium() -> AsyncIterator[Any]:
-    """Debian's Chromium, headless, driven by Playwright (no browser download)."""
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
-        try:
-            yield browser
-        finally:
-            await browser.close()
 
 
 # The drums' CSS transitions (not the page's own animations: the lights and the winner's flash).

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from loadtest.report import CHROMIUM, render, screenshot
+from loadtest.browser import CHROMIUM
+from loadtest.report import render, screenshot
 
 from tests.unit.test_load_report import REPORT
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from loadtest.books import judge
+from loadtest.browser import chromium
 from loadtest.floor import Floor
-from playwright.async_api import async_playwright
 
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.platform.audit import read_entries
@@ -29,7 +29,6 @@ from jackpot.tools.report_figures import Period, compute
 pytestmark = pytest.mark.integration
 
 PLAY_SECONDS = 12
-CHROMIUM = "/usr/bin/chromium"  # Debian's (make browser)
 
 
 async def test_R1_the_report_of_a_floor_equals_the_audit_and_the_books(
@@ -101,15 +100,11 @@ async def test_R1_the_report_of_a_floor_equals_the_audit_and_the_books(
     )
 
     # A person opens the page without a server: a real browser shows the verdict and the charts.
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM)
-        try:
-            page = await browser.new_page()
-            await page.goto((out / "report.html").as_uri())
-            verdict = await page.locator(".verdict").inner_text()
-            assert "reconcile for this period" in verdict
-            assert await page.locator("svg").count() == 2 * len(groups)
-            rows = await page.locator("table.awards tr").count()  # a header per group
-            assert rows == len(report.groups) + sum(len(g.awards) for g in report.groups)
-        finally:
-            await browser.close()
+    async with chromium() as browser:
+        page = await browser.new_page()
+        await page.goto((out / "report.html").as_uri())
+        verdict = await page.locator(".verdict").inner_text()
+        assert "reconcile for this period" in verdict
+        assert await page.locator("svg").count() == 2 * len(groups)
+        rows = await page.locator("table.awards tr").count()  # a header per group
+        assert rows == len(report.groups) + sum(len(g.awards) for g in report.groups)
