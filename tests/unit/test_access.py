@@ -32,7 +32,7 @@ def person(*roles: Role, table: str = "") -> Principal:
         ),
         (Role.SERVICE, {Action.READ, Action.WATCH_SIGNS}),
         (Role.SIGN, {Action.READ, Action.WATCH_SIGNS}),
-        (Role.TERMINAL, {Action.READ, Action.CONFIRM_PAYMENT}),
+        (Role.TERMINAL, {Action.READ, Action.CONFIRM_PAYMENT, Action.WATCH_TABLE}),
         (Role.DEVICE, {Action.CONNECT_DEVICE}),
     ],
 )

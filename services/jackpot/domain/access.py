@@ -30,6 +30,7 @@ class Action(Enum):
     CONFIRM_PAYMENT = "confirm_payment"
     CONNECT_DEVICE = "connect_device"
     WATCH_SIGNS = "watch_signs"
+    WATCH_TABLE = "watch_table"  # the dealer terminal's read-only view of its table (D3)
     READ = "read"
 
 
@@ -40,12 +41,13 @@ POLICY: dict[Action, frozenset[Role]] = {
     Action.CONFIRM_PAYMENT: frozenset({Role.TERMINAL}),
     Action.CONNECT_DEVICE: frozenset({Role.DEVICE}),
     Action.WATCH_SIGNS: frozenset({Role.SIGN, Role.OPERATOR, Role.SUPERVISOR, Role.SERVICE}),
+    Action.WATCH_TABLE: frozenset({Role.TERMINAL}),
     Action.READ: frozenset(
         {Role.OPERATOR, Role.SUPERVISOR, Role.SERVICE, Role.SIGN, Role.TERMINAL}
     ),
 }
 
-TABLE_SCOPED = frozenset({Action.CONFIRM_PAYMENT, Action.CONNECT_DEVICE})
+TABLE_SCOPED = frozenset({Action.CONFIRM_PAYMENT, Action.CONNECT_DEVICE, Action.WATCH_TABLE})
 """Actions a principal may only perform for the table its certificate names."""
 
 
