@@ -64,6 +64,12 @@ def _payout(args: argparse.Namespace) -> int:
     return payout_main()
 
 
+def _terminal(args: argparse.Namespace) -> int:
+    from jackpot.terminal.main import main as terminal_main
+
+    return terminal_main(args.table)
+
+
 def _payouts(args: argparse.Namespace) -> int:
     from jackpot.tools.payouts import run
 
@@ -127,6 +133,15 @@ def build_parser() -> argparse.ArgumentParser:
         "payout", help="run the payout service (one payout per award, dealer terminals, approvals)"
     )
     payout.set_defaults(handler=_payout)
+
+    terminal = commands.add_parser(
+        "terminal",
+        help="run a table's reference dealer terminal: its screen as a local web page (D3)",
+    )
+    terminal.add_argument(
+        "--table", metavar="ID", help="the table (default: JACKPOT_TERMINAL_TABLE)"
+    )
+    terminal.set_defaults(handler=_terminal)
 
     payouts = commands.add_parser(
         "payouts", help="list payouts from the payouts topic; a supervisor approves or voids"
