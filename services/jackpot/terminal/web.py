@@ -60,23 +60,29 @@ async def events(request: web.Request) -> web.StreamResponse:
     return response
 
 
+def _bad(message: str) -> web.HTTPBadRequest:
+    """A 400 whose body is an answer like any other (``ok`` false, the reason)."""
+    body = json.dumps({"award_id": "", "ok": False, "message": message})
+    return web.HTTPBadRequest(text=body, content_type="application/json")
+
+
 async def _body(request: web.Request) -> dict[str, Any]:
     """The JSON object of a POST, or a 400 naming what is wrong."""
     if (request.content_length or 0) > MAX_BODY_BYTES:
-        raise web.HTTPBadRequest(text=f"the request is larger than {MAX_BODY_BYTES} bytes")
+        raise _bad(f"the request is larger than {MAX_BODY_BYTES} bytes")
     try:
         body = await request.json()
     except ValueError:
-        raise web.HTTPBadRequest(text="the request is not JSON") from None
+        raise _bad("the request is not JSON") from None
     if not isinstance(body, dict):
-        raise web.HTTPBadRequest(text="the request must be a JSON object")
+        raise _bad("the request must be a JSON object")
     return body
 
 
 def _text(body: dict[str, Any], key: str) -> str:
     value = body.get(key, "")
     if not isinstance(value, str) or not value.strip():
-        raise web.HTTPBadRequest(text=f"{key!r} must be a non-empty string")
+        raise _bad(f"{key!r} must be a non-empty string")
     return value.strip()
 
 
