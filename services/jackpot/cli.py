@@ -73,7 +73,9 @@ def _terminal(args: argparse.Namespace) -> int:
 def _payouts(args: argparse.Namespace) -> int:
     from jackpot.tools.payouts import run
 
-    return run(args.pending, args.approve or "", args.void or "", args.reason or "")
+    return run(
+        args.pending, args.approve or "", args.void or "", args.reason or "", args.code or ""
+    )
 
 
 def _pki(args: argparse.Namespace) -> int:
@@ -150,6 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
     decision = payouts.add_mutually_exclusive_group()
     decision.add_argument("--approve", metavar="AWARD_ID", help="approve this payout")
     decision.add_argument("--void", metavar="AWARD_ID", help="void this payout")
+    decision.add_argument(
+        "--code",
+        metavar="AWARD_ID",
+        help="a one-time code to approve or void this payout at its table's terminal",
+    )
     payouts.add_argument("--reason", help="why (required with --approve and --void)")
     payouts.set_defaults(handler=_payouts)
 

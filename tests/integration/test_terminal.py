@@ -255,3 +255,64 @@ async def grpc_channel(address: str) -> AsyncIterator[payout_pb2_grpc.PayoutServ
 
     async with grpc.aio.insecure_channel(address) as channel:
         yield payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
+
+
+async def test_a_supervisor_approves_at_the_terminal_with_a_one_time_code_as_themselves(
+    floor: Floor, artifacts: Path
+) -> None:
+    """The jackpot lock at the table: the supervisor asks for a one-time code with their own
+    identity (IssueApprovalCode, as `jackpot payouts --code`), enters it at the terminal and the
+    payout is approved as that supervisor, never the terminal; a wrong code and a reused one are
+    refused; every attempt is on the audit chain."""
+    await locked_round(floor.device, "R4", {3: 1})
+    large = award("R4", 3, "ROYAL_FLUSH", 3_000_000, table=TABLE)
+    await publish(floor.payout, large)
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1280, "height": 640})
+        await page.goto(floor.url)
+        await page.wait_for_selector("[data-testid=code-3]")
+        async with grpc_channel(floor.payout.grpc_address) as stub:
+            issued = await stub.IssueApprovalCode(
+                payout_pb2.IssueApprovalCodeRequest(award_id=large.award_id)
+            )
+        assert issued.supervisor == "local"  # plaintext: the development supervisor's name
+        wrong = "0" * 8 if issued.code != "0" * 8 else "1" * 8
+        body = {"award_id": large.award_id, "code": wrong, "decision": "approve"}
+        status, refused = await floor.post("/api/decide", body)
+        assert status == 409
+        assert "wrong code" in refused["message"]
+
+        await page.fill("[data-testid=code-3]", issued.code)
+        await page.screenshot(path=str(artifacts / "terminal-supervisor-code.png"))
+        await page.click("[data-testid=approve-3]")
+        await page.wait_for_function(
+            "document.getElementById('answer').textContent.startsWith('approved')"
+        )
+        await page.click("[data-testid=paid-3]")
+        await page.wait_for_function(
+            "document.getElementById('answer').textContent.startsWith('paid')"
+        )
+        body["code"] = issued.code
+        status, reused = await floor.post("/api/decide", body)
+        assert status == 409
+        assert "already used" in reused["message"]
+    async with grpc_channel(floor.payout.grpc_address) as stub:
+        listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest())
+    [payout] = [p for p in listing.payouts if p.award_id == large.award_id]
+    approved = [t.by for t in payout.history if t.state == payout_pb2.PAYOUT_STATE_APPROVED]
+    assert approved == ["local"]  # the supervisor, not the terminal
+    entries = [
+        e
+        for _, e in await audit_entries(
+            floor.payout.bootstrap_servers, floor.payout.access.audit_topic
+        )
+        if e is not None and e.target == large.award_id
+    ]
+    seen = {(e.principal, e.action, e.outcome) for e in entries}
+    assert ("local", "issue_approval_code", "applied") in seen
+    assert ("local", "approve_payout", "applied") in seen
+    refusals = [
+        e.detail for e in entries if e.action == "approve_payout" and e.outcome == "refused"
+    ]
+    assert any("wrong code" in d for d in refusals)
+    assert any("already used" in d for d in refusals)

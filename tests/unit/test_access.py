@@ -28,7 +28,13 @@ def person(*roles: Role, table: str = "") -> Principal:
         (Role.OPERATOR, {Action.CONFIGURE_POT, Action.READ, Action.WATCH_SIGNS}),
         (
             Role.SUPERVISOR,
-            {Action.APPROVE_PAYOUT, Action.VOID_PAYOUT, Action.READ, Action.WATCH_SIGNS},
+            {
+                Action.APPROVE_PAYOUT,
+                Action.VOID_PAYOUT,
+                Action.ISSUE_APPROVAL_CODE,
+                Action.READ,
+                Action.WATCH_SIGNS,
+            },
         ),
         (Role.SERVICE, {Action.READ, Action.WATCH_SIGNS}),
         (Role.SIGN, {Action.READ, Action.WATCH_SIGNS}),

@@ -27,6 +27,7 @@ class Action(Enum):
     CONFIGURE_POT = "configure_pot"
     APPROVE_PAYOUT = "approve_payout"
     VOID_PAYOUT = "void_payout"
+    ISSUE_APPROVAL_CODE = "issue_approval_code"  # a one-time code to decide at a terminal
     CONFIRM_PAYMENT = "confirm_payment"
     CONNECT_DEVICE = "connect_device"
     WATCH_SIGNS = "watch_signs"
@@ -38,6 +39,7 @@ POLICY: dict[Action, frozenset[Role]] = {
     Action.CONFIGURE_POT: frozenset({Role.OPERATOR}),
     Action.APPROVE_PAYOUT: frozenset({Role.SUPERVISOR}),
     Action.VOID_PAYOUT: frozenset({Role.SUPERVISOR}),
+    Action.ISSUE_APPROVAL_CODE: frozenset({Role.SUPERVISOR}),
     Action.CONFIRM_PAYMENT: frozenset({Role.TERMINAL}),
     Action.CONNECT_DEVICE: frozenset({Role.DEVICE}),
     Action.WATCH_SIGNS: frozenset({Role.SIGN, Role.OPERATOR, Role.SUPERVISOR, Role.SERVICE}),

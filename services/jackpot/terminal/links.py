@@ -10,7 +10,7 @@ Confirmations go one at a time, so an answer always belongs to the confirmation 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 import structlog
@@ -22,6 +22,10 @@ from jackpot.terminal.settings import TerminalSettings
 from jackpot.v1 import device_pb2, device_pb2_grpc, payout_pb2, payout_pb2_grpc
 
 log = structlog.get_logger("jackpot.terminal")
+
+
+def _is_open(response: payout_pb2.DealerTerminalResponse, award_id: str) -> bool:
+    return any(p.award_id == award_id for p in response.open)
 
 
 def _why(error: grpc.aio.AioRpcError) -> str:
@@ -114,9 +118,42 @@ class PayoutLink:
                     paid=payout_pb2.PaymentConfirmed(award_id=award_id)
                 )
             )
-            return await self._await_answer(award_id, was_open)
+            return await self._await_answer(
+                award_id, lambda r: was_open and not _is_open(r, award_id), "paid"
+            )
 
-    async def _await_answer(self, award_id: str, was_open: bool) -> Answer:
+    async def decide(self, award_id: str, code: str, approve: bool, reason: str) -> Answer:
+        """A supervisor's approval or void with their one-time code (applied as them)."""
+        async with self._one_at_a_time:
+            refused = self.screen.payable(award_id)
+            outgoing = self._outgoing
+            if refused or outgoing is None:
+                return self._answer(award_id, False, refused or "no link to the payout service")
+            while not self._responses.empty():
+                self._responses.get_nowait()
+            decision = payout_pb2.SupervisorDecision(
+                award_id=award_id, code=code, approve=approve, reason=reason
+            )
+            outgoing.put_nowait(payout_pb2.DealerTerminalRequest(decision=decision))
+            if approve:
+                return await self._await_answer(
+                    award_id,
+                    lambda r: any(
+                        p.award_id == award_id and p.state == payout_pb2.PAYOUT_STATE_APPROVED
+                        for p in r.open
+                    ),
+                    "approved by the supervisor",
+                )
+            return await self._await_answer(
+                award_id, lambda r: not _is_open(r, award_id), "voided by the supervisor"
+            )
+
+    async def _await_answer(
+        self,
+        award_id: str,
+        done: Callable[[payout_pb2.DealerTerminalResponse], bool],
+        success: str,
+    ) -> Answer:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.answer_seconds
         while True:
@@ -137,8 +174,8 @@ class PayoutLink:
                 )
             if response.refused:
                 return self._answer(award_id, False, f"refused: {response.refused}")
-            if was_open and not any(p.award_id == award_id for p in response.open):
-                return self._answer(award_id, True, "paid: the payout service confirmed it")
+            if done(response):
+                return self._answer(award_id, True, f"{success}: the payout service confirmed it")
 
     def _answer(self, award_id: str, ok: bool, message: str) -> Answer:
         answer = Answer(award_id, ok, message)

@@ -4,7 +4,8 @@ dealers) use.
 Routes: ``/`` (the screen), ``/api/state`` (JSON), ``/events`` (server-sent events: the state
 after every change), ``POST /api/paid`` ``{"award_id": ...}`` (the dealer paid it: the payout
 service's answer, 200 when paid, 409 with the reason when refused or impossible, 400 for a
-malformed request), ``/healthz``.
+malformed request), ``POST /api/decide`` ``{"award_id", "code", "decision": "approve"|"void",
+"reason"}`` (a supervisor's one-time code, applied as that supervisor), ``/healthz``.
 """
 
 from __future__ import annotations
@@ -93,6 +94,23 @@ async def paid(request: web.Request) -> web.Response:
     return web.json_response(answer.to_json(), status=200 if answer.ok else 409)
 
 
+async def decide(request: web.Request) -> web.Response:
+    """The supervisor's sign-in at the terminal: their one-time code with approve, or void and
+    a reason; applied by the payout service as that supervisor."""
+    body = await _body(request)
+    award_id, code = _text(body, "award_id"), _text(body, "code")
+    decision = body.get("decision")
+    if decision not in ("approve", "void"):
+        raise _bad('\'decision\' must be "approve" or "void"')
+    reason = body.get("reason", "")
+    if not isinstance(reason, str) or (decision == "void" and not reason.strip()):
+        raise _bad("a void needs a 'reason'")
+    answer = await request.app[PAYOUT_KEY].decide(
+        award_id, code, decision == "approve", reason.strip()
+    )
+    return web.json_response(answer.to_json(), status=200 if answer.ok else 409)
+
+
 def build_app(screen: Screen, payout: PayoutLink) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[SCREEN_KEY] = screen
@@ -101,5 +119,6 @@ def build_app(screen: Screen, payout: PayoutLink) -> web.Application:
     app.router.add_get("/api/state", state)
     app.router.add_get("/events", events)
     app.router.add_post("/api/paid", paid)
+    app.router.add_post("/api/decide", decide)
     app.router.add_get("/healthz", healthz)
     return app
