@@ -481,8 +481,33 @@ class Floor:
                 )
                 for payout in listing.payouts:
                     if payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL:
-                        await call_owner(targets, tls, partial(approve, payout.award_id))
+                        screen = self.config.terminal_urls.get(payout.table_id)
+                        if screen is None or not await self._approve_at(screen, payout, targets):
+                            await call_owner(targets, tls, partial(approve, payout.award_id))
                         self.stats.approvals += 1
+
+    async def _approve_at(
+        self, screen: str, payout: payout_pb2.Payout, targets: PayoutTargets
+    ) -> bool:
+        """The supervisor walks to the table: a one-time code with their own certificate,
+        entered at the terminal (POST /api/decide, as its screen does). True when approved."""
+        import aiohttp
+
+        issued = await call_owner(
+            targets,
+            self._tls("supervisor"),
+            lambda stub: stub.IssueApprovalCode(
+                payout_pb2.IssueApprovalCodeRequest(award_id=payout.award_id)
+            ),
+        )
+        body = {"award_id": payout.award_id, "code": issued.code, "decision": "approve"}
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http,
+                http.post(screen + "api/decide", json=body) as answer,
+            ):
+                return answer.status == 200
+        return False
 
     # ------------------------------------------------------------------------ sign watchers
 

@@ -316,3 +316,45 @@ async def test_a_supervisor_approves_at_the_terminal_with_a_one_time_code_as_the
     ]
     assert any("wrong code" in d for d in refusals)
     assert any("already used" in d for d in refusals)
+
+
+async def test_the_demos_dealer_and_supervisor_use_the_terminals_api(floor: Floor) -> None:
+    """What `jackpot demo` does at its terminal tables: the simulated supervisor approves a large
+    prize with a one-time code entered at the terminal, the simulated dealer presses "Pagado"
+    through the screen's API; the prize is PAID once."""
+    from loadtest.floor import Floor as FloorSimulator
+    from loadtest.floor import FloorConfig
+
+    large = award("R5", 6, "ROYAL_FLUSH", 2_500_000, table=TABLE)
+    await publish(floor.payout, large)
+    simulator = FloorSimulator(
+        FloorConfig(
+            tables=[],
+            payout_target=floor.payout.grpc_address,
+            terminal_urls={TABLE: floor.url},
+            supervisor_delay=0.3,
+        )
+    )
+    parts = [
+        asyncio.create_task(simulator._screen_dealer(TABLE, floor.url)),
+        asyncio.create_task(simulator._supervisor()),
+    ]
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while simulator.stats.payouts_paid < 1:
+            assert loop.time() < deadline, "the simulated dealer never paid the prize"
+            await asyncio.sleep(0.1)
+    finally:
+        simulator.stop()
+        for part in parts:
+            part.cancel()
+        await asyncio.gather(*parts, return_exceptions=True)
+    assert simulator.stats.approvals == 1
+    assert await paid_entries(floor.payout, large.award_id, 3) == 1
+    async with grpc_channel(floor.payout.grpc_address) as stub:
+        listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest())
+    [payout] = [p for p in listing.payouts if p.award_id == large.award_id]
+    assert [t.by for t in payout.history if t.state == payout_pb2.PAYOUT_STATE_APPROVED] == [
+        "local"
+    ]
