@@ -90,6 +90,9 @@ class FloorConfig:
     exchange_rate: float = 0.25
     rig_rate: float = 0.0  # share of rounds dealt a royal or straight flush
     supervisor_delay: float = 0.5  # seconds before the simulated supervisor approves
+    # Tables whose dealer presses "Paid" through the reference terminal's HTTP API (the one its
+    # screen uses: jackpot.terminal.web) instead of the DealerTerminal stream; table -> URL.
+    terminal_urls: dict[str, str] = field(default_factory=dict)
     device_faults: DeviceFaultRates = field(default_factory=DeviceFaultRates)
     seed: int | None = None
     # Where `jackpot pki` put the floor's certificates ("" for plaintext): devices and terminals
@@ -213,7 +216,14 @@ class Floor:
         tasks: list[asyncio.Task[None]] = []
         if self.config.payout_target:
             tables = sorted({t.table_id for t in self.config.tables})
-            tasks += [asyncio.create_task(self._terminal(t)) for t in tables]
+            tasks += [
+                asyncio.create_task(
+                    self._screen_dealer(t, self.config.terminal_urls[t])
+                    if t in self.config.terminal_urls
+                    else self._terminal(t)
+                )
+                for t in tables
+            ]
             if self.approves:
                 tasks.append(asyncio.create_task(self._supervisor()))
         if self.config.display_target:
@@ -468,6 +478,28 @@ class Floor:
                 targets.moved()
                 await asyncio.sleep(0.5)
 
+    async def _screen_dealer(self, table_id: str, url: str) -> None:
+        """A dealer at the reference terminal: reads the screen's state and presses "Paid" for
+        each payable prize, as the page's button does (POST /api/paid)."""
+        import aiohttp
+
+        seen: set[str] = set()
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
+            while not self._stop.is_set():
+                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                    async with http.get(url + "api/state") as answer:
+                        screen = await answer.json()
+                    for payout in screen["payouts"]:
+                        if payout["award_id"] not in seen:
+                            seen.add(payout["award_id"])
+                            self.stats.payouts_received += 1
+                        if payout["payable"]:
+                            body = {"award_id": payout["award_id"]}
+                            async with http.post(url + "api/paid", json=body) as paid:
+                                if paid.status == 200:
+                                    self.stats.payouts_paid += 1
+                await asyncio.sleep(0.5)
+
     async def _supervisor(self) -> None:
         async def approve(
             award_id: str, stub: payout_pb2_grpc.PayoutServiceStub
@@ -489,8 +521,33 @@ class Floor:
                 )
                 for payout in listing.payouts:
                     if payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL:
-                        await call_owner(targets, tls, partial(approve, payout.award_id))
+                        screen = self.config.terminal_urls.get(payout.table_id)
+                        if screen is None or not await self._approve_at(screen, payout, targets):
+                            await call_owner(targets, tls, partial(approve, payout.award_id))
                         self.stats.approvals += 1
+
+    async def _approve_at(
+        self, screen: str, payout: payout_pb2.Payout, targets: PayoutTargets
+    ) -> bool:
+        """The supervisor walks to the table: a one-time code with their own certificate,
+        entered at the terminal (POST /api/decide, as its screen does). True when approved."""
+        import aiohttp
+
+        issued = await call_owner(
+            targets,
+            self._tls("supervisor"),
+            lambda stub: stub.IssueApprovalCode(
+                payout_pb2.IssueApprovalCodeRequest(award_id=payout.award_id)
+            ),
+        )
+        body = {"award_id": payout.award_id, "code": issued.code, "decision": "approve"}
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http,
+                http.post(screen + "api/decide", json=body) as answer,
+            ):
+                return answer.status == 200
+        return False
 
     # ------------------------------------------------------------------------ sign watchers
 

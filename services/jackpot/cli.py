@@ -89,10 +89,18 @@ def _payout(args: argparse.Namespace) -> int:
     return payout_main()
 
 
+def _terminal(args: argparse.Namespace) -> int:
+    from jackpot.terminal.main import main as terminal_main
+
+    return terminal_main(args.table)
+
+
 def _payouts(args: argparse.Namespace) -> int:
     from jackpot.tools.payouts import run
 
-    return run(args.pending, args.approve or "", args.void or "", args.reason or "")
+    return run(
+        args.pending, args.approve or "", args.void or "", args.reason or "", args.code or ""
+    )
 
 
 def _pki(args: argparse.Namespace) -> int:
@@ -153,6 +161,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     payout.set_defaults(handler=_payout)
 
+    terminal = commands.add_parser(
+        "terminal",
+        help="run a table's reference dealer terminal: its screen as a local web page (D3)",
+    )
+    terminal.add_argument(
+        "--table", metavar="ID", help="the table (default: JACKPOT_TERMINAL_TABLE)"
+    )
+    terminal.set_defaults(handler=_terminal)
+
     payouts = commands.add_parser(
         "payouts", help="list payouts from the payouts topic; a supervisor approves or voids"
     )
@@ -160,6 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
     decision = payouts.add_mutually_exclusive_group()
     decision.add_argument("--approve", metavar="AWARD_ID", help="approve this payout")
     decision.add_argument("--void", metavar="AWARD_ID", help="void this payout")
+    decision.add_argument(
+        "--code",
+        metavar="AWARD_ID",
+        help="a one-time code to approve or void this payout at its table's terminal",
+    )
     payouts.add_argument("--reason", help="why (required with --approve and --void)")
     payouts.set_defaults(handler=_payouts)
 

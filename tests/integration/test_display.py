@@ -23,7 +23,7 @@ from jackpot.display.main import run_display
 from jackpot.display.settings import DisplaySettings
 from jackpot.platform.kafka import ensure_topics, idempotent_producer
 from jackpot.topics import TopicSpec
-from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc, pot_pb2
+from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc, payout_pb2, pot_pb2
 
 pytestmark = pytest.mark.integration
 
@@ -90,6 +90,24 @@ class DisplayUnderTest:
             self.settings.awards_topic, award.SerializeToString(), key=GROUP.encode()
         )
 
+    async def payout(self, state: int, award_id: str = f"{GROUP}/CAR-2/R9/3/ROYAL_FLUSH") -> None:
+        """A payout's latest state on the payouts topic (key award id), as the payout service
+        writes it."""
+        payout = payout_pb2.Payout(
+            award_id=award_id,
+            pot_group_id=GROUP,
+            table_id="CAR-2",
+            round_id="R9",
+            seat=3,
+            prize="ROYAL_FLUSH",
+            amount=2_500_000,
+            state=state,  # type: ignore[arg-type]
+            order=1,
+        )
+        await self.producer.send_and_wait(  # type: ignore[attr-defined]
+            self.settings.payouts_topic, payout.SerializeToString(), key=award_id.encode()
+        )
+
     async def signs(self) -> list[dict[str, object]]:
         """GET /api/signs from another thread (the server runs on this test's event loop)."""
 
@@ -113,10 +131,15 @@ async def display(kafka_bootstrap: str, unique: str) -> AsyncIterator[DisplayUnd
         max_rate=10.0,
         pot_updates_topic=f"test.pot-updates.{unique}",
         awards_topic=f"test.awards.{unique}",
+        payouts_topic=f"test.payouts.{unique}",
     )
     await ensure_topics(
         kafka_bootstrap,
-        [TopicSpec(settings.pot_updates_topic, 1), TopicSpec(settings.awards_topic, 1)],
+        [
+            TopicSpec(settings.pot_updates_topic, 1),
+            TopicSpec(settings.awards_topic, 1),
+            TopicSpec(settings.payouts_topic, 2),
+        ],
     )
     producer = idempotent_producer(kafka_bootstrap)
     await producer.start()
@@ -242,6 +265,46 @@ async def test_sign_page_in_a_real_browser(display: DisplayUnderTest, artifacts:
         display.beating = True  # and it recovers by itself
         await closed.wait_for(state="hidden", timeout=5000)
         assert await amount.get_attribute("data-amount") == "1002550"
+
+
+async def test_D2_a_prize_awaiting_approval_is_pending_on_the_sign_until_approved(
+    display: DisplayUnderTest, artifacts: Path
+) -> None:
+    """D2, the jackpot lock: a payout of the group awaiting approval shows on the web sign and on
+    the gRPC SignService as pending (table, seat, prize, amount) next to the live amount, and
+    goes away once a supervisor approved it."""
+    async with grpc.aio.insecure_channel(display.settings.grpc_address) as channel:
+        stub = display_pb2_grpc.SignServiceStub(channel)
+        stream = stub.WatchSigns(display_pb2.WatchSignsRequest(pot_group_ids=[GROUP]))
+        assert not (await stream.read()).sign.pending
+        async with chromium() as browser:
+            page = await browser.new_page(viewport={"width": 1200, "height": 760})
+            await page.goto(f"{display.base_url}/sign/{GROUP}")
+            await page.wait_for_function(
+                "document.getElementById('amount').dataset.shown === '1000000'"
+            )
+            await display.payout(payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL)
+            pending = page.get_by_test_id("pending")
+            await pending.wait_for(state="visible", timeout=10_000)
+            text = await pending.inner_text()
+            for shown in ("ESCALERA REAL", "Mesa CAR-2", "Posición 3", "2.500.000"):
+                assert shown in text
+            assert await page.evaluate("document.body.classList.contains('is-closed')") is False
+            await page.wait_for_function(DRUMS_AT_REST)
+            await page.screenshot(path=str(artifacts / "sign-pending.png"))
+            sign = (await asyncio.wait_for(stream.read(), 10)).sign
+            while not sign.pending:
+                sign = (await asyncio.wait_for(stream.read(), 10)).sign
+            assert [(p.table_id, p.seat, p.prize, p.amount) for p in sign.pending] == [
+                ("CAR-2", 3, "ROYAL_FLUSH", 2_500_000)
+            ]
+
+            await display.payout(payout_pb2.PAYOUT_STATE_APPROVED)
+            await pending.wait_for(state="hidden", timeout=10_000)
+            while sign.pending:
+                sign = (await asyncio.wait_for(stream.read(), 10)).sign
+            assert sign.amount == 1_000_000
+        stream.cancel()
 
 
 # Before the page's own script: every sign state the page receives, timed, heard before the page

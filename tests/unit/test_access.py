@@ -28,11 +28,17 @@ def person(*roles: Role, table: str = "") -> Principal:
         (Role.OPERATOR, {Action.CONFIGURE_POT, Action.READ, Action.WATCH_SIGNS}),
         (
             Role.SUPERVISOR,
-            {Action.APPROVE_PAYOUT, Action.VOID_PAYOUT, Action.READ, Action.WATCH_SIGNS},
+            {
+                Action.APPROVE_PAYOUT,
+                Action.VOID_PAYOUT,
+                Action.ISSUE_APPROVAL_CODE,
+                Action.READ,
+                Action.WATCH_SIGNS,
+            },
         ),
         (Role.SERVICE, {Action.READ, Action.WATCH_SIGNS}),
         (Role.SIGN, {Action.READ, Action.WATCH_SIGNS}),
-        (Role.TERMINAL, {Action.READ, Action.CONFIRM_PAYMENT}),
+        (Role.TERMINAL, {Action.READ, Action.CONFIRM_PAYMENT, Action.WATCH_TABLE}),
         (Role.DEVICE, {Action.CONNECT_DEVICE}),
     ],
 )

@@ -6,7 +6,10 @@ import asyncio
 
 from jackpot.display.board import Board, Winner
 from jackpot.display.fanout import Subscription
+from jackpot.display.feed import apply_payout
+from jackpot.display.grpc_api import to_proto
 from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.v1 import payout_pb2
 
 WINNER = Winner("T1", 3, "ROYAL_FLUSH", 1_234_567, ("AS", "KS", "QS", "JS", "TS"), "a1")
 
@@ -62,6 +65,53 @@ def test_D2_winner_banner_stays_for_the_configured_time() -> None:
     assert board.signs["g"].winner == WINNER
     board.tick(11.0)
     assert board.signs["g"].winner is None
+
+
+def payout(award_id: str, state: int, order: int, group: str = "g") -> payout_pb2.Payout:
+    return payout_pb2.Payout(
+        award_id=award_id,
+        pot_group_id=group,
+        table_id="T1",
+        seat=order,
+        prize="ROYAL_FLUSH",
+        amount=2_000_000 + order,
+        state=state,  # type: ignore[arg-type]
+        order=order,
+    )
+
+
+def test_D2_a_prize_awaiting_approval_is_pending_until_approved_paid_or_voided() -> None:
+    """D2, the jackpot lock: every sign of the group shows the pending prizes in payment order
+    (S5) next to the live amount; approval, payment or void takes each down."""
+    board = Board(stale_after=100, winner_seconds=10)
+    update(board, 500, now=0)
+    awaiting = payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL
+    apply_payout(board, payout("b", awaiting, order=2))
+    apply_payout(board, payout("a", awaiting, order=1))
+    apply_payout(board, payout("c", payout_pb2.PAYOUT_STATE_ORDERED, order=3))  # not locked
+    shown = board.signs["g"].to_json()
+    assert [(p["award_id"], p["seat"], p["amount"]) for p in shown["pending"]] == [
+        ("a", 1, 2_000_001),
+        ("b", 2, 2_000_002),
+    ]
+    assert (shown["amount"], shown["live"]) == (500, True)
+    assert [p.table_id for p in to_proto(board.signs["g"]).pending] == ["T1", "T1"]
+    apply_payout(board, payout("a", payout_pb2.PAYOUT_STATE_APPROVED, order=1))
+    apply_payout(board, payout("b", payout_pb2.PAYOUT_STATE_VOIDED, order=2))
+    assert board.signs["g"].pending == ()
+    apply_payout(board, payout("d", awaiting, order=4))
+    apply_payout(board, payout("d", payout_pb2.PAYOUT_STATE_PAID, order=4))
+    assert board.signs["g"].pending == ()
+
+
+def test_a_payout_without_a_group_or_with_a_negative_amount_changes_no_sign() -> None:
+    board = Board(stale_after=100, winner_seconds=10)
+    awaiting = payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL
+    apply_payout(board, payout("a", awaiting, order=1, group=""))
+    negative = payout("b", awaiting, order=1)
+    negative.amount = -5
+    apply_payout(board, negative)
+    assert board.signs == {}
 
 
 def test_listeners_hear_only_real_changes() -> None:

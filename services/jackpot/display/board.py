@@ -1,9 +1,12 @@
-"""What every sign shows, per pot group: pure state, fed by pot updates, awards and the clock.
+"""What every sign shows, per pot group: pure state, fed by pot updates, awards, payouts and the
+clock.
 
 Rules: the amount is the pot service's sign value, the main pot floored to whole pesos, and never
 more than the main pot holds (M3); a winner banner stays up for a configured time after a hit
-(D2); a group not heard from for longer than the stale limit is shown closed, never a stale amount
-as if live (D5), and comes back by itself with the next update.
+(D2), and a prize awaiting a supervisor's approval is shown pending next to the amount until it is
+approved, paid or voided (D2, the jackpot lock); a group not heard from for longer than the stale
+limit is shown closed, never a stale amount as if live (D5), and comes back by itself with the
+next update.
 """
 
 from __future__ import annotations
@@ -29,6 +32,27 @@ class Winner:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingPrize:
+    """A prize of the group locked until a supervisor approves it."""
+
+    award_id: str
+    table_id: str
+    seat: int
+    prize: str
+    amount: int
+    order: int = 0  # payment order (rule S5), for sorting only
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "award_id": self.award_id,
+            "table_id": self.table_id,
+            "seat": self.seat,
+            "prize": self.prize,
+            "amount": self.amount,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Sign:
     pot_group_id: str
     amount: int = 0
@@ -39,6 +63,7 @@ class Sign:
     closed_reason: str = "waiting for the pot service"
     winner: Winner | None = None
     winner_until: float = 0.0
+    pending: tuple[PendingPrize, ...] = ()
     updated_at: float = 0.0  # wall-clock seconds of the last update (for display)
     heard_at: float = field(default=0.0, compare=False)  # monotonic seconds
     # The latest locks reflected in the amount, numbered from 1 per group (latency budget only)
@@ -68,6 +93,7 @@ class Sign:
                 "cards": list(self.winner.cards),
                 "award_id": self.winner.award_id,
             },
+            "pending": [p.to_json() for p in self.pending],
             "updated_at": self.updated_at,
         }
 
@@ -133,6 +159,17 @@ class Board:
     def award(self, pot_group_id: str, winner: Winner, now: float) -> None:
         old = self.signs.get(pot_group_id, Sign(pot_group_id))
         self._set(replace(old, winner=winner, winner_until=now + self.winner_seconds))
+
+    def payout(self, pot_group_id: str, prize: PendingPrize, awaiting_approval: bool) -> None:
+        """A payout's latest state: pending while it awaits approval, gone from the sign once
+        it is approved, paid or voided (the jackpot lock, rule D2)."""
+        old = self.signs.get(pot_group_id, Sign(pot_group_id))
+        others = [p for p in old.pending if p.award_id != prize.award_id]
+        if awaiting_approval:
+            others.append(prize)
+        pending = tuple(sorted(others, key=lambda p: (p.order, p.award_id)))
+        if pending != old.pending:
+            self._set(replace(old, pending=pending))
 
     def tick(self, now: float) -> None:
         """Close stale signs (D5) and take down expired winner banners (D2)."""

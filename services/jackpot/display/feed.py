@@ -1,4 +1,9 @@
-"""Kafka in: pot updates and awards onto the board, and the clock that closes stale signs."""
+"""Kafka in: pot updates, awards and payouts onto the board, and the clock that closes stale signs.
+
+Pot updates and awards are followed from their end (only what is current matters); the payouts
+topic (compacted, key award id) is read from its beginning at every start, so the pending prizes
+are rebuilt without any state of the display's own.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,11 @@ import structlog
 from google.protobuf.message import DecodeError
 
 from jackpot.display import metrics
-from jackpot.display.board import Board, Winner
+from jackpot.display.board import Board, PendingPrize, Winner
 from jackpot.display.settings import DisplaySettings
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.platform.kafka import follow_latest
-from jackpot.v1 import pot_pb2
+from jackpot.v1 import payout_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.display")
 
@@ -63,18 +68,44 @@ def apply_record(board: Board, topic: str, value: bytes, settings: DisplaySettin
                 ),
                 now,
             )
+        elif topic == settings.payouts_topic:
+            apply_payout(board, payout_pb2.Payout.FromString(value))
     except DecodeError:
         log.warning("display_record_malformed", topic=topic)
 
 
+def apply_payout(board: Board, payout: payout_pb2.Payout) -> None:
+    """A payout's latest state onto its group's signs (pending while awaiting approval)."""
+    if not (payout.pot_group_id and payout.award_id) or payout.amount < 0:
+        log.warning("display_record_refused", topic="payouts", award=payout.award_id)
+        return
+    prize = PendingPrize(
+        payout.award_id, payout.table_id, payout.seat, payout.prize, payout.amount, payout.order
+    )
+    awaiting = payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL
+    board.payout(payout.pot_group_id, prize, awaiting)
+
+
 async def follow(board: Board, settings: DisplaySettings) -> None:
-    """Follow both topics from their end (the display keeps no state of its own)."""
+    """Follow pot updates and awards from their end (the display keeps no state of its own)."""
     await follow_latest(
         settings.bootstrap_servers,
         [settings.pot_updates_topic, settings.awards_topic],
         lambda record: apply_record(board, record.topic, record.value or b"", settings),
         settings.kafka_security.client_options(),
         idle_restart_seconds=2 * settings.stale_seconds,
+    )
+
+
+async def follow_payouts(board: Board, settings: DisplaySettings) -> None:
+    """Follow the payouts from the topic's beginning: the latest state of each award rebuilds the
+    pending prizes after any start or reconnect."""
+    await follow_latest(
+        settings.bootstrap_servers,
+        [settings.payouts_topic],
+        lambda record: apply_record(board, record.topic, record.value or b"", settings),
+        settings.kafka_security.client_options(),
+        from_beginning=True,
     )
 
 

@@ -26,6 +26,16 @@ def to_proto(sign: Sign) -> display_pb2.SignState:
         max_bet=sign.max_bet,
         live=sign.live,
         closed_reason=sign.closed_reason,
+        pending=[
+            display_pb2.PendingPrize(
+                award_id=p.award_id,
+                table_id=p.table_id,
+                seat=p.seat,
+                prize=p.prize,
+                amount=p.amount,
+            )
+            for p in sign.pending
+        ],
     )
     if sign.updated_at:
         state.updated_at.FromNanoseconds(int(sign.updated_at * 1e9))

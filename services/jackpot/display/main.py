@@ -11,7 +11,7 @@ import structlog
 from aiohttp import web
 
 from jackpot.display.board import Board
-from jackpot.display.feed import clock, follow
+from jackpot.display.feed import clock, follow, follow_payouts
 from jackpot.display.grpc_api import SERVICE_NAME, SignServicer
 from jackpot.display.settings import DisplaySettings
 from jackpot.display.web import build_app
@@ -60,6 +60,7 @@ async def compose_display(settings: DisplaySettings, supervisor: Supervisor) -> 
     supervisor.on_stop("web", runner.cleanup)
     supervisor.on_stop("audit", lambda: audit.stop(supervisor.grace(5)))
     supervisor.spawn("display-feed", follow(board, settings))
+    supervisor.spawn("display-payouts", follow_payouts(board, settings))
     supervisor.spawn("display-clock", clock(board))
     await site.start()
     await audit.start()

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from jackpot.platform.settings import Bool, Env, Port, ServiceSettings
-from jackpot.topics import AWARDS, POT_UPDATES
+from jackpot.topics import AWARDS, PAYOUTS, POT_UPDATES
 
 
 class DisplaySettings(ServiceSettings):
@@ -50,6 +50,9 @@ class DisplaySettings(ServiceSettings):
     )
     pot_updates_topic: str = Field(POT_UPDATES.name, description="input: pot updates")
     awards_topic: str = Field(AWARDS.name, description="input: awards (winner banners)")
+    payouts_topic: str = Field(
+        PAYOUTS.name, description="input: payouts (prizes pending approval), read from the start"
+    )
 
     @field_validator("http")
     @classmethod

@@ -27,9 +27,11 @@ class Action(Enum):
     CONFIGURE_POT = "configure_pot"
     APPROVE_PAYOUT = "approve_payout"
     VOID_PAYOUT = "void_payout"
+    ISSUE_APPROVAL_CODE = "issue_approval_code"  # a one-time code to decide at a terminal
     CONFIRM_PAYMENT = "confirm_payment"
     CONNECT_DEVICE = "connect_device"
     WATCH_SIGNS = "watch_signs"
+    WATCH_TABLE = "watch_table"  # the dealer terminal's read-only view of its table (D3)
     READ = "read"
 
 
@@ -37,15 +39,17 @@ POLICY: dict[Action, frozenset[Role]] = {
     Action.CONFIGURE_POT: frozenset({Role.OPERATOR}),
     Action.APPROVE_PAYOUT: frozenset({Role.SUPERVISOR}),
     Action.VOID_PAYOUT: frozenset({Role.SUPERVISOR}),
+    Action.ISSUE_APPROVAL_CODE: frozenset({Role.SUPERVISOR}),
     Action.CONFIRM_PAYMENT: frozenset({Role.TERMINAL}),
     Action.CONNECT_DEVICE: frozenset({Role.DEVICE}),
     Action.WATCH_SIGNS: frozenset({Role.SIGN, Role.OPERATOR, Role.SUPERVISOR, Role.SERVICE}),
+    Action.WATCH_TABLE: frozenset({Role.TERMINAL}),
     Action.READ: frozenset(
         {Role.OPERATOR, Role.SUPERVISOR, Role.SERVICE, Role.SIGN, Role.TERMINAL}
     ),
 }
 
-TABLE_SCOPED = frozenset({Action.CONFIRM_PAYMENT, Action.CONNECT_DEVICE})
+TABLE_SCOPED = frozenset({Action.CONFIRM_PAYMENT, Action.CONNECT_DEVICE, Action.WATCH_TABLE})
 """Actions a principal may only perform for the table its certificate names."""
 
 

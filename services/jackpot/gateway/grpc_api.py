@@ -1,19 +1,26 @@
-"""The device endpoint: ``jackpot.v1.TableDeviceService/Connect`` over gRPC.
+"""The device endpoint: ``jackpot.v1.TableDeviceService/Connect`` over gRPC, and ``WatchTable``.
 
 Requests are taken as raw bytes (no deserializer) so that a malformed message is answered with a
-``MALFORMED`` reply and a dead letter instead of breaking the stream.
+``MALFORMED`` reply and a dead letter instead of breaking the stream. ``WatchTable`` is the dealer
+terminal's read-only view of its table (:mod:`jackpot.gateway.watch`): under mutual TLS only the
+terminal certificate bound to that table may watch it, every other caller is refused and audited;
+on plaintext (no identities: the local demo) it is open, like every read there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 
 import grpc
 import structlog
 
+from jackpot.domain.access import Action
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.gateway.service import Gateway, Session
+from jackpot.gateway.watch import watch_table
+from jackpot.platform.authz import Authorizer
 from jackpot.platform.tls import peer_principal
 from jackpot.v1 import device_pb2
 
@@ -29,8 +36,11 @@ _STATUS = {
 
 
 class TableDeviceServicer:
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, authorizer: Authorizer | None = None) -> None:
         self._gateway = gateway
+        if authorizer is None and gateway.audit is not None:
+            authorizer = Authorizer(gateway.settings.access, gateway.audit)
+        self._authorizer = authorizer
 
     def register(self, server: grpc.aio.Server) -> None:
         handler = grpc.stream_stream_rpc_method_handler(
@@ -38,9 +48,41 @@ class TableDeviceServicer:
             request_deserializer=None,
             response_serializer=device_pb2.ConnectResponse.SerializeToString,
         )
-        server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler(SERVICE_NAME, {"Connect": handler}),)
+        watch = grpc.unary_stream_rpc_method_handler(
+            self.watch_table,
+            request_deserializer=device_pb2.WatchTableRequest.FromString,
+            response_serializer=device_pb2.WatchTableResponse.SerializeToString,
         )
+        server.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    SERVICE_NAME, {"Connect": handler, "WatchTable": watch}
+                ),
+            )
+        )
+
+    async def watch_table(
+        self, request: device_pb2.WatchTableRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[device_pb2.WatchTableResponse]:
+        """One table's view for its terminal (rule D3); see the module docstring for who may."""
+        table_id = request.table_id
+        if self._gateway.settings.access.tls.enabled:
+            if self._authorizer is None:
+                await context.abort(grpc.StatusCode.PERMISSION_DENIED, "no audit log: refused")
+            assert self._authorizer is not None
+            await self._authorizer.require(
+                context,
+                Action.WATCH_TABLE,
+                target=table_id,
+                table_id=table_id,
+                detail="dealer terminal watches its table",
+            )
+        if table_id not in self._gateway.tables:
+            await context.abort(
+                grpc.StatusCode.NOT_FOUND, f"table {table_id!r} is not on this gateway"
+            )
+        async for view in watch_table(self._gateway, table_id):
+            yield device_pb2.WatchTableResponse(view=view)
 
     async def connect(self, requests: object, context: grpc.aio.ServicerContext) -> None:
         try:

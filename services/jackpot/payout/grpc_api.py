@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import time
 from collections.abc import AsyncIterator
 
 import grpc
 
 from jackpot.domain.access import Action, Principal, Role
-from jackpot.domain.errors import DomainError
+from jackpot.domain.errors import DomainError, Reason
+from jackpot.domain.payout import OPEN
 from jackpot.payout.client import OWNER_METADATA_KEY
 from jackpot.payout.codec import to_proto
+from jackpot.payout.codes import ApprovalCodes
 from jackpot.payout.service import NotServedHere, PayoutService
 from jackpot.platform.authz import Authorizer
 from jackpot.platform.exactly_once import NotCommitted
@@ -43,6 +46,7 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         self._service = service
         self._authorizer = authorizer
         self._ending = asyncio.Event()
+        self._codes = ApprovalCodes(service.settings.approval_code_seconds * 1_000_000_000)
 
     async def end_streams(self) -> None:
         """End every DealerTerminal stream with UNAVAILABLE (before a graceful stop: the
@@ -121,6 +125,45 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         )
         return payout_pb2.VoidPayoutResponse(payout=to_proto(payout))
 
+    async def IssueApprovalCode(
+        self, request: payout_pb2.IssueApprovalCodeRequest, context: grpc.aio.ServicerContext
+    ) -> payout_pb2.IssueApprovalCodeResponse:
+        """A one-time code for one open payout, acting as the calling supervisor."""
+        award_id = request.award_id
+        who = await self._authorizer.require(
+            context, Action.ISSUE_APPROVAL_CODE, target=award_id, detail="one-time code asked"
+        )
+        try:
+            self._service.require_serving()
+        except NotServedHere as moved:
+            self._authorizer.outcome(
+                who, Action.ISSUE_APPROVAL_CODE, "refused", award_id, str(moved)
+            )
+            await refuse_elsewhere(context, moved)
+        payout = self._service.book.payouts.get(award_id)
+        if payout is None or payout.state not in OPEN:
+            why = f"no open payout for award {award_id!r}"
+            self._authorizer.outcome(who, Action.ISSUE_APPROVAL_CODE, "refused", award_id, why)
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, why)
+        supervisor = self._named(who, "")
+        if not supervisor:
+            why = "a code acts as a named supervisor: this caller has no name"
+            self._authorizer.outcome(who, Action.ISSUE_APPROVAL_CODE, "refused", award_id, why)
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, why)
+        code, expires_ns = self._codes.issue(award_id, supervisor, time.time_ns())
+        self._authorizer.outcome(
+            who,
+            Action.ISSUE_APPROVAL_CODE,
+            "applied",
+            award_id,
+            f"code issued to {supervisor}, valid {self._service.settings.approval_code_seconds} s",
+        )
+        response = payout_pb2.IssueApprovalCodeResponse(
+            award_id=award_id, code=code, supervisor=supervisor
+        )
+        response.expires_at.FromNanoseconds(expires_ns)
+        return response
+
     async def _supervisor(
         self, context: grpc.aio.ServicerContext, action: Action, award_id: str, reason: str
     ) -> Principal:
@@ -131,7 +174,9 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
     @staticmethod
     def _named(principal: Principal, claimed: str) -> str:
         """The certificate's name when there is one; a plaintext caller's claim otherwise."""
-        return principal.name if principal.authenticated_by == "x509" else claimed
+        if principal.authenticated_by == "x509":
+            return principal.name
+        return claimed or principal.name
 
     async def DealerTerminal(
         self,
@@ -192,9 +237,13 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
 
         async def confirmations() -> None:
             async for message in requests:
-                if message.WhichOneof("message") == "paid":
+                kind = message.WhichOneof("message")
+                if kind in ("paid", "decision"):
                     try:
-                        await self._confirm(hello, terminal, message.paid.award_id)
+                        if kind == "paid":
+                            await self._confirm(hello, terminal, message.paid.award_id)
+                        else:
+                            await self._decide(hello, terminal, message.decision)
                     except NotServedHere as error:
                         moved.append(error)
                     except (DomainError, NotCommitted) as error:
@@ -241,6 +290,42 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         moved to another instance)."""
         while self._service.serving:
             await self._service.serving_changed_wait()
+
+    async def _decide(
+        self,
+        hello: payout_pb2.TerminalHello,
+        terminal: Principal,
+        decision: payout_pb2.SupervisorDecision,
+    ) -> None:
+        """A supervisor's approval or void entered at the terminal with their one-time code:
+        applied as that supervisor, never as the terminal; every attempt on the audit chain."""
+        action = Action.APPROVE_PAYOUT if decision.approve else Action.VOID_PAYOUT
+        award_id = decision.award_id
+        payout = self._service.book.payouts.get(award_id)
+        try:
+            if payout is not None and payout.table_id != hello.table_id:
+                raise DomainError(
+                    Reason.TABLE_MISMATCH,
+                    f"award {award_id} is at {payout.table_id}, not at {hello.table_id}",
+                )
+            supervisor = self._codes.redeem(award_id, decision.code, time.time_ns())
+        except DomainError as error:
+            self._authorizer.outcome(
+                terminal, action, "refused", award_id, f"one-time code: {error}"
+            )
+            raise
+        who = Principal(supervisor, frozenset({Role.SUPERVISOR}), "", "one-time-code")
+        detail = f"at the terminal of table {hello.table_id} with a one-time code"
+        try:
+            if decision.approve:
+                done = await self._service.approve(award_id, supervisor, decision.reason)
+            else:
+                done = await self._service.void(award_id, supervisor, decision.reason)
+        except (DomainError, NotCommitted, NotServedHere) as error:
+            outcome = "failed" if isinstance(error, NotCommitted) else "refused"
+            self._authorizer.outcome(who, action, outcome, award_id, f"{detail}: {error}")
+            raise
+        self._authorizer.outcome(who, action, "applied", award_id, f"{done.amount} pesos, {detail}")
 
     async def _confirm(
         self, hello: payout_pb2.TerminalHello, terminal: Principal, award_id: str

@@ -41,6 +41,12 @@ class PayoutSettings(ServiceSettings):
     approval_threshold: int = Field(
         1_000_000, ge=0, description="prizes of at least this many pesos wait for a supervisor"
     )
+    approval_code_seconds: int = Field(
+        120,
+        gt=0,
+        le=3600,
+        description="a supervisor's one-time code for approving at a terminal expires after this",
+    )
     consumer_group: str = Field("jackpot-payout", description="consumer group on the awards topic")
     transactional_id_prefix: str = Field(
         "jackpot-payout",

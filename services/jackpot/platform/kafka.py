@@ -177,6 +177,7 @@ async def follow_latest(
     client_options: Mapping[str, Any],
     retry_seconds: float = 1.0,
     idle_restart_seconds: float | None = None,
+    from_beginning: bool = False,
 ) -> None:
     """Follow ``topics`` from their end, forever: no consumer group, nothing committed.
 
@@ -185,6 +186,8 @@ async def follow_latest(
     ``idle_restart_seconds``: for topics that are never quiet when healthy (heartbeats), a
     client that has heard nothing for that long is rebuilt too - after a broker restart an
     aiokafka consumer can stay connected and silent, and silence keeps tables closed.
+    ``from_beginning``: for compacted topics whose latest value per key is the state (payouts):
+    read from the start, and again after every rebuild, so a stateless reader rebuilds it.
     """
     loop = asyncio.get_running_loop()
     while True:
@@ -194,7 +197,7 @@ async def follow_latest(
             group_id=None,
             isolation_level="read_committed",
             enable_auto_commit=False,
-            auto_offset_reset="latest",
+            auto_offset_reset="earliest" if from_beginning else "latest",
             request_timeout_ms=5000,
             **client_options,
         )

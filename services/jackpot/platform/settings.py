@@ -637,8 +637,9 @@ def service_settings() -> list[type[ServiceSettings]]:
     from jackpot.gateway.settings import GatewaySettings
     from jackpot.payout.settings import PayoutSettings
     from jackpot.pot.settings import PotSettings
+    from jackpot.terminal.settings import TerminalSettings
 
-    return [PotSettings, PayoutSettings, DisplaySettings, GatewaySettings]
+    return [PotSettings, PayoutSettings, DisplaySettings, GatewaySettings, TerminalSettings]
 
 
 def settings_markdown() -> str:

@@ -84,6 +84,9 @@ KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
 PORTS = {"gateway-a": 25051, "pot": 25052, "payout": 25053, "display": 25054, "gateway-b": 25055}
 METRICS = {"gateway-a": 9101, "pot": 9102, "payout": 9103, "display": 9104, "gateway-b": 9105}
 HTTP_PORT = 8080
+TERMINAL_HTTP_PORT = 8071  # the first reference dealer terminal's screen; the next ones follow
+DEMO_TERMINALS = 2  # tables of `jackpot demo` whose dealer uses the reference terminal
+SUPERVISOR_DELAY_SECONDS = 15.0  # how long a large prize of the demo waits for its approval
 # A second instance of the pot or the payout, as a Kubernetes rollout or a node that froze and
 # came back produces (the fault suite's pauses): same settings, its own ports. The floor's dealer
 # terminals and supervisor know both payout addresses and go to whichever owns the payouts.
@@ -175,6 +178,9 @@ class Demo:
         # (the load test's --plaintext, to measure what TLS costs) callers get development roles.
         self.mutual_tls = mutual_tls
         self.pki = state_dir / "pki"
+        # Tables whose dealer uses the reference terminal (`jackpot terminal`); `jackpot demo`
+        # runs a few, the fault suite and the load test none.
+        self.terminal_tables: list[DemoTable] = []
 
     # -------------------------------------------------------------------------------- TLS
 
@@ -303,6 +309,7 @@ class Demo:
                 "JACKPOT_DISPLAY_MAX_RATE": "20",
                 "JACKPOT_DISPLAY_POT_UPDATES_TOPIC": self.topic("pot-updates"),
                 "JACKPOT_DISPLAY_AWARDS_TOPIC": self.topic("awards"),
+                "JACKPOT_DISPLAY_PAYOUTS_TOPIC": self.topic("payouts"),
                 **self.tls_env("display"),
                 # The web signs stay plain HTTP so a browser opens them without the dev CA.
                 "JACKPOT_DISPLAY_WEB_TLS": "false",
@@ -334,6 +341,25 @@ class Demo:
             path = self.state / f"{name}.json"
             path.write_text(json.dumps(config, indent=2))
             self._spawn(name, ["gateway", "--config", str(path)], self.tls_env(name))
+        for table, url in self.terminal_urls().items():
+            self._spawn(
+                f"terminal-{table.table_id}",
+                ["terminal", "--table", table.table_id],
+                {
+                    "JACKPOT_TERMINAL_GATEWAY": self.site_target(table.site),
+                    "JACKPOT_TERMINAL_PAYOUT": self.payout_targets(),
+                    "JACKPOT_TERMINAL_HTTP_PORT": url.rsplit(":", 1)[1].rstrip("/"),
+                    "JACKPOT_TERMINAL_DEALER": f"dealer-{table.table_id.lower()}",
+                    **self.tls_env(f"terminal-{table.table_id}"),
+                },
+            )
+
+    def terminal_urls(self) -> dict[DemoTable, str]:
+        """The screen of each table that runs the reference dealer terminal."""
+        return {
+            table: f"http://127.0.0.1:{TERMINAL_HTTP_PORT + n}/"
+            for n, table in enumerate(self.terminal_tables)
+        }
 
     async def wait_healthy(self, within_seconds: float = 60) -> None:
         for name in self.ports:
@@ -478,6 +504,7 @@ class Demo:
             f"floor overview      http://127.0.0.1:{self.http_port}/",
             f"sign {POKER_GROUP:14} http://127.0.0.1:{self.http_port}/sign/{POKER_GROUP}",
             f"sign {BLACKJACK_GROUP:14} http://127.0.0.1:{self.http_port}/sign/{BLACKJACK_GROUP}",
+            *(f"terminal {t.table_id:10} {url}" for t, url in self.terminal_urls().items()),
             *(f"gRPC {name:14} 127.0.0.1:{port}" for name, port in self.ports.items()),
             *(
                 f"metrics {name:11} http://127.0.0.1:{port}/metrics"
@@ -500,6 +527,10 @@ def sim_config(demo: Demo, rig_rate: float, rounds_per_minute: float) -> Any:
         ],
         payout_target=demo.payout_targets(),
         display_target=demo.target("display"),
+        # Their dealers press the buttons through the terminal's own API, as its screen does.
+        terminal_urls={t.table_id: url for t, url in demo.terminal_urls().items()},
+        # A large prize stays pending on the signs and the terminals long enough to be seen.
+        supervisor_delay=SUPERVISOR_DELAY_SECONDS if demo.terminal_tables else 0.5,
         rounds_per_minute=rounds_per_minute,
         rig_rate=rig_rate,
         pki_dir=str(demo.pki) if demo.mutual_tls else "",
@@ -638,6 +669,7 @@ async def run_demo(
 
     run_id = uuid.uuid4().hex[:8]
     demo = Demo(tables, REPO / ".run" / "demo" / run_id, run_id)
+    demo.terminal_tables = demo.played_tables()[:DEMO_TERMINALS]
     demo.start_kafka()
     await demo.create_topics()
     demo.start_services()

@@ -4,6 +4,7 @@ approvals and voids (through the payout service's gRPC API, with the caller's ce
     jackpot payouts [--pending]
     jackpot payouts --approve AWARD_ID --reason "cards checked on camera"
     jackpot payouts --void AWARD_ID --reason "dealer error, round voided"
+    jackpot payouts --code AWARD_ID     # a one-time code to approve or void at the table
 
 ``--approve``/``--void`` call ``JACKPOT_PAYOUT_GRPC`` (default 127.0.0.1:50053; several
 comma-separated addresses are tried in turn, and a standby's refusal names the owner to go to)
@@ -98,8 +99,33 @@ async def decide(settings: PayoutSettings, action: str, award_id: str, reason: s
     return f"{award_id}: {payout_pb2.PayoutState.Name(payout.state)}"
 
 
-def run(pending_only: bool, approve: str = "", void: str = "", reason: str = "") -> int:
+async def issue_code(settings: PayoutSettings, award_id: str) -> str:
+    """A one-time code for ``award_id`` acting as the caller (their supervisor certificate),
+    to enter at the table's terminal."""
+    targets = PayoutTargets(settings.grpc_address.replace("0.0.0.0", "127.0.0.1"))
+
+    async def ask(stub: payout_pb2_grpc.PayoutServiceStub) -> payout_pb2.IssueApprovalCodeResponse:
+        request = payout_pb2.IssueApprovalCodeRequest(award_id=award_id)
+        return await stub.IssueApprovalCode(request, timeout=15)  # type: ignore[no-any-return]
+
+    try:
+        issued = await call_owner(targets, settings.access.tls, ask)
+    except grpc.aio.AioRpcError as error:
+        raise SystemExit(f"refused ({error.code().name}): {error.details()}") from None
+    seconds = max(0, (issued.expires_at.ToNanoseconds() - time.time_ns()) // 1_000_000_000)
+    return (
+        f"one-time code for {award_id}: {issued.code} (as {issued.supervisor}, single use, "
+        f"valid {seconds} s): enter it at the table's terminal with Aprobar, or Anular and a reason"
+    )
+
+
+def run(
+    pending_only: bool, approve: str = "", void: str = "", reason: str = "", code: str = ""
+) -> int:
     settings = settings_or_exit(PayoutSettings.from_env, "jackpot payouts")
+    if code:
+        print(asyncio.run(issue_code(settings, code)))
+        return 0
     if approve or void:
         if not reason:
             raise SystemExit("--reason is required to approve or void a payout")

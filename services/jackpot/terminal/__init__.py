@@ -1,0 +1,1 @@
+"""The reference dealer terminal (rule D3): ``jackpot terminal --table ID``."""

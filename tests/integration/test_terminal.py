@@ -1,0 +1,360 @@
+"""The reference dealer terminal (rule D3) in a real browser: a real gateway and payout service
+over real Kafka and gRPC, the terminal's page in Debian's Chromium (Playwright, as the sign's
+test). Screenshots under build/."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jackpot.domain.cards import Game
+from jackpot.payout.settings import PayoutSettings
+from jackpot.terminal.main import run_terminal
+from jackpot.terminal.settings import TerminalSettings
+from jackpot.v1 import payout_pb2, payout_pb2_grpc
+from tests.integration.gateway_harness import (
+    Device,
+    PotHeartbeat,
+    RunningGateway,
+    create_topics,
+    settings_for,
+    start_gateway,
+    wait_until,
+)
+from tests.integration.test_display import artifacts, chromium, free_port
+from tests.integration.test_payout import Running, award, ledger_types, payout_settings, publish
+from tests.integration.test_security import audit_entries
+
+pytestmark = pytest.mark.integration
+__all__ = ["artifacts"]  # the fixture, imported for these tests
+
+TABLE = "CAR-1"
+
+
+@dataclass
+class Floor:
+    payout: PayoutSettings
+    gateway: RunningGateway
+    device: Device
+    url: str
+
+    async def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """POST the page's API from another thread (the terminal runs on this event loop)."""
+
+        def send() -> tuple[int, dict[str, Any]]:
+            request = urllib.request.Request(
+                self.url + path.lstrip("/"),
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=30) as answer:
+                    return answer.status, json.loads(answer.read())
+            except urllib.error.HTTPError as refused:
+                return refused.code, json.loads(refused.read())
+
+        return await asyncio.to_thread(send)
+
+
+@pytest.fixture
+async def floor(kafka_bootstrap: str, unique: str, tmp_path: Path) -> AsyncIterator[Floor]:
+    payout = await payout_settings(kafka_bootstrap, unique)
+    gateway_settings = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite").replace(
+        grpc_address=f"127.0.0.1:{free_port()}"
+    )
+    await create_topics(gateway_settings)
+    heartbeat = PotHeartbeat(gateway_settings)
+    heartbeat.start()
+    gateway = await start_gateway(gateway_settings)
+    terminal = TerminalSettings(
+        table_id=TABLE,
+        gateway_address=gateway_settings.grpc_address,
+        payout_targets=payout.grpc_address,
+        http_port=0,
+        reconnect_seconds=0.2,
+    )
+    stop = asyncio.Event()
+    bound: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(run_terminal(terminal, stop, bound))
+    under_test = Floor(payout, gateway, Device(gateway.target, TABLE, Game.CARIBBEAN), "")
+    try:
+        async with Running(payout):
+            under_test.url = await asyncio.wait_for(bound, 20)
+            await wait_until(lambda: gateway.gateway.tables[TABLE].progressive_open, within=20)
+            await under_test.device.connect()
+            yield under_test
+    finally:
+        stop.set()
+        await task
+        await under_test.device.close()
+        await under_test.gateway.stop()  # the one running now (a test may have replaced it)
+        await heartbeat.stop()
+
+
+async def locked_round(device: Device, round_id: str, bets: dict[int, int]) -> None:
+    await device.open_round(round_id)
+    for seat, credits in bets.items():
+        await device.credits(seat, credits)
+        await device.bet(seat, credits)
+    await device.lock()
+
+
+async def paid_entries(settings: PayoutSettings, award_id: str, expected: int) -> int:
+    entries = await ledger_types(settings, expected)
+    return sum(
+        1
+        for source, kind in entries
+        if (source, kind) == (award_id, "LEDGER_ENTRY_TYPE_PAYOUT_PAID")
+    )
+
+
+async def test_D3_the_terminal_shows_a_locked_rounds_bets_and_a_double_click_pays_once(
+    floor: Floor, artifacts: Path
+) -> None:
+    """D3 and S5: the locked round's bets with lamps, the pot, the prizes in payment order; the
+    dealer's double click on "Pagado" pays once (PAID once in the ledger); a second confirmation
+    and another table's prize are refused with the reason on screen and in the audit log."""
+    await locked_round(floor.device, "R1", {2: 3, 5: 1})
+    small = award("R1", 5, "FLUSH", 40_000, table=TABLE)
+    full = award("R1", 2, "FULL_HOUSE", 90_000, table=TABLE)
+    elsewhere = award("R1", 1, "FLUSH", 40_000, table="DRW-1")
+    await publish(floor.payout, small, full, elsewhere)
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1280, "height": 640})
+        await page.goto(floor.url)
+        await page.wait_for_selector("[data-testid=round-state][data-state=locked]")
+        await page.wait_for_selector("[data-seat='2'][data-locked=true][data-lamp=true]")
+        assert await page.get_attribute("[data-seat='2']", "data-bet") == "3000"
+        assert await page.get_attribute("[data-seat='3']", "data-lamp") == "false"
+        assert await page.get_attribute("[data-testid=pot]", "data-amount") == "1000000"
+        assert await page.get_attribute("[data-testid=progressive]", "data-open") == "true"
+        await page.wait_for_selector("[data-testid=paid-2]")
+        rows = await page.eval_on_selector_all(
+            "#prizes tr", "rows => rows.map(r => r.dataset.award)"
+        )
+        assert rows == [small.award_id, full.award_id]  # S1/S5: payment order from the service
+        await page.screenshot(path=str(artifacts / "terminal-locked.png"))
+
+        await page.dblclick("[data-testid=paid-5]")
+        answer = page.get_by_test_id("answer")
+        await page.wait_for_function(
+            "document.getElementById('answer').textContent.startsWith('paid')"
+        )
+        await page.wait_for_selector(f"tr[data-award='{small.award_id}']", state="detached")
+        assert await answer.get_attribute("data-award") == small.award_id
+
+        status, again = await floor.post("/api/paid", {"award_id": small.award_id})
+        assert status == 409
+        assert "refused" in again["message"]
+        assert "PAID" in again["message"].upper()
+        await page.wait_for_function(
+            "document.getElementById('answer').textContent.includes('refused')"
+        )
+        status, other = await floor.post("/api/paid", {"award_id": elsewhere.award_id})
+        assert status == 409
+        assert "DRW-1" in other["message"]
+        await page.wait_for_function(
+            "document.getElementById('answer').textContent.includes('DRW-1')"
+        )
+        await page.screenshot(path=str(artifacts / "terminal-refused.png"))
+        status, malformed = await floor.post("/api/paid", {"award_id": 7})
+        assert (status, malformed["message"]) == (400, "'award_id' must be a non-empty string")
+    assert await paid_entries(floor.payout, small.award_id, 4) == 1
+    audited = [
+        e
+        for _, e in await audit_entries(
+            floor.payout.bootstrap_servers, floor.payout.access.audit_topic
+        )
+        if e
+    ]
+    outcomes = {(e.action, e.outcome, e.target) for e in audited}
+    assert ("confirm_payment", "applied", small.award_id) in outcomes
+    assert ("confirm_payment", "refused", small.award_id) in outcomes
+    assert ("confirm_payment", "refused", elsewhere.award_id) in outcomes
+
+
+async def test_D3_a_prize_awaiting_approval_is_locked_on_the_terminal_until_approved(
+    floor: Floor, artifacts: Path
+) -> None:
+    """The jackpot lock at the table: a large prize shows locked with who must approve it and
+    no button; confirming it anyway is refused (not approved); once a supervisor approved it
+    the dealer pays it."""
+    await locked_round(floor.device, "R2", {4: 1})
+    large = award("R2", 4, "ROYAL_FLUSH", 2_000_000, table=TABLE)
+    await publish(floor.payout, large)
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1280, "height": 640})
+        await page.goto(floor.url)
+        row = page.locator(f"tr[data-award='{large.award_id}']")
+        await row.wait_for()
+        assert await row.get_attribute("data-state") == "awaiting_approval"
+        assert "supervisor" in await row.inner_text()
+        assert await page.locator("[data-testid=paid-4]").count() == 0
+        await page.screenshot(path=str(artifacts / "terminal-pending.png"))
+        status, refused = await floor.post("/api/paid", {"award_id": large.award_id})
+        assert status == 409
+        assert "refused" in refused["message"]
+
+        async with grpc_channel(floor.payout.grpc_address) as stub:
+            await stub.ApprovePayout(
+                payout_pb2.ApprovePayoutRequest(
+                    award_id=large.award_id, supervisor="ana", reason="camera checked"
+                )
+            )
+        await page.click("[data-testid=paid-4]")
+        await page.wait_for_function(
+            "document.getElementById('answer').textContent.startsWith('paid')"
+        )
+    assert await paid_entries(floor.payout, large.award_id, 3) == 1
+
+
+async def test_D3_a_lost_gateway_link_disables_the_buttons_and_they_come_back(
+    floor: Floor, artifacts: Path
+) -> None:
+    """The gateway goes away: the screen says which link is lost and no prize can be paid; the
+    gateway comes back on the same address and the terminal recovers by itself."""
+    prize = award("R3", 1, "FLUSH", 40_000, table=TABLE)
+    await publish(floor.payout, prize)
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1280, "height": 640})
+        await page.goto(floor.url)
+        button = page.locator("[data-testid=paid-1]")
+        await page.wait_for_selector("[data-testid=paid-1]:enabled")
+        await floor.device.close()
+        await floor.gateway.stop()
+        await page.wait_for_selector("[data-testid=link-gateway][data-up=false]", timeout=15_000)
+        assert await button.is_disabled()
+        assert "mesa" in (await page.get_by_test_id("link-lost").inner_text()).lower()
+        await page.screenshot(path=str(artifacts / "terminal-link-lost.png"))
+        status, refused = await floor.post("/api/paid", {"award_id": prize.award_id})
+        assert status == 409
+        assert "gateway" in refused["message"]
+
+        floor.gateway = await start_gateway(floor.gateway.settings)
+        await page.wait_for_selector("[data-testid=link-gateway][data-up=true]", timeout=20_000)
+        await page.wait_for_selector("[data-testid=paid-1]:enabled", timeout=10_000)
+        await page.click("[data-testid=paid-1]")
+        await page.wait_for_function(
+            "document.getElementById('answer').textContent.startsWith('paid')"
+        )
+        floor.device = Device(floor.gateway.target, TABLE, Game.CARIBBEAN)
+
+
+@contextlib.asynccontextmanager
+async def grpc_channel(address: str) -> AsyncIterator[payout_pb2_grpc.PayoutServiceStub]:
+    import grpc
+
+    async with grpc.aio.insecure_channel(address) as channel:
+        yield payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
+
+
+async def test_a_supervisor_approves_at_the_terminal_with_a_one_time_code_as_themselves(
+    floor: Floor, artifacts: Path
+) -> None:
+    """The jackpot lock at the table: the supervisor asks for a one-time code with their own
+    identity (IssueApprovalCode, as `jackpot payouts --code`), enters it at the terminal and the
+    payout is approved as that supervisor, never the terminal; a wrong code and a reused one are
+    refused; every attempt is on the audit chain."""
+    await locked_round(floor.device, "R4", {3: 1})
+    large = award("R4", 3, "ROYAL_FLUSH", 3_000_000, table=TABLE)
+    await publish(floor.payout, large)
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1280, "height": 640})
+        await page.goto(floor.url)
+        await page.wait_for_selector("[data-testid=code-3]")
+        async with grpc_channel(floor.payout.grpc_address) as stub:
+            issued = await stub.IssueApprovalCode(
+                payout_pb2.IssueApprovalCodeRequest(award_id=large.award_id)
+            )
+        assert issued.supervisor == "local"  # plaintext: the development supervisor's name
+        wrong = "0" * 8 if issued.code != "0" * 8 else "1" * 8
+        body = {"award_id": large.award_id, "code": wrong, "decision": "approve"}
+        status, refused = await floor.post("/api/decide", body)
+        assert status == 409
+        assert "wrong code" in refused["message"]
+
+        await page.fill("[data-testid=code-3]", issued.code)
+        await page.screenshot(path=str(artifacts / "terminal-supervisor-code.png"))
+        await page.click("[data-testid=approve-3]")
+        await page.wait_for_function(
+            "document.getElementById('answer').textContent.startsWith('approved')"
+        )
+        await page.click("[data-testid=paid-3]")
+        await page.wait_for_function(
+            "document.getElementById('answer').textContent.startsWith('paid')"
+        )
+        body["code"] = issued.code
+        status, reused = await floor.post("/api/decide", body)
+        assert status == 409
+        assert "already used" in reused["message"]
+    async with grpc_channel(floor.payout.grpc_address) as stub:
+        listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest())
+    [payout] = [p for p in listing.payouts if p.award_id == large.award_id]
+    approved = [t.by for t in payout.history if t.state == payout_pb2.PAYOUT_STATE_APPROVED]
+    assert approved == ["local"]  # the supervisor, not the terminal
+    entries = [
+        e
+        for _, e in await audit_entries(
+            floor.payout.bootstrap_servers, floor.payout.access.audit_topic
+        )
+        if e is not None and e.target == large.award_id
+    ]
+    seen = {(e.principal, e.action, e.outcome) for e in entries}
+    assert ("local", "issue_approval_code", "applied") in seen
+    assert ("local", "approve_payout", "applied") in seen
+    refusals = [
+        e.detail for e in entries if e.action == "approve_payout" and e.outcome == "refused"
+    ]
+    assert any("wrong code" in d for d in refusals)
+    assert any("already used" in d for d in refusals)
+
+
+async def test_the_demos_dealer_and_supervisor_use_the_terminals_api(floor: Floor) -> None:
+    """What `jackpot demo` does at its terminal tables: the simulated supervisor approves a large
+    prize with a one-time code entered at the terminal, the simulated dealer presses "Pagado"
+    through the screen's API; the prize is PAID once."""
+    from loadtest.floor import Floor as FloorSimulator
+    from loadtest.floor import FloorConfig
+
+    large = award("R5", 6, "ROYAL_FLUSH", 2_500_000, table=TABLE)
+    await publish(floor.payout, large)
+    simulator = FloorSimulator(
+        FloorConfig(
+            tables=[],
+            payout_target=floor.payout.grpc_address,
+            terminal_urls={TABLE: floor.url},
+            supervisor_delay=0.3,
+        )
+    )
+    parts = [
+        asyncio.create_task(simulator._screen_dealer(TABLE, floor.url)),
+        asyncio.create_task(simulator._supervisor()),
+    ]
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while simulator.stats.payouts_paid < 1:
+            assert loop.time() < deadline, "the simulated dealer never paid the prize"
+            await asyncio.sleep(0.1)
+    finally:
+        simulator.stop()
+        for part in parts:
+            part.cancel()
+        await asyncio.gather(*parts, return_exceptions=True)
+    assert simulator.stats.approvals == 1
+    assert await paid_entries(floor.payout, large.award_id, 3) == 1
+    async with grpc_channel(floor.payout.grpc_address) as stub:
+        listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest())
+    [payout] = [p for p in listing.payouts if p.award_id == large.award_id]
+    assert [t.by for t in payout.history if t.state == payout_pb2.PAYOUT_STATE_APPROVED] == [
+        "local"
+    ]
