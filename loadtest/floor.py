@@ -28,7 +28,6 @@ import contextlib
 import random
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -69,12 +68,6 @@ class SimTable:
 log = structlog.get_logger("loadtest.floor")
 # How long a dealer terminal waits for a payout instance's first answer before trying another.
 FIRST_ANSWER_SECONDS = 5.0
-
-
-async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    yield first
-    async for item in rest:
-        yield item
 
 
 @dataclass
@@ -425,24 +418,19 @@ class Floor:
                     targets.current, self._tls(f"terminal-{table_id}"), targets.options()
                 ) as channel:
                     stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
-                    outgoing: asyncio.Queue[payout_pb2.DealerTerminalRequest] = asyncio.Queue()
-
-                    async def requests(
-                        outgoing: asyncio.Queue[payout_pb2.DealerTerminalRequest] = outgoing,
-                    ) -> AsyncIterator[payout_pb2.DealerTerminalRequest]:
-                        while True:
-                            yield await outgoing.get()
-
-                    await outgoing.put(
+                    # The call object, not a request generator: grpc could not close a generator
+                    # parked on its queue, and the channel's close then never returned (a
+                    # terminal stuck for good after a refusal, seen in make chaos).
+                    call = stub.DealerTerminal()
+                    await call.write(
                         payout_pb2.DealerTerminalRequest(
                             hello=payout_pb2.TerminalHello(table_id=table_id, dealer="sim-dealer")
                         )
                     )
-                    session = aiter(stub.DealerTerminal(requests()))
                     # A serving instance answers at once; one that does not (a process dying
                     # mid-shutdown, a half-open connection) is left for the next address.
-                    first = await asyncio.wait_for(anext(session), FIRST_ANSWER_SECONDS)
-                    async for message in _prepend(first, session):
+                    message = await asyncio.wait_for(call.read(), FIRST_ANSWER_SECONDS)
+                    while message is not grpc.aio.EOF:
                         now = time.monotonic()
                         views.append((now, stream, frozenset(p.award_id for p in message.open)))
                         for payout in message.open:
@@ -459,17 +447,18 @@ class Floor:
                                 payout_pb2.PAYOUT_STATE_APPROVED,
                             ):
                                 confirmed.add(payout.award_id)
-                                await outgoing.put(
+                                await call.write(
                                     payout_pb2.DealerTerminalRequest(
                                         paid=payout_pb2.PaymentConfirmed(award_id=payout.award_id)
                                     )
                                 )
                                 self.stats.payouts_paid += 1
+                        message = await call.read()
             except grpc.aio.AioRpcError as error:
                 # To the owner the instance named at once; otherwise the next address, soon.
                 if not targets.moved(error):
                     await asyncio.sleep(0.5)
-            except (TimeoutError, StopAsyncIteration):
+            except TimeoutError:
                 targets.moved()
                 await asyncio.sleep(0.5)
             except Exception as error:  # a dealer never walks away: say what happened, go on

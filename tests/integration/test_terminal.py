@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loadtest.browser import chromium
 
 from jackpot.domain.cards import Game
 from jackpot.payout.settings import PayoutSettings
@@ -30,7 +31,7 @@ from tests.integration.gateway_harness import (
     start_gateway,
     wait_until,
 )
-from tests.integration.test_display import artifacts, chromium, free_port
+from tests.integration.test_display import artifacts, free_port
 from tests.integration.test_payout import Running, award, ledger_types, payout_settings, publish
 from tests.integration.test_security import audit_entries
 

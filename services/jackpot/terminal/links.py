@@ -10,7 +10,9 @@ Confirmations go one at a time, so an answer always belongs to the confirmation 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import contextlib
+from collections.abc import Callable
+from typing import Any
 
 import grpc
 import structlog
@@ -90,18 +92,29 @@ class PayoutLink:
         )
         outgoing.put_nowait(payout_pb2.DealerTerminalRequest(hello=hello))
 
-        async def requests() -> AsyncIterator[payout_pb2.DealerTerminalRequest]:
+        async def writer(call: Any) -> None:
             while True:
-                yield await outgoing.get()
+                await call.write(await outgoing.get())
 
+        # The call object and a writer task, not a request generator: grpc could not close a
+        # generator parked on its queue, and the channel's close then never returned (a link
+        # stuck for good after a refusal).
         async with secure_channel(target, self.settings.access.tls, self.targets.options()) as ch:
             stub = payout_pb2_grpc.PayoutServiceStub(ch)  # type: ignore[no-untyped-call]
-            async for response in stub.DealerTerminal(requests()):
-                if self._outgoing is not outgoing:
-                    self._outgoing = outgoing
-                    self.screen.link(self.screen.payout, True, "connected", target)
-                self.screen.open_payouts(list(response.open))
-                self._responses.put_nowait(response)
+            call = stub.DealerTerminal()
+            writing = asyncio.create_task(writer(call))
+            try:
+                while (response := await call.read()) is not grpc.aio.EOF:
+                    if self._outgoing is not outgoing:
+                        self._outgoing = outgoing
+                        self.screen.link(self.screen.payout, True, "connected", target)
+                    self.screen.open_payouts(list(response.open))
+                    self._responses.put_nowait(response)
+            finally:
+                writing.cancel()
+                # a write that failed because the call ended: read() already said why
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await writing
 
     async def confirm(self, award_id: str) -> Answer:
         """The dealer paid ``award_id``: the service's answer (paid, or its refusal's reason)."""
