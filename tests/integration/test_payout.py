@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -491,9 +492,7 @@ async def test_a_paused_owner_steps_aside_when_it_resumes_and_its_terminal_pays_
             targets = PayoutTargets(f"{first_address},{second_address}")
             assert targets.moved(sent_away)
             assert targets.current == second_address
-            again = TerminalSession(targets.current, prize.table_id)
-            await again.start()
-            await wait_until(lambda: prize.award_id in again.open_ids(), within=10)
+            again = await shown_on_owner(targets, prize.table_id, prize.award_id, within=20)
             await again.confirm(prize.award_id)
             await wait_until(lambda: prize.award_id not in again.open_ids(), within=10)
             await again.stop()
@@ -525,6 +524,24 @@ async def sent_to_owner(address: str, table_id: str, within: float) -> grpc.aio.
         if owner_named(refused) or time.monotonic() > deadline:
             return refused
         await asyncio.sleep(0.2)
+
+
+async def shown_on_owner(
+    targets: PayoutTargets, table_id: str, award_id: str, within: float
+) -> TerminalSession:
+    """A terminal session that shows ``award_id``, reconnecting as a dealer terminal does (the
+    resumed instance's rejoin makes the group rebalance: a session opened meanwhile ends)."""
+    deadline = time.monotonic() + within
+    while True:
+        session = TerminalSession(targets.current, table_id)
+        await session.start()
+        while not (award_id in session.open_ids() or session.ended.done()):
+            assert time.monotonic() < deadline, f"{award_id} never shown on {targets.current}"
+            await asyncio.sleep(0.05)
+        if not session.ended.done():
+            return session
+        targets.moved(session.ended.result())
+        await session.stop()
 
 
 async def api_is(address: str, status: int) -> bool:
@@ -585,18 +602,26 @@ class TerminalSession:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    async def _requests(self) -> AsyncIterator[payout_pb2.DealerTerminalRequest]:
-        while True:
-            yield await self.outgoing.get()
-
     async def _run(self) -> None:
+        """The stream's call object and a writer task (not a request generator, which grpc
+        cannot close while it waits on its queue)."""
         async with grpc.aio.insecure_channel(self.address, options=KEEPALIVE_OPTIONS) as channel:
             stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
+            call = stub.DealerTerminal()
+            writing = asyncio.create_task(self._write(call))
             try:
-                async for message in stub.DealerTerminal(self._requests()):
+                while (message := await call.read()) is not grpc.aio.EOF:
                     self.shown.append(message)
             except grpc.aio.AioRpcError as error:
                 self.ended.set_result(error)
+            finally:
+                writing.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await writing
+
+    async def _write(self, call: Any) -> None:
+        while True:
+            await call.write(await self.outgoing.get())
 
 
 def payout_environment(settings: PayoutSettings) -> dict[str, str]:
