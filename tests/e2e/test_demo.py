@@ -21,13 +21,19 @@ from pathlib import Path
 
 import pytest
 
+from jackpot.tools.demo import DEMO_TERMINALS, floor_tables
+
 pytestmark = pytest.mark.e2e
 
 # `[mm:ss] rounds N | bets accepted $X/s | <groups> | last win ... | <health> | restarts N`
 STATUS_LINE = re.compile(
     r"^\[\d\d:\d\d\] rounds \d+ \| bets accepted \$[\d,]+/s \| .* \| restarts \d+"
 )
-SERVICES = {"pot", "payout", "display", "gateway-a", "gateway-b"}
+# Every process the demo runs: the services and the reference dealer terminals of its first tables.
+# The services whose health the status line shows, and every process the demo runs (they and
+# the reference dealer terminals of its first tables).
+CORE = {"pot", "payout", "display", "gateway-a", "gateway-b"}
+SERVICES = CORE | {f"terminal-{table.table_id}" for table in floor_tables(DEMO_TERMINALS)}
 
 
 def status_lines(stdout: str) -> list[str]:
@@ -91,7 +97,7 @@ def test_headless_demo_reports_a_clean_audit(kafka_bootstrap: str, tmp_path: Pat
     lines = status_lines(done.stdout)
     assert duration - 3 <= len(lines) <= duration + 5, "\n".join(lines)
     assert all("scl-poker $" in line and "scl-blackjack $" in line for line in lines[3:])
-    assert all(f"{name} ok" in line for line in lines for name in SERVICES)
+    assert all(f"{name} ok" in line for line in lines for name in CORE)
     assert any("| last win A-" in line or "| last win B-" in line for line in lines)
     assert lines[-1].endswith("| restarts 0")
     assert result["restarts"] == dict.fromkeys(SERVICES, 0)
