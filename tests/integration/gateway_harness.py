@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import grpc
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from jackpot.domain.cards import Game
 from jackpot.gateway.client import DeviceClient
@@ -163,6 +166,30 @@ async def wait_until(predicate: Any, within: float = 10.0, step: float = 0.05) -
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"condition not met within {within} s")
         await asyncio.sleep(step)
+
+
+async def wait_health(
+    address: str,
+    status: int = health_pb2.HealthCheckResponse.SERVING,
+    api: str = "",
+    within: float = 30.0,
+    why: Callable[[], str] = lambda: "",
+) -> None:
+    """Until ``address``'s gRPC health of ``api`` ("": the process) answers ``status``; no
+    answer counts as not yet. ``why`` adds to the failure (a log's tail)."""
+    deadline = asyncio.get_running_loop().time() + within
+    async with grpc.aio.insecure_channel(address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)  # type: ignore[no-untyped-call]
+        while True:
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                answer = await health.Check(health_pb2.HealthCheckRequest(service=api), timeout=1)
+                if answer.status == status:
+                    return
+            if asyncio.get_running_loop().time() > deadline:
+                name = health_pb2.HealthCheckResponse.ServingStatus.Name(status)
+                where = f"{address} {api or 'process'}"
+                raise AssertionError(f"{where} not {name} in {within} s\n{why()}")
+            await asyncio.sleep(0.1)
 
 
 class Device(DeviceClient):

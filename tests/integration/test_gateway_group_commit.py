@@ -21,14 +21,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from jackpot.domain.cards import Game
 from jackpot.gateway.spool import Spool
 from jackpot.v1 import device_pb2
-from tests.integration.gateway_harness import CREDENTIAL, Device, create_topics, settings_for
+from tests.integration.gateway_harness import (
+    CREDENTIAL,
+    Device,
+    create_topics,
+    settings_for,
+    wait_health,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -49,22 +53,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-async def wait_serving(target: str, within: float = 60.0) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    async with grpc.aio.insecure_channel(target) as channel:
-        health = health_pb2_grpc.HealthStub(channel)
-        while asyncio.get_running_loop().time() < deadline:
-            with contextlib.suppress(grpc.aio.AioRpcError):
-                answer = await health.Check(
-                    health_pb2.HealthCheckRequest(service="jackpot.v1.TableDeviceService"),
-                    timeout=1,
-                )
-                if answer.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"the gateway at {target} never reported SERVING")
 
 
 ROUND = [
@@ -138,7 +126,7 @@ async def test_kill_9_in_the_middle_of_a_group_commit_keeps_exactly_what_was_acc
         )  # fmt: skip
         devices = {t: Device(target, t, Game.CARIBBEAN) for t in TABLES}
         try:
-            await wait_serving(target)
+            await wait_health(target, api="jackpot.v1.TableDeviceService", within=60)
             before = {t: told[t].accepted_count for t in TABLES}
             players = [asyncio.create_task(play(devices[t], told[t])) for t in TABLES]
             deadline = asyncio.get_running_loop().time() + 60

@@ -26,14 +26,14 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from aiokafka import AIOKafkaConsumer
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 
 from jackpot.domain.access import Role
 from jackpot.domain.errors import DomainError
@@ -52,7 +52,7 @@ from jackpot.platform.tls import TlsSettings
 from jackpot.tools.payouts import load, render
 from jackpot.topics import TopicSpec
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
-from tests.integration.gateway_harness import read_topic, wait_until
+from tests.integration.gateway_harness import read_topic, wait_health, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -433,18 +433,6 @@ async def test_a_second_instance_stands_by_names_the_owner_and_takes_over_at_its
     assert took <= TAKEOVER_BOUND_SECONDS
 
 
-async def api_status(address: str) -> int | None:
-    """The PayoutService API's health status at ``address`` (None: no answer)."""
-    async with grpc.aio.insecure_channel(address) as channel:
-        try:
-            answer = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=1
-            )
-        except grpc.aio.AioRpcError:
-            return None
-    return int(answer.status)
-
-
 async def test_a_paused_owner_steps_aside_when_it_resumes_and_its_terminal_pays_on_the_new_one(
     settings: PayoutSettings, tmp_path: Path
 ) -> None:
@@ -462,7 +450,7 @@ async def test_a_paused_owner_steps_aside_when_it_resumes_and_its_terminal_pays_
         )
         second: asyncio.subprocess.Process | None = None
         try:
-            await wait_for_async(lambda: api_is(first_address, serving), 30, log_path)
+            await wait_health(first_address, serving, SERVICE_NAME, 30, lambda: tail(log_path))
             terminal = TerminalSession(first_address, prize.table_id)
             await terminal.start()
             await wait_until(lambda: prize.award_id in terminal.open_ids(), within=10)
@@ -474,11 +462,11 @@ async def test_a_paused_owner_steps_aside_when_it_resumes_and_its_terminal_pays_
                 stderr=log,
             )
             # The frozen owner is evicted after its session timeout; the second takes over.
-            await wait_for_async(lambda: api_is(second_address, serving), 30, log_path)
+            await wait_health(second_address, serving, SERVICE_NAME, 30, lambda: tail(log_path))
             first.send_signal(signal.SIGCONT)
             resumed = time.monotonic()
             not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
-            await wait_for_async(lambda: api_is(first_address, not_serving), 10, log_path)
+            await wait_health(first_address, not_serving, SERVICE_NAME, 10, lambda: tail(log_path))
             stepped_aside = time.monotonic() - resumed
             # Its terminal's stream ended UNAVAILABLE (its keepalive gave up on the frozen
             # process, or the resumed one ended it), never a healthy-looking silence.
@@ -542,19 +530,6 @@ async def shown_on_owner(
             return session
         targets.moved(session.ended.result())
         await session.stop()
-
-
-async def api_is(address: str, status: int) -> bool:
-    return await api_status(address) == status
-
-
-async def wait_for_async(
-    check: Callable[[], Awaitable[bool]], within: float, log_path: Path
-) -> None:
-    deadline = time.monotonic() + within
-    while not await check():
-        assert time.monotonic() < deadline, tail(log_path)
-        await asyncio.sleep(0.1)
 
 
 def tail(log_path: Path) -> str:

@@ -32,7 +32,7 @@ from jackpot.platform.runtime import Supervisor, serve
 from jackpot.pot.main import compose_pot
 from jackpot.pot.view import PotStateView
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
-from tests.integration.gateway_harness import settings_for, wait_until
+from tests.integration.gateway_harness import settings_for, wait_health, wait_until
 from tests.integration.test_pot_service import pot_settings
 
 pytestmark = pytest.mark.integration
@@ -83,18 +83,6 @@ async def health_statuses(port: int, serving: asyncio.Event, seen: list[int]) ->
                 serving.set()
             if response.status == NOT_SERVING:
                 return
-
-
-async def wait_for_api(channel: grpc.aio.Channel, api: str) -> None:
-    """Until ``api`` reports SERVING on ``channel`` (the payout: once it owns the payouts)."""
-    stub = health_pb2_grpc.HealthStub(channel)  # type: ignore[no-untyped-call]
-    deadline = time.monotonic() + START_TIMEOUT_SECONDS
-    while True:
-        answer = await stub.Check(health_pb2.HealthCheckRequest(service=api), timeout=2)
-        if answer.status == SERVING:
-            return
-        assert time.monotonic() < deadline, f"{api} never SERVING"
-        await asyncio.sleep(0.1)
 
 
 async def assert_fails_closed(compose: Compose, fault: Fault, part: str) -> None:
@@ -193,8 +181,8 @@ async def test_a_stopping_payout_ends_its_terminal_streams_and_leaves_at_once(
     service = asyncio.create_task(serve("payout", compose, stop))
     await wait_until(lambda: bool(composed) or service.done(), within=START_TIMEOUT_SECONDS)
     port = composed[0].health_servers[0].port  # type: ignore[attr-defined]
+    await wait_health(f"127.0.0.1:{port}", api="jackpot.v1.PayoutService")  # it owns the payouts
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        await wait_for_api(channel, "jackpot.v1.PayoutService")  # it owns the payouts
         stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
         hello = payout_pb2.TerminalHello(table_id="T1", dealer="ana")
         held_open = asyncio.Event()  # the terminal keeps its side of the stream open

@@ -28,7 +28,7 @@ class Subscription:
         self._groups = None if groups is None else frozenset(groups)
         self._interval = 1.0 / max_rate
         self._burst = max(1, burst)
-        self._tokens = float(self._burst)
+        self._tokens: float = self._burst  # push credits of a token bucket (time, not money)
         self._dirty: set[str] = set()
         self._wake = asyncio.Event()
         self._last_sent = 0.0
