@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jackpot.tools.demo_supervisor import process_alive
+
 NAMESPACE_PREFIX = "jpsite-"
 RECORDS = Path("/run/jackpot-chaos/netns")  # machine-wide, like the namespaces; gone at reboot too
 
@@ -66,14 +68,6 @@ def unavailable_reason() -> str | None:
     subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return None
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
@@ -108,7 +102,7 @@ def clean_stale(stop_broker: Callable[[dict[str, Any]], None]) -> list[str]:
     for path in sorted(RECORDS.glob("*.json")) if RECORDS.is_dir() else []:
         with contextlib.suppress(ValueError, OSError):
             record = json.loads(path.read_text())
-            if _alive(int(record["owner_pid"])):
+            if process_alive(int(record["owner_pid"])):
                 live.add(record["namespace"])
                 continue
             _kill_services(record.get("service_pids", []))

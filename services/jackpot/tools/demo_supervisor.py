@@ -246,7 +246,8 @@ def command_line(env_file: str, command: Sequence[str]) -> str:
     return f"(set -a; . {shlex.quote(env_file)}; set +a; exec {shlex.join(command)})"
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -268,7 +269,7 @@ def format_commands(run_dir: Path) -> list[str]:
     lines = [f"# jackpot demo run {manifest['run']} ({run_dir}/), started {started}"]
     lines.append(f"# Kafka {manifest['kafka']}; a service started here logs to this terminal")
     demo_pid = int(manifest.get("demo_pid", 0))
-    if "stopped" not in manifest and demo_pid and _alive(demo_pid):
+    if "stopped" not in manifest and demo_pid and process_alive(demo_pid):
         lines.append(
             f"# The demo (pid {demo_pid}) is still running and starts its services again when "
             "they exit: stop it (Ctrl-C) before starting one here, or the ports clash."
