@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jackpot.payout.client import PayoutTargets, call_owner
-from jackpot.platform.kafka import read_to_end
+from jackpot.platform.kafka import group_offsets, read_to_end
 from jackpot.tools.demo import Demo, report
 from jackpot.v1 import payout_pb2, pot_pb2
 from loadtest.floor import Floor, FloorStats, RoundKey
@@ -36,6 +36,7 @@ AWARD_TYPES = (
 )
 PAYOUTS_SETTLE_SECONDS = 15  # how long the payout service may take to order the last awards
 PAYMENTS_SETTLE_SECONDS = 30  # how long the dealers may take to pay the prizes left open
+APPLIED_SETTLE_SECONDS = 30  # how long the pot may take to apply the last table events
 SETTLED = (payout_pb2.PAYOUT_STATE_PAID, payout_pb2.PAYOUT_STATE_VOIDED)
 
 
@@ -207,9 +208,13 @@ def paid_per_award(payouts: Sequence[payout_pb2.Payout]) -> dict[str, int]:
 
 
 async def finish_floor(demo: Demo, floor: Floor, playing: asyncio.Task[FloorStats]) -> FloorStats:
-    """Stop the tables, let the dealers and the supervisor pay what is still open (until every
-    award of the ledger has a settled payout, or ``PAYMENTS_SETTLE_SECONDS``), then stop."""
+    """Stop the tables and let them finish their round, wait until the pot applied every table
+    event (so the ledger holds every award), let the dealers and the supervisor pay what is still
+    open (until every award of the ledger has a settled payout, or ``PAYMENTS_SETTLE_SECONDS``),
+    then stop."""
     floor.stop_tables()
+    await floor.tables_finished()
+    await events_applied(demo)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + PAYMENTS_SETTLE_SECONDS
     while loop.time() < deadline:
@@ -220,6 +225,25 @@ async def finish_floor(demo: Demo, floor: Floor, playing: asyncio.Task[FloorStat
         await asyncio.sleep(1)
     floor.stop()
     return await playing
+
+
+async def events_applied(demo: Demo) -> bool:
+    """Waits (up to ``APPLIED_SETTLE_SECONDS``) until the pot has committed every table event:
+    its lag on the table-events topic is 0 at two polls with the same end offsets, so the
+    gateways' spools had nothing left to publish either. False if that never happened."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + APPLIED_SETTLE_SECONDS
+    before: dict[int, int] | None = None
+    while loop.time() < deadline:
+        offsets = await group_offsets(
+            demo.bootstrap, f"{demo.prefix}-pot", demo.topic("table-events"), {}
+        )
+        ends = {partition: end for partition, (_, end) in offsets.items()}
+        if ends == before and all(done == end for done, end in offsets.values()):
+            return True
+        before = ends
+        await asyncio.sleep(0.5)
+    return False
 
 
 async def judge(demo: Demo, stats: FloorStats, require_paid: bool = False) -> dict[str, Any]:

@@ -68,6 +68,9 @@ class SimTable:
 log = structlog.get_logger("loadtest.floor")
 # How long a dealer terminal waits for a payout instance's first answer before trying another.
 FIRST_ANSWER_SECONDS = 5.0
+PAYABLE = (payout_pb2.PAYOUT_STATE_ORDERED, payout_pb2.PAYOUT_STATE_APPROVED)
+CONFIRM_ATTEMPTS = 3  # how often a simulated dealer presses "paid" for one prize per session
+TABLES_FINISH_SECONDS = 30.0  # how long a stopping table may take to finish its round
 
 
 @dataclass
@@ -189,6 +192,7 @@ class Floor:
         self._win_signs: dict[str, float] = {}  # "table/round" -> result time
         self._shown: dict[str, int] = {}  # group -> amount the sign shows
         self._lock_sent: dict[tuple[str, str], int] = {}  # (table, round) -> send, Unix ns
+        self._playing: list[asyncio.Task[None]] = []
 
     def stop(self) -> None:
         self._tables_stop.set()
@@ -199,6 +203,12 @@ class Floor:
         prizes still open until :meth:`stop`."""
         self._tables_stop.set()
 
+    async def tables_finished(self) -> None:
+        """Returns once every table that was playing has finished its last round (after
+        :meth:`stop_tables`), or after ``TABLES_FINISH_SECONDS``."""
+        if self._playing:
+            await asyncio.wait(self._playing, timeout=TABLES_FINISH_SECONDS)
+
     async def run(self, duration: float | None = None) -> FloorStats:
         """Play until stopped (or for ``duration`` seconds); tables finish their round first.
 
@@ -206,6 +216,7 @@ class Floor:
         simulator counts as accepted are exactly the ones the gateway acknowledged.
         """
         playing = [asyncio.create_task(self._table(t)) for t in self.config.tables]
+        self._playing = playing
         tasks: list[asyncio.Task[None]] = []
         if self.config.payout_target:
             tables = sorted({t.table_id for t in self.config.tables})
@@ -230,7 +241,7 @@ class Floor:
         finally:
             self.stop()
             if playing:
-                await asyncio.wait(playing, timeout=30)
+                await asyncio.wait(playing, timeout=TABLES_FINISH_SECONDS)
             for task in playing + tasks:
                 task.cancel()
             for task in playing + tasks:
@@ -410,8 +421,10 @@ class Floor:
         targets = PayoutTargets(self.config.payout_target)
         while not self._stop.is_set():
             # A dealer confirms again what a new session lists as still to pay (the confirmation
-            # sent before the service went away may never have arrived); once per session.
+            # sent before the service went away may never have arrived), and presses again
+            # after a refusal (a transaction that failed); a few times per session at most.
             confirmed: set[str] = set()
+            attempts: Counter[str] = Counter()
             stream += 1
             try:
                 async with secure_channel(
@@ -431,6 +444,9 @@ class Floor:
                     # mid-shutdown, a half-open connection) is left for the next address.
                     message = await asyncio.wait_for(call.read(), FIRST_ANSWER_SECONDS)
                     while message is not grpc.aio.EOF:
+                        if message.refused:
+                            log.info("terminal_refused", table=table_id, reason=message.refused)
+                            confirmed.clear()
                         now = time.monotonic()
                         views.append((now, stream, frozenset(p.award_id for p in message.open)))
                         for payout in message.open:
@@ -442,17 +458,19 @@ class Floor:
                                     self.stats.latencies.add(
                                         "result_to_terminal", now - self._wins.pop(key)
                                     )
-                            if payout.award_id not in confirmed and payout.state in (
-                                payout_pb2.PAYOUT_STATE_ORDERED,
-                                payout_pb2.PAYOUT_STATE_APPROVED,
+                            if (
+                                payout.award_id not in confirmed
+                                and attempts[payout.award_id] < CONFIRM_ATTEMPTS
+                                and payout.state in PAYABLE
                             ):
                                 confirmed.add(payout.award_id)
+                                attempts[payout.award_id] += 1
                                 await call.write(
                                     payout_pb2.DealerTerminalRequest(
                                         paid=payout_pb2.PaymentConfirmed(award_id=payout.award_id)
                                     )
                                 )
-                                self.stats.payouts_paid += 1
+                                self.stats.payouts_paid += attempts[payout.award_id] == 1
                         message = await call.read()
             except grpc.aio.AioRpcError as error:
                 # To the owner the instance named at once; otherwise the next address, soon.

@@ -19,6 +19,8 @@ MONITORING = {"kubernetes.io/metadata.name": "monitoring"}
 # Ports that no rule opens: the plaintext gRPC health ports. The kubelet's probes come from the
 # pod's own node, which NetworkPolicy always admits; no pod and no floor device may reach them.
 KUBELET_ONLY = {"health"}
+OTLP_PORT = 4317  # an OpenTelemetry collector's OTLP/gRPC port (base/network/otlp-egress.yaml)
+TELEMETRY_NAMESPACE = {"jackpot.io/telemetry": "true"}
 KAFKA_PORT = 9093
 # The one egress rule allowed without a destination: the Entity Operator's calls to the API server,
 # whose address differs per cluster.
@@ -99,7 +101,7 @@ def test_each_container_port_is_open_only_to_its_callers(
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_kafka_clients_reach_the_brokers_and_dns_only(
+def test_kafka_clients_reach_the_brokers_dns_and_the_trace_collector_only(
     rendered: dict[str, list[Obj]], overlay: str
 ) -> None:
     objects = rendered[overlay]
@@ -112,7 +114,10 @@ def test_kafka_clients_reach_the_brokers_and_dns_only(
             r for p in policies(objects, "Egress", pod) for r in p["spec"].get("egress") or []
         ]
         ports = set().union(*(rule_ports(rule) for rule in egress))
-        assert ports == {KAFKA_PORT, 53}, f"{overlay} {name(workload)}: egress ports {ports}"
+        assert ports == {KAFKA_PORT, 53, OTLP_PORT}, f"{overlay} {name(workload)}: egress {ports}"
+        for rule in (r for r in egress if OTLP_PORT in rule_ports(r)):
+            for peer in rule["to"]:  # only to a namespace the operator marked for telemetry
+                assert peer == {"namespaceSelector": {"matchLabels": TELEMETRY_NAMESPACE}}
         to_kafka = [r for r in egress if KAFKA_PORT in rule_ports(r)]
         for rule in to_kafka:
             for peer in rule["to"]:

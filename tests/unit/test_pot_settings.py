@@ -75,7 +75,8 @@ def test_kafka_security_comes_from_the_deployments_kafka_variables() -> None:
 def test_every_setting_has_a_variable() -> None:
     names = [name for name, _ in PotSettings.variables()]
     assert "JACKPOT_STATE_TOPIC" in names
-    assert all(name.startswith(("JACKPOT_", "KAFKA_")) for name in names)
+    # ours, the Kafka client's shared ones, and OpenTelemetry's own for the exporter
+    assert all(name.startswith(("JACKPOT_", "KAFKA_", "OTEL_EXPORTER_OTLP_")) for name in names)
 
 
 # Percentages have at most four decimals, so every amount the engine makes is a multiple of

@@ -18,12 +18,20 @@ from jackpot.display.board import Board, PendingPrize, Winner
 from jackpot.display.settings import DisplaySettings
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.platform.kafka import follow_latest
+from jackpot.platform.tracing import Headers, batch_span, traceparent
 from jackpot.v1 import payout_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.display")
+UPDATE_SPAN = "display.update"  # a pot update read (jackpot.platform.tracing)
 
 
-def apply_record(board: Board, topic: str, value: bytes, settings: DisplaySettings) -> None:
+def apply_record(
+    board: Board,
+    topic: str,
+    value: bytes,
+    settings: DisplaySettings,
+    headers: Headers | None = None,
+) -> None:
     now, wall = time.monotonic(), time.time()
     try:
         if topic == settings.pot_updates_topic:
@@ -31,6 +39,8 @@ def apply_record(board: Board, topic: str, value: bytes, settings: DisplaySettin
             if not update.pot_group_id or update.sign_value < 0:
                 log.warning("display_record_refused", topic=topic)
                 return
+            if update.lock_traces:
+                traced(update, headers)
             main = next((p.balance for p in update.pots if p.name == "main"), None)
             main_minor = (
                 None
@@ -74,6 +84,15 @@ def apply_record(board: Board, topic: str, value: bytes, settings: DisplaySettin
         log.warning("display_record_malformed", topic=topic)
 
 
+def traced(update: pot_pb2.PotUpdate, headers: Headers | None) -> None:
+    """The display read a pot update: a ``display.update`` span under the pot's transaction,
+    named in each of its lock traces for the push to the signs."""
+    with batch_span(UPDATE_SPAN, [headers], **{"jackpot.pot_group": update.pot_group_id}) as span:
+        context = traceparent(span) if span.is_recording() else ""
+        for trace in update.lock_traces:
+            trace.traceparent = context
+
+
 def apply_payout(board: Board, payout: payout_pb2.Payout) -> None:
     """A payout's latest state onto its group's signs (pending while awaiting approval)."""
     if not (payout.pot_group_id and payout.award_id) or payout.amount < 0:
@@ -91,7 +110,9 @@ async def follow(board: Board, settings: DisplaySettings) -> None:
     await follow_latest(
         settings.bootstrap_servers,
         [settings.pot_updates_topic, settings.awards_topic],
-        lambda record: apply_record(board, record.topic, record.value or b"", settings),
+        lambda record: apply_record(
+            board, record.topic, record.value or b"", settings, record.headers
+        ),
         settings.kafka_security.client_options(),
         idle_restart_seconds=2 * settings.stale_seconds,
     )

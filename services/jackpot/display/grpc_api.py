@@ -12,9 +12,11 @@ from jackpot.display.board import Board, Sign
 from jackpot.display.fanout import Subscription
 from jackpot.domain.access import Action
 from jackpot.platform.authz import Authorizer
-from jackpot.v1 import display_pb2, display_pb2_grpc
+from jackpot.platform.tracing import start_span_under, traceparent
+from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc
 
 SERVICE_NAME = "jackpot.v1.SignService"
+PUSH_SPAN = "display.push"  # a traced lock sent to a sign (jackpot.platform.tracing)
 
 
 def to_proto(sign: Sign) -> display_pb2.SignState:
@@ -54,6 +56,19 @@ def to_proto(sign: Sign) -> display_pb2.SignState:
     return state
 
 
+def pushed(trace: common_pb2.LockTrace, sent_ns: int) -> None:
+    """A ``display.push`` span for a traced lock sent to a sign, from the display's read of its
+    pot update until the send; the sign receives the push's context in the trace."""
+    span = start_span_under(
+        PUSH_SPAN, trace.traceparent, trace.display_received_unix_nanos or sent_ns
+    )
+    if span is not None:
+        span.set_attribute("jackpot.table", trace.table_id)
+        span.set_attribute("jackpot.round", trace.round_id)
+        trace.traceparent = traceparent(span)
+        span.end(end_time=sent_ns)
+
+
 class SignServicer(display_pb2_grpc.SignServiceServicer):
     def __init__(self, board: Board, max_rate: float, authorizer: Authorizer) -> None:
         self._board = board
@@ -79,4 +94,5 @@ class SignServicer(display_pb2_grpc.SignServiceServicer):
                         sent_ns = time.time_ns()
                         for trace in state.lock_traces:
                             trace.display_sent_unix_nanos = sent_ns
+                            pushed(trace, sent_ns)
                     yield display_pb2.WatchSignsResponse(sign=state)

@@ -89,4 +89,6 @@ def main(config_path: str) -> int:
     configure_logging()
     serve_metrics(settings.metrics_port, settings.metrics_host)
 
-    return run_service(f"gateway:{settings.name}", partial(compose_gateway, settings))
+    return run_service(
+        f"gateway:{settings.name}", partial(compose_gateway, settings), settings.tracing
+    )

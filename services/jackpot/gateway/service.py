@@ -27,6 +27,8 @@ import structlog
 from aiokafka import ConsumerRecord
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind
 
 from jackpot.domain.access import ANONYMOUS, Action, Principal, Role, authorize
 from jackpot.domain.cards import GAME_RULES
@@ -51,12 +53,15 @@ from jackpot.platform import codec
 from jackpot.platform.audit import AuditLog
 from jackpot.platform.deadletter import dead_letter
 from jackpot.platform.kafka import follow_latest, idempotent_producer, stop_client
+from jackpot.platform.tracing import TRACER, headers_of, start_span_under, traceparent
 from jackpot.v1 import device_pb2, pot_pb2, table_events_pb2
 
 log = structlog.get_logger("jackpot.gateway")
 
 EVENT_ID_NAMESPACE = uuid.UUID("5d1f0d3e-6a53-4b8e-9a8c-8f0b3c6d2a11")
 UNKNOWN_LIMITS = Limits(0, 0, 1)
+ACCEPT_SPAN = "gateway.accept"  # a device event judged and made durable (jackpot.platform.tracing)
+PUBLISH_SPAN = "gateway.publish"  # its record from the spool to the broker's ack
 
 
 @dataclass(slots=True)
@@ -257,8 +262,9 @@ class Gateway:
     def handle_event(self, table_id: str, raw: bytes) -> list[device_pb2.ConnectResponse]:
         """Apply one device message of an authenticated session, its spool write on this thread
         (a gateway never started: tests, tools); never raises for bad input."""
-        decision = self._decide(table_id, raw)
-        self._make_durable_inline(decision)
+        with TRACER.start_as_current_span(ACCEPT_SPAN, kind=SpanKind.SERVER):
+            decision = self._decide(table_id, raw)
+            self._make_durable_inline(decision)
         return decision.responses
 
     async def handle_event_durably(
@@ -267,14 +273,15 @@ class Gateway:
         """Apply one device message; the replies once its spool write is durable (group commit
         with the other tables' writes, off the event loop). One message per table at a time."""
         async with self._table_lock(table_id):
-            decision = self._decide(table_id, raw)
-            if decision.write is not None:
-                try:
-                    await self.spool.write(decision.write)
-                except Exception:
-                    self._undo(decision)
-                    raise
-                self._spooled.set()
+            with TRACER.start_as_current_span(ACCEPT_SPAN, kind=SpanKind.SERVER):
+                decision = self._decide(table_id, raw)
+                if decision.write is not None:
+                    try:
+                        await self.spool.write(decision.write)
+                    except Exception:
+                        self._undo(decision)
+                        raise
+                    self._spooled.set()
             return decision.responses
 
     def _table_lock(self, table_id: str) -> asyncio.Lock:
@@ -319,6 +326,14 @@ class Gateway:
             sequence = event.sequence
             kind = event.WhichOneof("payload") or "none"
             metrics.DEVICE_EVENTS.labels(kind).inc()
+            trace.get_current_span().set_attributes(
+                {
+                    "jackpot.table": table_id,
+                    "jackpot.round": event.round_id,
+                    "jackpot.event": kind,
+                    "jackpot.sequence": sequence,
+                }
+            )
             if event.table_id != table_id:
                 raise DomainError(
                     Reason.TABLE_MISMATCH,
@@ -351,6 +366,7 @@ class Gateway:
                 [r for r in records if r is not None],
                 seen=(sequence, fingerprint),
                 seen_window=REMEMBERED_OUTCOMES,
+                trace_context=traceparent(),
             )
             responses = [_reply(sequence), *_commands(outcome.facts)]
             return _Decision(table_id, responses, write, before)
@@ -568,8 +584,19 @@ class Gateway:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._spooled.wait(), 0.5)
                     continue
-                futures = [await producer.send(r.topic, r.value, key=r.key) for r in records]
-                await asyncio.gather(*futures)
+                spans = [
+                    start_span_under(PUBLISH_SPAN, r.trace_context, r.created_ns) for r in records
+                ]
+                try:
+                    futures = [
+                        await producer.send(r.topic, r.value, key=r.key, headers=headers_of(span))
+                        for r, span in zip(records, spans, strict=True)
+                    ]
+                    await asyncio.gather(*futures)
+                finally:
+                    for span in spans:
+                        if span is not None:
+                            span.end()
                 now_ns = time.time_ns()
                 for record in records:
                     metrics.PUBLISH_SECONDS.observe((now_ns - record.created_ns) / 1e9)

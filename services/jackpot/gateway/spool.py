@@ -41,6 +41,7 @@ class OutboxRecord:
     key: bytes
     value: bytes
     created_ns: int
+    trace_context: str = ""  # the accepting span's traceparent ("" untraced)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,7 @@ class SpoolWrite:
     # the accepted event's (sequence, fingerprint), and how many of the table's to keep
     seen: tuple[int, str] | None = None
     seen_window: int = 0
+    trace_context: str = ""  # the traceparent the records are published with ("" untraced)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,13 @@ class Spool:
             " fingerprint TEXT NOT NULL, PRIMARY KEY (table_id, sequence)) WITHOUT ROWID"
         )
         self._move_seen_out_of_states()
+        self._add_trace_context_column()
+
+    def _add_trace_context_column(self) -> None:
+        """Spools written before traces existed get the column (empty for their records)."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(outbox)")}
+        if "trace_context" not in columns:
+            self._db.execute("ALTER TABLE outbox ADD COLUMN trace_context TEXT NOT NULL DEFAULT ''")
 
     def start_writer(self) -> None:
         """Send every further :meth:`write` to the group-commit writer thread (idempotent)."""
@@ -166,7 +175,8 @@ class Spool:
         """The oldest records of the outbox, after ``after_id`` (those already acknowledged but
         whose deletion is still queued)."""
         rows = self._db.execute(
-            "SELECT id, topic, key, value, created_ns FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
+            "SELECT id, topic, key, value, created_ns, trace_context FROM outbox"
+            " WHERE id > ? ORDER BY id LIMIT ?",
             (after_id, limit),
         ).fetchall()
         return [OutboxRecord(*row) for row in rows]
@@ -217,8 +227,9 @@ def _commit(db: sqlite3.Connection, changes: list[SpoolWrite]) -> None:
                 )
             if change.records:
                 db.executemany(
-                    "INSERT INTO outbox (topic, key, value, created_ns) VALUES (?, ?, ?, ?)",
-                    [(topic, key, value, now) for topic, key, value in change.records],
+                    "INSERT INTO outbox (topic, key, value, created_ns, trace_context)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    [(t, k, v, now, change.trace_context) for t, k, v in change.records],
                 )
             if change.delete_through is not None:
                 db.execute("DELETE FROM outbox WHERE id <= ?", (change.delete_through,))

@@ -10,6 +10,7 @@ process, a stalled node) by itself instead of waiting on it forever.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -26,6 +27,8 @@ KEEPALIVE_OPTIONS: list[tuple[str, object]] = [
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
 ]
+OWNER_SEARCH_SECONDS = 10.0  # how long a unary call looks for the owner (a handover's rebalance)
+OWNER_RETRY_SECONDS = 0.25  # the pause before the next address when no owner was named
 T = TypeVar("T")
 
 
@@ -78,17 +81,23 @@ async def call_owner(
     targets: PayoutTargets,
     tls: TlsSettings,
     call: Callable[[payout_pb2_grpc.PayoutServiceStub], Awaitable[T]],
-    attempts: int = 4,
+    within_seconds: float = OWNER_SEARCH_SECONDS,
 ) -> T:
     """``call`` on the owning instance, following refusals that name the owner; the last
-    refusal or error is raised when every attempt failed."""
-    for attempt in range(1, attempts + 1):
+    refusal or error is raised when no instance answered within ``within_seconds``.
+
+    An owner named is tried at once; otherwise the next address after a short pause, since
+    during a handover the instances can name an owner that has just stopped until the
+    group's rebalance settles."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_seconds
+    while True:
         async with secure_channel(targets.current, tls, targets.options()) as channel:
             stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
             try:
                 return await call(stub)
             except grpc.aio.AioRpcError as error:
-                if error.code() != grpc.StatusCode.UNAVAILABLE or attempt == attempts:
+                if error.code() != grpc.StatusCode.UNAVAILABLE or loop.time() >= deadline:
                     raise
-                targets.moved(error)
-    raise AssertionError("unreachable")  # the loop returns or raises
+                if not targets.moved(error):
+                    await asyncio.sleep(OWNER_RETRY_SECONDS)

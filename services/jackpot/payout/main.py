@@ -87,4 +87,4 @@ def main() -> int:
     configure_logging()
     serve_metrics(settings.metrics_port, settings.metrics_host)
 
-    return run_service("payout", partial(compose_payout, settings))
+    return run_service("payout", partial(compose_payout, settings), settings.tracing)

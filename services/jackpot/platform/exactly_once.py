@@ -58,6 +58,7 @@ from aiokafka.structs import ConsumerRecord
 
 from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, stop_client, topic_partitions
 from jackpot.platform.metrics import ProcessorMetrics
+from jackpot.platform.tracing import batch_span, child_span, kafka_headers
 
 log = structlog.get_logger("jackpot.exactly_once")
 
@@ -89,12 +90,14 @@ class NotCommitted(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class OutputRecord:
-    """One record a transaction writes; ``partition`` pins it (changelog records do)."""
+    """One record a transaction writes; ``partition`` pins it (changelog records do). Without
+    ``headers`` it carries the transaction's trace context (jackpot.platform.tracing)."""
 
     topic: str
     value: bytes | None
     key: bytes | None
     partition: int | None = None
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 class Batch(Protocol):
@@ -412,14 +415,21 @@ class ExactlyOnceProcessor(Generic[H]):
         fresh = [r for r in records if r.offset >= handler.next_offset]  # older: before a re-seek
         if not fresh:
             return
-        try:
-            batch = handler.apply(fresh)
-        except Exception as error:
-            # A bug (for example rule M2 broken): never commit it, stop this partition loudly.
-            handler.rollback()
-            self._halt(owned, "processing_failed", error)
-            return
-        await self._transact(owned, batch, "batch")
+        name = self.config.name
+        with batch_span(
+            f"{name}.process",
+            (r.headers for r in fresh),
+            **{"messaging.batch.message_count": len(fresh), "jackpot.partition": owned.partition},
+        ):
+            try:
+                with child_span(f"{name}.apply"):
+                    batch = handler.apply(fresh)
+            except Exception as error:
+                # A bug (for example rule M2 broken): never commit it, stop this partition loudly.
+                handler.rollback()
+                self._halt(owned, "processing_failed", error)
+                return
+            await self._transact(owned, batch, "batch")
 
     async def _ticks(self) -> None:
         if self._tick_seconds is None:
@@ -460,13 +470,24 @@ class ExactlyOnceProcessor(Generic[H]):
 
     async def _transact(self, owned: Owned[H], batch: B, kind: str) -> bool:
         """Write a batch (with offsets for input batches) in one transaction; undo on failure."""
+        started = time.perf_counter()
+        with child_span(f"{self.config.name}.transaction", **{"jackpot.batch": kind}):
+            return await self._write(owned, batch, kind, started)
+
+    async def _write(self, owned: Owned[H], batch: B, kind: str, started: float) -> bool:
         producer = owned.producer
         handler = owned.handler
-        started = time.perf_counter()
+        traced = kafka_headers() or None  # the transaction span's context, if it is sampled
         try:
             await producer.begin_transaction()
             sent = [
-                await producer.send(r.topic, r.value, key=r.key, partition=r.partition)
+                await producer.send(
+                    r.topic,
+                    r.value,
+                    key=r.key,
+                    partition=r.partition,
+                    headers=list(r.headers) or traced,
+                )
                 for r in batch.records
             ]
             await asyncio.gather(*sent)

@@ -16,6 +16,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from jackpot.platform.tracing import ServerTracing
+
 Registrar = Callable[[grpc.aio.Server], None]
 
 
@@ -31,6 +33,7 @@ class GrpcServer:
         health_address: str = "",
     ) -> None:
         self._server = grpc.aio.server(
+            interceptors=[ServerTracing()],
             options=[
                 ("grpc.max_receive_message_length", 1 << 20),
                 ("grpc.keepalive_time_ms", 10_000),
@@ -41,7 +44,7 @@ class GrpcServer:
                 # must leave a paused payout instance): never answer their pings with GOAWAY.
                 ("grpc.http2.min_recv_ping_interval_without_data_ms", 1_000),
                 ("grpc.http2.max_ping_strikes", 0),
-            ]
+            ],
         )
         for register in registrars:
             register(self._server)

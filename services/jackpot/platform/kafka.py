@@ -129,6 +129,37 @@ async def read_to_end(
     return found
 
 
+async def group_offsets(
+    bootstrap_servers: str, group_id: str, topic: str, client_options: Mapping[str, Any]
+) -> dict[int, tuple[int, int]]:
+    """Each partition of ``topic``: (the offset consumer group ``group_id`` committed, 0 if none;
+    the partition's end offset). For a topic without transactions the group has consumed a
+    partition exactly when the two are equal."""
+    counts = await topic_partitions(
+        {"bootstrap_servers": bootstrap_servers, **client_options}, [topic]
+    )
+    partitions = [TopicPartition(topic, p) for p in range(counts.get(topic, 0))]
+    if not partitions:
+        return {}
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap_servers, group_id=None, **client_options
+    )
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, **client_options)
+    await consumer.start()
+    try:
+        ends = await consumer.end_offsets(partitions)
+        await admin.start()
+        committed = await admin.list_consumer_group_offsets(group_id, partitions=partitions)
+    finally:
+        await stop_client(consumer)
+        await admin.close()
+    offsets = {}
+    for tp in partitions:
+        done = committed.get(tp)
+        offsets[tp.partition] = (max(done.offset, 0) if done is not None else 0, ends[tp])
+    return offsets
+
+
 def idempotent_producer(bootstrap_servers: str, **extra: object) -> AIOKafkaProducer:
     """A producer that never duplicates on retry: idempotence on, acks from all in-sync replicas."""
     options: dict[str, object] = {"linger_ms": 2, **extra}

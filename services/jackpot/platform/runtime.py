@@ -30,6 +30,9 @@ from typing import Any, Protocol
 
 import structlog
 
+from jackpot.platform.settings import TracingSettings, default_instance_id
+from jackpot.platform.tracing import configure_tracing, shutdown_tracing
+
 log = structlog.get_logger("jackpot.runtime")
 
 STOP_STEP_SECONDS = 30.0  # a graceful stop step after SIGTERM (Kubernetes grants 30 s by default)
@@ -186,12 +189,16 @@ def authenticate_software(service: str) -> bool:
     return True
 
 
-def run_service(service: str, compose: Compose) -> int:
+def run_service(service: str, compose: Compose, tracing: TracingSettings | None = None) -> int:
     """``serve`` on a fresh event loop; SIGTERM or SIGINT stops it gracefully. The exit status.
 
-    A service whose software fails its manifest (R6) never starts: one line, exit 3."""
+    A service whose software fails its manifest (R6) never starts: one line, exit 3. With a
+    ``tracing`` endpoint its spans are exported (``jackpot.platform.tracing``) until it stops."""
     if not authenticate_software(service):
         return SOFTWARE_NOT_VERIFIED_EXIT
+    if tracing is not None:
+        name, _, instance = service.partition(":")
+        configure_tracing(name, tracing, instance or default_instance_id())
 
     async def main() -> int:
         stop = asyncio.Event()
@@ -200,4 +207,7 @@ def run_service(service: str, compose: Compose) -> int:
             loop.add_signal_handler(signum, stop.set)
         return await serve(service, compose, stop)
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    finally:
+        shutdown_tracing()

@@ -335,6 +335,34 @@ class AccessSettings(SettingsSection):
         return self
 
 
+class TracingSettings(SettingsSection):
+    """Where spans go (:mod:`jackpot.platform.tracing`): OpenTelemetry's own variables. No
+    endpoint: tracing is off and costs nothing. Sampling follows the SDK's OTEL_TRACES_SAMPLER and
+    OTEL_TRACES_SAMPLER_ARG."""
+
+    shared_title: ClassVar[str] = "Tracing: OpenTelemetry over OTLP (every service)"
+
+    endpoint: Annotated[
+        str, Env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+    ] = Field(
+        "",
+        description="the OTLP/gRPC collector: http://host:port plaintext, https://host:port TLS "
+        "(empty: tracing off)",
+    )
+
+    @model_validator(mode="after")
+    def _endpoint_is_a_url(self) -> Self:
+        if self.endpoint:
+            scheme, _, rest = self.endpoint.partition("://")
+            host, _, port = rest.rstrip("/").rpartition(":")
+            if scheme not in ("http", "https") or not host or not port.isdigit():
+                raise ValueError(
+                    f"the OTLP endpoint {self.endpoint!r} (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or "
+                    "OTEL_EXPORTER_OTLP_ENDPOINT) is not http(s)://host:port"
+                )
+        return self
+
+
 class ServiceSettings(BaseSettings):
     """The settings of one service: subclasses set ``env_prefix`` and ``service``."""
 
@@ -346,6 +374,7 @@ class ServiceSettings(BaseSettings):
     ] = Field("127.0.0.1:9092", description="Kafka brokers, comma-separated host:port")
     kafka_security: KafkaSecurity = Field(default_factory=KafkaSecurity)
     access: AccessSettings = Field(default_factory=AccessSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -664,7 +693,8 @@ def settings_markdown() -> str:
         for name, info in ServiceSettings.model_fields.items()
         if (section := _section(info)) is not None and section.shared_title
     }
-    names = " and ".join(f"`{name}`" for name in shared)
+    quoted = [f"`{name}`" for name in shared]
+    names = ", ".join(quoted[:-1]) + f" and {quoted[-1]}" if len(quoted) > 1 else "".join(quoted)
     for cls in service_settings():
         prefix = cls.model_config.get("env_prefix")
         lines += [f"## {cls.service}: `jackpot {cls.service}` ({prefix}*)", "", _doc(cls), ""]

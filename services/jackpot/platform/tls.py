@@ -18,6 +18,7 @@ from cryptography.x509.oid import NameOID
 
 from jackpot.domain.access import Principal, Role
 from jackpot.platform.settings import TlsSettings as TlsSettings
+from jackpot.platform.tracing import ClientTracing
 
 TABLE_URI_PREFIX = "urn:jackpot:table:"
 
@@ -25,11 +26,13 @@ TABLE_URI_PREFIX = "urn:jackpot:table:"
 def secure_channel(
     target: str, tls: TlsSettings, options: list[tuple[str, object]] | None = None
 ) -> grpc.aio.Channel:
-    """An asyncio channel: mutual TLS when ``tls`` is enabled, plaintext otherwise."""
+    """An asyncio channel: mutual TLS when ``tls`` is enabled, plaintext otherwise; its unary
+    calls carry the caller's trace context."""
     credentials = tls.channel_credentials()
+    interceptors = [ClientTracing()]
     if credentials is None:
-        return grpc.aio.insecure_channel(target, options=options)
-    return grpc.aio.secure_channel(target, credentials, options=options)
+        return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
+    return grpc.aio.secure_channel(target, credentials, options=options, interceptors=interceptors)
 
 
 def principal_from_pem(pem: bytes) -> Principal:

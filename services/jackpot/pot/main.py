@@ -163,4 +163,4 @@ def main() -> int:
     settings = load_or_exit(PotSettings)
     configure_logging(settings.log_level, settings.log_json)
     serve_metrics(settings.metrics_port, settings.metrics_host)
-    return run_service("pot", partial(compose_pot, settings))
+    return run_service("pot", partial(compose_pot, settings), settings.tracing)

@@ -62,4 +62,6 @@ def main(table_id: str | None = None) -> int:
         environ["JACKPOT_TERMINAL_TABLE"] = table_id
     settings = load_or_exit(TerminalSettings, environ)
     configure_logging()
-    return run_service(f"terminal:{settings.table_id}", partial(compose_terminal, settings))
+    return run_service(
+        f"terminal:{settings.table_id}", partial(compose_terminal, settings), settings.tracing
+    )
