@@ -1,12 +1,13 @@
 """One trace of a round from its lock at the gateway to the sign that shows it (issue 18, item 4).
 
-The real gateway, pot service and display run in this process against the real broker, with the
-OpenTelemetry SDK's in-memory exporter installed as the tracer provider; a device locks a round
-and a sign controller watches the group over gRPC. The spans of the lock must form one trace,
-hop by hop (gateway.accept → gateway.publish → pot.process → pot.apply, pot.transaction →
+The real gateway, pot, payout and display services run in this process against the real broker,
+with the OpenTelemetry SDK's in-memory exporter installed as the tracer provider; a device locks
+a round and a sign controller watches the group over gRPC. The spans of the lock must form one
+trace, hop by hop (gateway.accept → gateway.publish → pot.process → pot.apply, pot.transaction →
 display.update → display.push), linked through the Kafka record headers, and the sign must be
-handed the push span's context. A unary call made inside a span carries its context in the gRPC
-metadata to the server's span.
+handed the push span's context. The round's winning result is traced on into the payout's batch
+that orders the prize. A unary call made inside a span carries its context in the gRPC metadata
+to the server's span.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from jackpot.display.main import run_display
 from jackpot.display.settings import DisplaySettings
 from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
+from jackpot.payout.main import run_payout
+from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.settings import AccessSettings
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.platform.tracing import from_traceparent
@@ -54,7 +57,9 @@ from tests.integration.test_display import free_port
 
 pytestmark = pytest.mark.integration
 
+REPO = Path(__file__).resolve().parents[2]
 TABLE = "CAR-1"
+ROYAL_FLUSH = ["AS", "KS", "QS", "JS", "TS"]
 PARENTS = {  # each hop's span under the one before it
     "gateway.publish": "gateway.accept",
     "pot.process": "gateway.publish",
@@ -110,6 +115,22 @@ def pot_settings(bootstrap: str, unique: str, table_events: str, pot_updates: st
     )
 
 
+def payout_settings(bootstrap: str, unique: str, payouts: str) -> PayoutSettings:
+    return PayoutSettings(
+        bootstrap_servers=bootstrap,
+        grpc_address="127.0.0.1:0",
+        metrics_port=0,
+        consumer_group=f"test-trace-payout-{unique}",
+        transactional_id_prefix=f"test-trace-payout-{unique}",
+        awards_topic=f"test.trace.awards.{unique}",
+        payouts_topic=payouts,
+        ledger_topic=f"test.trace.ledger.{unique}",
+        access=AccessSettings(
+            audit_topic=f"test.trace.audit.{unique}", insecure_roles=frozenset({Role.SUPERVISOR})
+        ),
+    )
+
+
 @contextlib.asynccontextmanager
 async def floor(bootstrap: str, unique: str, spool: Path) -> AsyncIterator[tuple[str, str, str]]:
     """Pot, gateway and display in this process: (pot, gateway, display) gRPC addresses."""
@@ -130,6 +151,9 @@ async def floor(bootstrap: str, unique: str, spool: Path) -> AsyncIterator[tuple
     )
     stop = asyncio.Event()
     display = asyncio.create_task(run_display(display_settings, stop))
+    payout = asyncio.create_task(
+        run_payout(payout_settings(bootstrap, unique, display_settings.payouts_topic), stop)
+    )
     gateway = None
     try:
         gateway = await start_gateway(gateway_settings)
@@ -139,6 +163,7 @@ async def floor(bootstrap: str, unique: str, spool: Path) -> AsyncIterator[tuple
         if gateway is not None:
             await gateway.stop()
         await asyncio.wait_for(display, 30)
+        await asyncio.wait_for(payout, 30)
         await pot.stop(0.5)
 
 
@@ -172,6 +197,38 @@ def shown_trace(states: list[display_pb2.SignState]) -> common_pb2.LockTrace | N
     return next(traces, None)
 
 
+def render(spans: dict[str, ReadableSpan]) -> str:
+    """The trace as an indented tree: each span's start after the root and its duration (ms)."""
+    root = spans["gateway.accept"]
+    children: dict[int, list[ReadableSpan]] = {}
+    for span in spans.values():
+        if span.parent is not None:
+            children.setdefault(span.parent.span_id, []).append(span)
+    lines: list[str] = []
+
+    def walk(span: ReadableSpan, depth: int) -> None:
+        start = ((span.start_time or 0) - (root.start_time or 0)) / 1e6
+        took = ((span.end_time or 0) - (span.start_time or 0)) / 1e6
+        label = f"{'  ' * depth}{span.name}"
+        lines.append(f"{label:<24} +{start:8.2f} ms  {took:8.2f} ms")
+        for child in sorted(
+            children.get(span.context.span_id, []), key=lambda c: c.start_time or 0
+        ):
+            walk(child, depth + 1)
+
+    walk(root, 0)
+    return "\n".join(lines) + "\n"
+
+
+def award_trace(spans: list[ReadableSpan]) -> dict[str, ReadableSpan]:
+    """The spans of the trace that began with the device's hand results."""
+    for span in spans:
+        attributes = span.attributes or {}
+        if span.name == "gateway.accept" and attributes.get("jackpot.event") == "hand_results":
+            return by_name(spans, span.context.trace_id)
+    return {}
+
+
 def by_name(spans: list[ReadableSpan], trace_id: int) -> dict[str, ReadableSpan]:
     return {s.name: s for s in spans if s.context is not None and s.context.trace_id == trace_id}
 
@@ -192,6 +249,11 @@ async def test_one_trace_follows_a_lock_from_the_gateway_to_the_sign(
             assert (await device.bet(1, 2)).accepted
             assert (await device.lock()).accepted
             await wait_until(lambda: shown_trace(states) is not None, within=30)
+            assert (await device.results({1: ROYAL_FLUSH})).accepted
+            await wait_until(
+                lambda: "payout.process" in award_trace(list(exported.get_finished_spans())),
+                within=30,
+            )
         finally:
             await device.close()
             watcher.cancel()
@@ -223,6 +285,18 @@ async def test_one_trace_follows_a_lock_from_the_gateway_to_the_sign(
     # Each hop begins after the one before it began (one clock: this process).
     starts = [spans[name].start_time or 0 for name in LOCK_TO_SIGN]
     assert starts == sorted(starts)
+
+    # The result's award: the payout's processor continues that round's trace.
+    awarded = award_trace(list(exported.get_finished_spans()))
+    ordered = awarded["payout.process"]
+    assert ordered.parent is not None
+    assert ordered.parent.span_id == awarded["pot.transaction"].context.span_id
+    assert awarded["payout.apply"].parent.span_id == ordered.context.span_id  # type: ignore[union-attr]
+    assert awarded["payout.transaction"].parent.span_id == ordered.context.span_id  # type: ignore[union-attr]
+
+    trace_file = REPO / "build" / "round-trace.txt"
+    trace_file.parent.mkdir(exist_ok=True)
+    trace_file.write_text(render(spans))
 
     # gRPC metadata: the pot's span of CreatePotGroup is a child of the caller's span.
     finished = list(exported.get_finished_spans())
