@@ -6,6 +6,7 @@ The whole lock-to-sign trace across the services is tests/integration/test_round
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -159,3 +160,42 @@ def test_a_spool_from_before_traces_gets_the_column_and_keeps_its_records(tmp_pa
     finally:
         spool.close()
     assert [(r.value, r.trace_context) for r in pending] == [(b"v", ""), (b"w", SAMPLED)]
+
+
+def test_untraced_work_starts_no_trace_and_a_failed_transaction_is_marked() -> None:
+    """A heartbeat's transaction (no span around it) records nothing; a transaction that fails
+    inside a traced batch is an error span with the exception (in a process of its own)."""
+    script = textwrap.dedent(
+        """
+        import json
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from jackpot.platform.tracing import batch_span, child_span, failed
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        with child_span("pot.transaction"):  # a heartbeat: nothing around it
+            pass
+        with batch_span("pot.process", [None, []]):  # records without a trace context
+            pass
+        traced = [[("traceparent", b"@SAMPLED@")]]
+        with batch_span("pot.process", traced), child_span("pot.transaction"):
+            failed(TimeoutError("commit timed out"))
+        print(json.dumps([
+            [s.name, s.status.status_code.name, [e.name for e in s.events]]
+            for s in exporter.get_finished_spans()
+        ]))
+        """
+    ).replace("@SAMPLED@", SAMPLED)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [
+        ["pot.transaction", "ERROR", ["exception"]],
+        ["pot.process", "UNSET", []],
+    ]

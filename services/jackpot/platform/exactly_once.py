@@ -58,7 +58,7 @@ from aiokafka.structs import ConsumerRecord
 
 from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, stop_client, topic_partitions
 from jackpot.platform.metrics import ProcessorMetrics
-from jackpot.platform.tracing import batch_span, child_span, kafka_headers
+from jackpot.platform.tracing import batch_span, child_span, failed, kafka_headers
 
 log = structlog.get_logger("jackpot.exactly_once")
 
@@ -497,10 +497,12 @@ class ExactlyOnceProcessor(Generic[H]):
                 )
             await producer.commit_transaction()
         except ProducerFenced as error:
+            failed(error)
             handler.rollback()
             self._halt(owned, "producer_fenced", error)
             return False
         except (KafkaError, OSError, TimeoutError) as error:
+            failed(error)
             await self._abort(owned, error)
             return False
         handler.commit(batch)

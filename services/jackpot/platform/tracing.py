@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
-from opentelemetry.trace import Link, Span, SpanKind
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -158,6 +158,14 @@ def child_span(name: str, **attributes: Any) -> Iterator[Span]:
         return
     with TRACER.start_as_current_span(name, attributes=attributes) as span:
         yield span
+
+
+def failed(error: BaseException) -> None:
+    """The current span's work failed (a transaction aborted): recorded with the error."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.record_exception(error)
+        span.set_status(Status(StatusCode.ERROR, type(error).__name__))
 
 
 # ------------------------------------------------------------------------ gRPC metadata
