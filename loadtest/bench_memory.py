@@ -61,24 +61,25 @@ def request(sequence: int, table_id: str, round_id: str, **payload: Any) -> byte
 
 
 def valid_round(table_id: str, game: Game) -> list[bytes]:
-    """One round a fresh table accepts step by step (the material the bit flips start from)."""
+    """One round a fresh table accepts step by step, then a cash-out between rounds (the
+    material the bit flips here and the gateway's fuzz tests start from)."""
     rules = GAME_RULES[game]
     own = rules.own_cards[0]
     hand = device_pb2.HandCards(seat=1, cards=DECK[:own])
+    community = DECK[own : own + rules.community_cards]
     steps: list[dict[str, Any]] = [
         {"round_opened": device_pb2.RoundOpened()},
         {"credits_added": device_pb2.CreditsAdded(seat=1, credits=10)},
         {"bet_placed": device_pb2.BetPlaced(seat=1, credits=2)},
         {"credits_added": device_pb2.CreditsAdded(seat=2, credits=3)},
         {"dealer_lock": device_pb2.DealerLock()},
-        {
-            "hand_results": device_pb2.HandResults(
-                hands=[hand], community_cards=DECK[own : own + rules.community_cards]
-            )
-        },
-        {"credits_cashed_out": device_pb2.CreditsCashedOut(seat=1, credits=8)},
+        {"hand_results": device_pb2.HandResults(hands=[hand], community_cards=community)},
+        {"credits_cashed_out": device_pb2.CreditsCashedOut(seat=1, credits=8)},  # between rounds
     ]
-    return [request(i, table_id, "R1", **step) for i, step in enumerate(steps, start=1)]
+    return [
+        request(i, table_id, "R1" if i < len(steps) else "", **step)
+        for i, step in enumerate(steps, start=1)
+    ]
 
 
 def flip(raw: bytes, position: int) -> bytes:

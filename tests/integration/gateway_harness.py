@@ -24,6 +24,7 @@ from jackpot.gateway.grpc_api import SERVICE_NAME, TableDeviceServicer
 from jackpot.gateway.service import Gateway
 from jackpot.gateway.settings import GatewaySettings, TableSettings, Topics
 from jackpot.gateway.spool import Spool
+from jackpot.platform.audit import AuditLog
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import committed_consumer, ensure_topics, idempotent_producer
 from jackpot.topics import TopicSpec
@@ -135,20 +136,36 @@ class RunningGateway:
     gateway: Gateway
     server: GrpcServer
     spool: Spool
+    audit: AuditLog | None = None
 
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.server.port}"
 
+    @property
+    def tls_target(self) -> str:
+        """The address by the name the dev CA's server certificates carry."""
+        return f"localhost:{self.server.port}"
+
     async def stop(self) -> None:
         await self.server.stop(0.5)
         await self.gateway.stop()
+        if self.audit is not None:
+            await self.audit.stop()
         self.spool.close()
 
 
-async def start_gateway(settings: GatewaySettings) -> RunningGateway:
+async def start_gateway(settings: GatewaySettings, audited: bool = False) -> RunningGateway:
+    """The gateway and its gRPC server (mutual TLS if the settings say so); with ``audited``
+    its access decisions go to ``settings.access.audit_topic``."""
     spool = Spool(settings.spool_path)
-    gateway = Gateway(settings, spool)
+    audit = None
+    if audited:
+        audit = AuditLog(
+            settings.bootstrap_servers, settings.access.audit_topic, f"gateway:{settings.name}"
+        )
+        await audit.start()
+    gateway = Gateway(settings, spool, audit=audit)
     server = GrpcServer(
         settings.grpc_address,
         [TableDeviceServicer(gateway).register],
@@ -157,7 +174,7 @@ async def start_gateway(settings: GatewaySettings) -> RunningGateway:
     )
     await gateway.start()
     await server.start()
-    return RunningGateway(settings, gateway, server, spool)
+    return RunningGateway(settings, gateway, server, spool, audit)
 
 
 async def wait_until(predicate: Any, within: float = 10.0, step: float = 0.05) -> None:

@@ -9,12 +9,16 @@ import socket
 import sys
 from pathlib import Path
 
-import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from jackpot.domain.cards import Game
-from tests.integration.gateway_harness import CREDENTIAL, Device, create_topics, settings_for
+from tests.integration.gateway_harness import (
+    CREDENTIAL,
+    Device,
+    create_topics,
+    settings_for,
+    wait_health,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -63,21 +67,7 @@ async def test_gateway_process_serves_health_and_devices_and_stops_on_sigterm(
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            health = health_pb2_grpc.HealthStub(channel)
-            for _ in range(100):
-                try:
-                    answer = await health.Check(
-                        health_pb2.HealthCheckRequest(service="jackpot.v1.TableDeviceService"),
-                        timeout=1,
-                    )
-                    if answer.status == health_pb2.HealthCheckResponse.SERVING:
-                        break
-                except grpc.aio.AioRpcError:
-                    pass
-                await asyncio.sleep(0.1)
-            else:
-                raise AssertionError("the gateway never reported SERVING")
+        await wait_health(f"127.0.0.1:{port}", api="jackpot.v1.TableDeviceService", within=10)
         device = Device(f"127.0.0.1:{port}", "CAR-1", Game.CARIBBEAN)
         welcome = await device.connect()
         assert welcome.table_id == "CAR-1"

@@ -25,10 +25,6 @@ from jackpot.domain.access import Role
 from jackpot.domain.auditchain import AuditEntry
 from jackpot.domain.cards import Game
 from jackpot.gateway.client import DeviceClient
-from jackpot.gateway.grpc_api import SERVICE_NAME as DEVICE_SERVICE
-from jackpot.gateway.grpc_api import TableDeviceServicer
-from jackpot.gateway.service import Gateway
-from jackpot.gateway.spool import Spool
 from jackpot.payout.grpc_api import SERVICE_NAME as PAYOUT_SERVICE
 from jackpot.payout.grpc_api import PayoutServicer
 from jackpot.payout.service import PayoutService
@@ -53,7 +49,13 @@ from jackpot.v1 import (
     pot_pb2_grpc,
     table_events_pb2,
 )
-from tests.integration.gateway_harness import CREDENTIAL, settings_for, wait_until
+from tests.integration.gateway_harness import (
+    CREDENTIAL,
+    settings_for,
+    start_gateway,
+    wait_health,
+    wait_until,
+)
 from tests.integration.test_payout import award, free_port, publish
 from tests.integration.test_pot_service import pot_settings, read_topic
 
@@ -87,22 +89,6 @@ async def wait_for_entries(bootstrap: str, topic: str, count: int) -> list[Audit
 
 def code_of(error: pytest.ExceptionInfo[grpc.aio.AioRpcError]) -> grpc.StatusCode:
     return error.value.code()
-
-
-async def wait_serving(address: str, within: float = 20.0) -> None:
-    """Poll a plaintext health port until it answers SERVING (the service is ready), or fail."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    async with grpc.aio.insecure_channel(address) as channel:
-        health = health_pb2_grpc.HealthStub(channel)
-        while True:
-            with contextlib.suppress(grpc.aio.AioRpcError):
-                answer = await health.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
-                if answer.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            if loop.time() > deadline:
-                raise AssertionError(f"{address} did not report SERVING within {within} s")
-            await asyncio.sleep(0.1)
 
 
 async def test_pot_admin_api_needs_an_operator_certificate_and_audits_every_attempt(
@@ -345,19 +331,8 @@ async def test_a_device_certificate_opens_only_its_own_table_at_the_gateway(
     settings = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite").replace(
         access=access
     )
-    spool = Spool(settings.spool_path)
-    audit = AuditLog(kafka_bootstrap, access.audit_topic, f"gateway:{settings.name}")
-    gateway = Gateway(settings, spool, audit=audit)
-    server = GrpcServer(
-        settings.grpc_address,
-        [TableDeviceServicer(gateway).register],
-        [DEVICE_SERVICE],
-        access.tls.server_credentials(),
-    )
-    await audit.start()
-    await gateway.start()
-    await server.start()
-    target = f"localhost:{server.port}"
+    gateway = await start_gateway(settings, audited=True)
+    target = gateway.tls_target
     try:
         own = DeviceClient(
             target, "CAR-1", Game.CARIBBEAN, CREDENTIAL, tls=tls(pki, "device-CAR-1")
@@ -380,10 +355,7 @@ async def test_a_device_certificate_opens_only_its_own_table_at_the_gateway(
         await person.close()
         entries = await wait_for_entries(kafka_bootstrap, access.audit_topic, 2)
     finally:
-        await server.stop(0.5)
         await gateway.stop()
-        await audit.stop()
-        spool.close()
     refusals = [(e.principal, e.action, e.outcome) for e in entries]
     assert ("CAR-1", "connect_device", "refused") in refusals
     assert ("operator", "connect_device", "refused") in refusals
@@ -411,7 +383,7 @@ async def test_signs_need_a_sign_certificate(kafka_bootstrap: str, unique: str, 
     task = asyncio.create_task(run_display(settings, stop))
     target = f"localhost:{settings.grpc_address.rsplit(':', 1)[1]}"
     try:
-        await wait_serving(settings.access.health_address)  # ready: audit log and gRPC up
+        await wait_health(settings.access.health_address, within=20)  # audit log and gRPC up
         async with secure_channel(target, tls(pki, "device-CAR-1")) as channel:
             stub = display_pb2_grpc.SignServiceStub(channel)  # type: ignore[no-untyped-call]
             stream = stub.WatchSigns(display_pb2.WatchSignsRequest())

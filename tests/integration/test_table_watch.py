@@ -13,11 +13,6 @@ import grpc
 import pytest
 
 from jackpot.domain.cards import Game
-from jackpot.gateway.grpc_api import SERVICE_NAME, TableDeviceServicer
-from jackpot.gateway.service import Gateway
-from jackpot.gateway.spool import Spool
-from jackpot.platform.audit import AuditLog
-from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.settings import AccessSettings
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.tools.pki import issue_dev
@@ -114,19 +109,8 @@ async def test_a_terminal_certificate_for_one_table_never_sees_another(
     settings = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite").replace(
         access=access
     )
-    spool = Spool(settings.spool_path)
-    audit = AuditLog(kafka_bootstrap, access.audit_topic, f"gateway:{settings.name}")
-    gateway = Gateway(settings, spool, audit=audit)
-    server = GrpcServer(
-        settings.grpc_address,
-        [TableDeviceServicer(gateway).register],
-        [SERVICE_NAME],
-        access.tls.server_credentials(),
-    )
-    await audit.start()
-    await gateway.start()
-    await server.start()
-    target = f"localhost:{server.port}"
+    gateway = await start_gateway(settings, audited=True)
+    target = gateway.tls_target
 
     async def watch(holder: str, table_id: str) -> device_pb2.TableView:
         async with secure_channel(target, TlsSettings.for_name(pki, holder)) as channel:
@@ -144,10 +128,7 @@ async def test_a_terminal_certificate_for_one_table_never_sees_another(
             assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
         entries = await wait_for_entries(kafka_bootstrap, access.audit_topic, 3)
     finally:
-        await server.stop(0.5)
         await gateway.stop()
-        await audit.stop()
-        spool.close()
     seen = {(e.action, e.outcome, e.target) for e in entries}
     assert ("watch_table", "allowed", "CAR-1") in seen
     assert ("watch_table", "refused", "DRW-1") in seen

@@ -36,6 +36,7 @@ from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from loadtest.bench_memory import request, valid_round
 
 from jackpot.domain.cards import CARD_CODES, GAME_RULES, Game
 from jackpot.domain.errors import DomainError, Reason
@@ -178,32 +179,9 @@ def _decoded_event(raw: bytes) -> device_pb2.DeviceEvent | None:
     return request.event if request.WhichOneof("message") == "event" else None
 
 
-def request(sequence: int, table_id: str, round_id: str, **payload: Any) -> bytes:
-    event = device_pb2.DeviceEvent(sequence=sequence, table_id=table_id, round_id=round_id)
-    ((name, message),) = payload.items()
-    getattr(event, name).CopyFrom(message)
-    return device_pb2.ConnectRequest(event=event).SerializeToString()
-
-
 def valid_script(table_id: str) -> list[bytes]:
     """A round that the gateway accepts step by step, from a fresh table."""
-    rules = GAME_RULES[GAME_OF[table_id]]
-    own = rules.own_cards[0]
-    hand = device_pb2.HandCards(seat=1, cards=DECK[:own])
-    community = DECK[own : own + rules.community_cards]
-    steps: list[dict[str, Any]] = [
-        {"round_opened": device_pb2.RoundOpened()},
-        {"credits_added": device_pb2.CreditsAdded(seat=1, credits=10)},
-        {"bet_placed": device_pb2.BetPlaced(seat=1, credits=2)},
-        {"credits_added": device_pb2.CreditsAdded(seat=2, credits=3)},
-        {"dealer_lock": device_pb2.DealerLock()},
-        {"hand_results": device_pb2.HandResults(hands=[hand], community_cards=community)},
-        {"credits_cashed_out": device_pb2.CreditsCashedOut(seat=1, credits=8)},  # between rounds
-    ]
-    return [
-        request(i, table_id, "R1" if i < len(steps) else "", **step)
-        for i, step in enumerate(steps, start=1)
-    ]
+    return valid_round(table_id, GAME_OF[table_id])
 
 
 # ---------------------------------------------------------------------------- strategies
