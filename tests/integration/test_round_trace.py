@@ -30,7 +30,6 @@ from jackpot.display.settings import DisplaySettings
 from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
 from jackpot.payout.main import run_payout
-from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.settings import AccessSettings
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.platform.tracing import from_traceparent
@@ -54,6 +53,7 @@ from tests.integration.gateway_harness import (
     wait_until,
 )
 from tests.integration.test_display import free_port
+from tests.integration.test_supervised_services import payout_settings  # the same topics
 
 pytestmark = pytest.mark.integration
 
@@ -99,8 +99,8 @@ def pot_settings(bootstrap: str, unique: str, table_events: str, pot_updates: st
         transactional_id_prefix=f"test-trace-{unique}",
         table_events_topic=table_events,
         pot_updates_topic=pot_updates,
-        awards_topic=f"test.trace.awards.{unique}",
-        ledger_topic=f"test.trace.ledger.{unique}",
+        awards_topic=f"test.awards.{unique}",
+        ledger_topic=f"test.ledger.{unique}",
         state_topic=f"test.trace.state.{unique}",
         dead_letter_topic=f"test.trace.dead-letter.{unique}",
         topic_partitions=1,
@@ -111,22 +111,6 @@ def pot_settings(bootstrap: str, unique: str, table_events: str, pot_updates: st
         log_json=False,
         access=AccessSettings(
             insecure_roles=frozenset({Role.OPERATOR}), audit_topic=f"test.trace.audit.{unique}"
-        ),
-    )
-
-
-def payout_settings(bootstrap: str, unique: str, payouts: str) -> PayoutSettings:
-    return PayoutSettings(
-        bootstrap_servers=bootstrap,
-        grpc_address="127.0.0.1:0",
-        metrics_port=0,
-        consumer_group=f"test-trace-payout-{unique}",
-        transactional_id_prefix=f"test-trace-payout-{unique}",
-        awards_topic=f"test.trace.awards.{unique}",
-        payouts_topic=payouts,
-        ledger_topic=f"test.trace.ledger.{unique}",
-        access=AccessSettings(
-            audit_topic=f"test.trace.audit.{unique}", insecure_roles=frozenset({Role.SUPERVISOR})
         ),
     )
 
@@ -146,14 +130,12 @@ async def floor(bootstrap: str, unique: str, spool: Path) -> AsyncIterator[tuple
         http_port=free_port(),
         metrics_port=0,
         pot_updates_topic=topics.pot_updates,
-        awards_topic=f"test.trace.awards.{unique}",
-        payouts_topic=f"test.trace.payouts.{unique}",
+        awards_topic=f"test.awards.{unique}",
+        payouts_topic=f"test.payouts.{unique}",
     )
     stop = asyncio.Event()
     display = asyncio.create_task(run_display(display_settings, stop))
-    payout = asyncio.create_task(
-        run_payout(payout_settings(bootstrap, unique, display_settings.payouts_topic), stop)
-    )
+    payout = asyncio.create_task(run_payout(payout_settings(bootstrap, unique), stop))
     gateway = None
     try:
         gateway = await start_gateway(gateway_settings)
