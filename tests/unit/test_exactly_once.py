@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from aiokafka import TopicPartition
 from aiokafka.errors import (
+    IllegalOperation,
     KafkaConnectionError,
     OutOfOrderSequenceNumber,
     ProducerFenced,
@@ -101,17 +102,31 @@ class Counter:
 
 
 @dataclass
+class TransactionState:
+    """What aiokafka's transaction manager says of a producer's transaction."""
+
+    fatal: bool
+
+    def is_fatal_error(self) -> bool:
+        return self.fatal
+
+
+@dataclass
 class FakeProducer:
     name: str
     journal: list[str]
     fail_commit: BaseException | None = None
+    fail_send: BaseException | None = None
     calls: list[str] = field(default_factory=list)
     sent: list[tuple[str, bytes | None]] = field(default_factory=list)
+    _txn_manager: TransactionState = field(default_factory=lambda: TransactionState(False))
 
     async def begin_transaction(self) -> None:
         self.calls.append("begin")
 
     async def send(self, topic: str, value: bytes | None, **_: Any) -> Any:
+        if self.fail_send is not None:
+            raise self.fail_send
         self.sent.append((topic, value))
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         future.set_result(None)
@@ -292,3 +307,29 @@ async def test_a_revoked_partition_is_closed_and_forgotten() -> None:
     assert owned.producer.calls[-1] == "stop"  # type: ignore[attr-defined]
     with pytest.raises(NotOwned):
         await eos.submit(5, lambda handler: handler.add(1))
+
+
+async def test_a_transaction_fenced_while_its_records_are_sent_halts_the_partition() -> None:
+    """Seen in the fault suite after a pause: the sender heard of the fencing first, so the next
+    send raised IllegalOperation (not a KafkaError) and the whole service exited."""
+    eos, owned, _ = await owning(3)
+    producer: FakeProducer = owned.producer  # type: ignore[assignment]
+    producer.fail_send = IllegalOperation("Can't send messages while not in transaction")
+    producer._txn_manager = TransactionState(fatal=True)
+    with pytest.raises(NotCommitted):
+        await eos.submit(3, lambda handler: handler.add(5))
+    assert owned.halted
+    assert owned.why_halted == "producer_fenced"
+    assert eos._failure is None  # the service goes on: the rebalance takes the partition away
+    assert owned.handler.total == 40
+
+
+async def test_a_transaction_that_became_abortable_while_sending_is_aborted() -> None:
+    eos, owned, _ = await owning(3)
+    producer: FakeProducer = owned.producer  # type: ignore[assignment]
+    producer.fail_send = IllegalOperation("Can't send messages while not in transaction")
+    with pytest.raises(NotCommitted):
+        await eos.submit(3, lambda handler: handler.add(5))
+    assert not owned.halted
+    assert producer.calls[-1] == "abort"
+    assert owned.handler.total == 40

@@ -46,6 +46,7 @@ import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.errors import (
+    IllegalOperation,
     InvalidProducerEpoch,
     InvalidProducerIdMapping,
     InvalidTxnState,
@@ -70,6 +71,14 @@ PRODUCER_STATE_ERRORS = (
     InvalidProducerIdMapping,
     InvalidTxnState,
 )
+
+
+def fenced_meanwhile(producer: AIOKafkaProducer) -> bool:
+    """The producer's transaction failed fatally (a newer producer with its transactional id
+    fenced it) while a send was in flight. aiokafka keeps that state only in its transaction
+    manager and has no public accessor for it."""
+    manager = getattr(producer, "_txn_manager", None)
+    return bool(manager is not None and manager.is_fatal_error())
 
 
 class ProcessorError(RuntimeError):
@@ -500,6 +509,16 @@ class ExactlyOnceProcessor(Generic[H]):
             failed(error)
             handler.rollback()
             self._halt(owned, "producer_fenced", error)
+            return False
+        except IllegalOperation as error:
+            # The transaction ended under us while we sent (the sender heard of the failure
+            # first): fenced, so halt like above, or abortable, so abort like below.
+            failed(error)
+            if fenced_meanwhile(producer):
+                handler.rollback()
+                self._halt(owned, "producer_fenced", error)
+            else:
+                await self._abort(owned, error)
             return False
         except (KafkaError, OSError, TimeoutError) as error:
             failed(error)
