@@ -67,6 +67,7 @@ def kafka_bootstrap() -> Iterator[str]:
     configured = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if configured:
         yield configured
+        delete_session_topics(configured)
         return
     if _docker_engine_answers():
         from testcontainers.kafka import KafkaContainer
@@ -80,14 +81,47 @@ def kafka_bootstrap() -> Iterator[str]:
     try:
         yield "127.0.0.1:9092"
     finally:
+        delete_session_topics("127.0.0.1:9092")
         if started_here:
             subprocess.run([KAFKA_SH, "down"], check=False)
 
 
+SESSION_UNIQUES: set[str] = set()  # every `unique` handed out in this session
+
+
+def delete_session_topics(bootstrap: str) -> None:
+    """Delete the topics this session's tests made (their names carry a `unique` of this
+    session): otherwise a local broker collects thousands of partitions over many runs and
+    starts ever more slowly. Topics of other sessions on the same broker are left alone."""
+    import asyncio
+
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    async def delete() -> int:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            ours = [t for t in await admin.list_topics() if any(u in t for u in SESSION_UNIQUES)]
+            for start in range(0, len(ours), 200):
+                await admin.delete_topics(ours[start : start + 200])
+            return len(ours)
+        finally:
+            await admin.close()
+
+    if SESSION_UNIQUES:
+        try:
+            asyncio.run(asyncio.wait_for(delete(), 60))
+        except Exception as error:  # the tests' verdict stands; leftovers only cost start time
+            print(f"\nconftest: test topics not deleted: {error!r}")
+
+
 @pytest.fixture
 def unique() -> str:
-    """A short random suffix for topic, group and transactional ids of one test."""
-    return uuid.uuid4().hex[:10]
+    """A short random suffix for topic, group and transactional ids of one test (its topics
+    are deleted at the end of the session, :func:`delete_session_topics`)."""
+    value = uuid.uuid4().hex[:10]
+    SESSION_UNIQUES.add(value)
+    return value
 
 
 TopicFactory = Callable[..., Awaitable[str]]

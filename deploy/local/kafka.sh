@@ -9,6 +9,8 @@
 #   kafka.sh up | down | status      one node on 127.0.0.1:9092 (KAFKA_PORT changes the port;
 #                                    the controller listens on the port after it; KAFKA_HOST
 #                                    the address it listens on and advertises)
+#   kafka.sh reset                   stop it and delete its data (every topic): a broker that
+#                                    many test runs filled starts slowly
 #   kafka.sh cluster-up | cluster-down | cluster-status
 #                                    three nodes on 127.0.0.1:9192,9292,9392 (RF 3, min ISR 2)
 #   kafka.sh kill NODE | start NODE  fault tests: SIGKILL / restart cluster node 1, 2 or 3
@@ -388,6 +390,13 @@ case "$cmd" in
     start_node "$single_dir" "$(cluster_id_for "$single_dir/cluster.id")" "$single_port" "$single_host"
     ;;
   down) stop_nodes "$single_dir" ;;
+  reset)
+    # Every topic of the local broker goes: what many test runs left behind makes it slow to
+    # start (thousands of partitions to load).
+    stop_nodes "$single_dir"
+    rm -rf "$single_dir/data" "$single_dir/cluster.id"
+    log "local broker data deleted; the next 'up' starts empty"
+    ;;
   status)
     pid=$(node_pid "$single_dir")
     if [ -n "$pid" ] && port_open "$single_port" "$single_host"; then
