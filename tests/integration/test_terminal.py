@@ -47,6 +47,7 @@ class Floor:
     gateway: RunningGateway
     device: Device
     url: str
+    running: Running | None = None  # the payout instance running now (a test may replace it)
 
     async def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """POST the page's API from another thread (the terminal runs on this event loop)."""
@@ -88,12 +89,14 @@ async def floor(kafka_bootstrap: str, unique: str, tmp_path: Path) -> AsyncItera
     task = asyncio.create_task(run_terminal(terminal, stop, bound))
     under_test = Floor(payout, gateway, Device(gateway.target, TABLE, Game.CARIBBEAN), "")
     try:
-        async with Running(payout):
-            under_test.url = await asyncio.wait_for(bound, 20)
-            await wait_until(lambda: gateway.gateway.tables[TABLE].progressive_open, within=20)
-            await under_test.device.connect()
-            yield under_test
+        under_test.running = await Running(payout).__aenter__()
+        under_test.url = await asyncio.wait_for(bound, 20)
+        await wait_until(lambda: gateway.gateway.tables[TABLE].progressive_open, within=20)
+        await under_test.device.connect()
+        yield under_test
     finally:
+        if under_test.running is not None:
+            await under_test.running.__aexit__()
         stop.set()
         await task
         await under_test.device.close()
@@ -248,6 +251,40 @@ async def test_D3_a_lost_gateway_link_disables_the_buttons_and_they_come_back(
             "document.getElementById('answer').textContent.startsWith('paid')"
         )
         floor.device = Device(floor.gateway.target, TABLE, Game.CARIBBEAN)
+
+
+async def test_D3_a_lost_payout_link_disables_the_buttons_and_they_come_back(
+    floor: Floor, artifacts: Path
+) -> None:
+    """The payout service goes away (stopped, then started again on the same address): the
+    screen says the payout link is lost and refuses to confirm; back, it lists the prize again
+    and the dealer's press pays it once."""
+    prize = award("R5", 1, "FLUSH", 40_000, table=TABLE)
+    await publish(floor.payout, prize)
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1280, "height": 640})
+        await page.goto(floor.url)
+        button = page.locator("[data-testid=paid-1]")
+        await page.wait_for_selector("[data-testid=paid-1]:enabled")
+        assert floor.running is not None
+        await floor.running.__aexit__()
+        floor.running = None
+        await page.wait_for_selector("[data-testid=link-payout][data-up=false]", timeout=15_000)
+        assert await button.is_disabled()
+        assert "pagos" in (await page.get_by_test_id("link-lost").inner_text()).lower()
+        await page.screenshot(path=str(artifacts / "terminal-payout-lost.png"))
+        status, refused = await floor.post("/api/paid", {"award_id": prize.award_id})
+        assert status == 409
+        assert "payout service" in refused["message"]
+
+        floor.running = await Running(floor.payout).__aenter__()
+        await page.wait_for_selector("[data-testid=link-payout][data-up=true]", timeout=20_000)
+        await page.wait_for_selector("[data-testid=paid-1]:enabled", timeout=10_000)
+        await page.click("[data-testid=paid-1]")
+        await page.wait_for_function(
+            "document.getElementById('answer').textContent.startsWith('paid')"
+        )
+    assert await paid_entries(floor.payout, prize.award_id, 2) == 1
 
 
 @contextlib.asynccontextmanager
