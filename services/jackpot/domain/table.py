@@ -185,6 +185,8 @@ class Outcome:
     sequence: int
     facts: tuple[Fact, ...]
     duplicate: bool = False
+    # the oldest (sequence, fingerprint) pairs this input pushed out of the remembered window
+    forgotten: tuple[tuple[int, str], ...] = ()
 
 
 # ------------------------------------------------------------------------------------ state
@@ -251,16 +253,27 @@ class Table:
                 f"table {self.table_id}: sequence {sequence} after {self.last_sequence}; "
                 f"expected {self.last_sequence + 1}",
             )
-        outcome = Outcome(sequence, tuple(self.apply(event)))
+        facts = tuple(self.apply(event))
         self.last_sequence = sequence
         self._seen[sequence] = fingerprint
+        forgotten = []
         while len(self._seen) > REMEMBERED_OUTCOMES:
-            self._seen.popitem(last=False)
-        return outcome
+            forgotten.append(self._seen.popitem(last=False))
+        return Outcome(sequence, facts, forgotten=tuple(forgotten))
 
-    def to_state(self) -> dict[str, Any]:
-        """Everything needed to resume this table after a restart, as JSON-ready data."""
-        return {
+    def seen_before(self, outcome: Outcome) -> list[tuple[int, str]]:
+        """The remembered (sequence, fingerprint) pairs as they were before ``outcome`` was
+        accepted: what undoing that accept restores (its durable write failed)."""
+        if outcome.duplicate:
+            return list(self._seen.items())
+        kept = [(s, f) for s, f in self._seen.items() if s != outcome.sequence]
+        return [*outcome.forgotten, *kept]
+
+    def to_state(self, with_seen: bool = True) -> dict[str, Any]:
+        """Everything needed to resume this table after a restart, as JSON-ready data; without
+        the remembered fingerprints when ``with_seen`` is false (the gateway's spool keeps
+        those a row each, and copying 1,024 of them per event was a fifth of its CPU)."""
+        state: dict[str, Any] = {
             "table_id": self.table_id,
             "game": self.game.value,
             "limits": [self.limits.min_bet, self.limits.max_bet, self.limits.credit_value],
@@ -271,8 +284,10 @@ class Table:
             "forfeited": self.forfeited,
             "last_sequence": self.last_sequence,
             "published": self.published,
-            "seen": list(self._seen.items()),
         }
+        if with_seen:
+            state["seen"] = list(self._seen.items())
+        return state
 
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Table:
@@ -288,7 +303,7 @@ class Table:
             last_sequence=data["last_sequence"],
             published=data["published"],
         )
-        table._seen = OrderedDict((int(s), f) for s, f in data["seen"])
+        table._seen = OrderedDict((int(s), f) for s, f in data.get("seen", ()))
         return table
 
     # ---------------------------------------------------------------------------- rules

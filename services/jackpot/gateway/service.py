@@ -37,6 +37,7 @@ from jackpot.domain.table import (
     REMEMBERED_OUTCOMES,
     Fact,
     Limits,
+    Outcome,
     RoundLockedFact,
     RoundResultFact,
     RoundVoidedFact,
@@ -80,7 +81,10 @@ class _Decision:
     table_id: str
     responses: list[device_pb2.ConnectResponse]
     write: SpoolWrite | None = None
-    before: dict[str, object] | None = None  # the table's state to go back to if the write fails
+    # the table's state (without its remembered fingerprints) to go back to if the write fails,
+    # and the accept to take back from those fingerprints
+    before: dict[str, object] | None = None
+    outcome: Outcome | None = None
 
 
 @dataclass(slots=True)
@@ -302,9 +306,10 @@ class Gateway:
 
     def _undo(self, decision: _Decision) -> None:
         """The write failed: the table goes back to the state the spool still holds."""
-        if decision.before is not None:
+        if decision.before is not None and decision.outcome is not None:
             table = self.tables[decision.table_id]
-            self.tables[decision.table_id] = _restored(decision.before, table)
+            before = {**decision.before, "seen": table.seen_before(decision.outcome)}
+            self.tables[decision.table_id] = _restored(before, table)
             log.exception("spool_write_failed", table=decision.table_id)
 
     def _decide(self, table_id: str, raw: bytes) -> _Decision:
@@ -353,7 +358,7 @@ class Gateway:
                     f"event for round {event.round_id!r}; the table's round is "
                     f"{table.round_id or 'none'}",
                 )
-            before = table.to_state()
+            before = table.to_state(with_seen=False)
             fingerprint = _fingerprint(event)
             outcome = table.accept(sequence, device_input, fingerprint)
             if outcome.duplicate:
@@ -362,14 +367,14 @@ class Gateway:
             records = [self._record(table, fact, event) for fact in outcome.facts]
             write = SpoolWrite(
                 table_id,
-                table.to_state(),
+                table.to_state(with_seen=False),  # the spool stores the fingerprints a row each
                 [r for r in records if r is not None],
                 seen=(sequence, fingerprint),
                 seen_window=REMEMBERED_OUTCOMES,
                 trace_context=traceparent(),
             )
             responses = [_reply(sequence), *_commands(outcome.facts)]
-            return _Decision(table_id, responses, write, before)
+            return _Decision(table_id, responses, write, before, outcome)
         except DomainError as error:
             metrics.REJECTS.labels(error.reason.value).inc()
             log.info(
