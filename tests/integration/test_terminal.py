@@ -9,7 +9,7 @@ import contextlib
 import json
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,11 +221,43 @@ async def test_D3_a_prize_awaiting_approval_is_locked_on_the_terminal_until_appr
     assert await paid_entries(floor.payout, large.award_id, 3) == 1
 
 
-async def test_D3_a_lost_gateway_link_disables_the_buttons_and_they_come_back(
-    floor: Floor, artifacts: Path
+async def cut_gateway(floor: Floor) -> None:
+    await floor.device.close()
+    await floor.gateway.stop()
+
+
+async def restore_gateway(floor: Floor) -> None:
+    """The gateway back on the same address (the device reconnects later)."""
+    floor.gateway = await start_gateway(floor.gateway.settings)
+    floor.device = Device(floor.gateway.target, TABLE, Game.CARIBBEAN)
+
+
+async def cut_payout(floor: Floor) -> None:
+    assert floor.running is not None
+    await floor.running.__aexit__()
+    floor.running = None
+
+
+async def restore_payout(floor: Floor) -> None:
+    floor.running = await Running(floor.payout).__aenter__()
+
+
+# link -> (take it away, bring it back, the word the banner names it by, the refusal's words)
+Step = Callable[[Floor], Awaitable[None]]
+LINKS: dict[str, tuple[Step, Step, str, str]] = {
+    "gateway": (cut_gateway, restore_gateway, "mesa", "gateway"),
+    "payout": (cut_payout, restore_payout, "pagos", "payout service"),
+}
+
+
+@pytest.mark.parametrize("link", list(LINKS))
+async def test_D3_a_lost_link_disables_the_buttons_and_they_come_back(
+    floor: Floor, artifacts: Path, link: str
 ) -> None:
-    """The gateway goes away: the screen says which link is lost and no prize can be paid; the
-    gateway comes back on the same address and the terminal recovers by itself."""
+    """The gateway or the payout service goes away: the screen says which link is lost, the
+    buttons are disabled and a confirmation is refused; the service comes back on the same
+    address, the terminal recovers by itself and the dealer's press pays the prize once."""
+    cut, restore, banner_word, refusal_words = LINKS[link]
     prize = award("R3", 1, "FLUSH", 40_000, table=TABLE)
     await publish(floor.payout, prize)
     async with chromium() as browser:
@@ -233,52 +265,17 @@ async def test_D3_a_lost_gateway_link_disables_the_buttons_and_they_come_back(
         await page.goto(floor.url)
         button = page.locator("[data-testid=paid-1]")
         await page.wait_for_selector("[data-testid=paid-1]:enabled")
-        await floor.device.close()
-        await floor.gateway.stop()
-        await page.wait_for_selector("[data-testid=link-gateway][data-up=false]", timeout=15_000)
+        await cut(floor)
+        await page.wait_for_selector(f"[data-testid=link-{link}][data-up=false]", timeout=15_000)
         assert await button.is_disabled()
-        assert "mesa" in (await page.get_by_test_id("link-lost").inner_text()).lower()
-        await page.screenshot(path=str(artifacts / "terminal-link-lost.png"))
+        assert banner_word in (await page.get_by_test_id("link-lost").inner_text()).lower()
+        await page.screenshot(path=str(artifacts / f"terminal-{link}-lost.png"))
         status, refused = await floor.post("/api/paid", {"award_id": prize.award_id})
         assert status == 409
-        assert "gateway" in refused["message"]
+        assert refusal_words in refused["message"]
 
-        floor.gateway = await start_gateway(floor.gateway.settings)
-        await page.wait_for_selector("[data-testid=link-gateway][data-up=true]", timeout=20_000)
-        await page.wait_for_selector("[data-testid=paid-1]:enabled", timeout=10_000)
-        await page.click("[data-testid=paid-1]")
-        await page.wait_for_function(
-            "document.getElementById('answer').textContent.startsWith('paid')"
-        )
-        floor.device = Device(floor.gateway.target, TABLE, Game.CARIBBEAN)
-
-
-async def test_D3_a_lost_payout_link_disables_the_buttons_and_they_come_back(
-    floor: Floor, artifacts: Path
-) -> None:
-    """The payout service goes away (stopped, then started again on the same address): the
-    screen says the payout link is lost and refuses to confirm; back, it lists the prize again
-    and the dealer's press pays it once."""
-    prize = award("R5", 1, "FLUSH", 40_000, table=TABLE)
-    await publish(floor.payout, prize)
-    async with chromium() as browser:
-        page = await browser.new_page(viewport={"width": 1280, "height": 640})
-        await page.goto(floor.url)
-        button = page.locator("[data-testid=paid-1]")
-        await page.wait_for_selector("[data-testid=paid-1]:enabled")
-        assert floor.running is not None
-        await floor.running.__aexit__()
-        floor.running = None
-        await page.wait_for_selector("[data-testid=link-payout][data-up=false]", timeout=15_000)
-        assert await button.is_disabled()
-        assert "pagos" in (await page.get_by_test_id("link-lost").inner_text()).lower()
-        await page.screenshot(path=str(artifacts / "terminal-payout-lost.png"))
-        status, refused = await floor.post("/api/paid", {"award_id": prize.award_id})
-        assert status == 409
-        assert "payout service" in refused["message"]
-
-        floor.running = await Running(floor.payout).__aenter__()
-        await page.wait_for_selector("[data-testid=link-payout][data-up=true]", timeout=20_000)
+        await restore(floor)
+        await page.wait_for_selector(f"[data-testid=link-{link}][data-up=true]", timeout=20_000)
         await page.wait_for_selector("[data-testid=paid-1]:enabled", timeout=10_000)
         await page.click("[data-testid=paid-1]")
         await page.wait_for_function(
