@@ -29,6 +29,7 @@ from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import committed_consumer, ensure_topics, idempotent_producer
 from jackpot.topics import TopicSpec
 from jackpot.v1 import pot_pb2, table_events_pb2
+from tests.polling import eventually
 
 GROUP = "scl-main"
 CREDENTIAL = "device-secret-0123456789"
@@ -178,11 +179,7 @@ async def start_gateway(settings: GatewaySettings, audited: bool = False) -> Run
 
 
 async def wait_until(predicate: Any, within: float = 10.0, step: float = 0.05) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {within} s")
-        await asyncio.sleep(step)
+    await eventually(predicate, within=within, step=step)
 
 
 async def wait_health(
@@ -194,19 +191,20 @@ async def wait_health(
 ) -> None:
     """Until ``address``'s gRPC health of ``api`` ("": the process) answers ``status``; no
     answer counts as not yet. ``why`` adds to the failure (a log's tail)."""
-    deadline = asyncio.get_running_loop().time() + within
     async with grpc.aio.insecure_channel(address) as channel:
         health = health_pb2_grpc.HealthStub(channel)  # type: ignore[no-untyped-call]
-        while True:
+
+        async def answers() -> bool:
             with contextlib.suppress(grpc.aio.AioRpcError):
                 answer = await health.Check(health_pb2.HealthCheckRequest(service=api), timeout=1)
-                if answer.status == status:
-                    return
-            if asyncio.get_running_loop().time() > deadline:
-                name = health_pb2.HealthCheckResponse.ServingStatus.Name(status)
-                where = f"{address} {api or 'process'}"
-                raise AssertionError(f"{where} not {name} in {within} s\n{why()}")
-            await asyncio.sleep(0.1)
+                return bool(answer.status == status)
+            return False
+
+        name = health_pb2.HealthCheckResponse.ServingStatus.Name(status)
+        try:
+            await eventually(answers, f"{address} {api or 'process'} not {name}", within, 0.1)
+        except AssertionError as never:
+            raise AssertionError(f"{never}\n{why()}") from None
 
 
 class Device(DeviceClient):

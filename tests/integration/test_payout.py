@@ -53,6 +53,7 @@ from jackpot.tools.payouts import load, render
 from jackpot.topics import TopicSpec
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
 from tests.integration.gateway_harness import read_topic, wait_health, wait_until
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -523,9 +524,11 @@ async def shown_on_owner(
     while True:
         session = TerminalSession(targets.current, table_id)
         await session.start()
-        while not (award_id in session.open_ids() or session.ended.done()):
-            assert time.monotonic() < deadline, f"{award_id} never shown on {targets.current}"
-            await asyncio.sleep(0.05)
+        await eventually(
+            lambda s=session: award_id in s.open_ids() or s.ended.done(),
+            f"{award_id} never shown on {targets.current}",
+            max(0.0, deadline - time.monotonic()),
+        )
         if not session.ended.done():
             return session
         targets.moved(session.ended.result())

@@ -39,6 +39,7 @@ from jackpot.pot.service import PotService
 from jackpot.pot.settings import PotSettings
 from jackpot.tools.audit import GroupAudit, audit
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, pot_pb2_grpc, table_events_pb2
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -318,10 +319,7 @@ async def create_topics(settings: PotSettings) -> None:
 
 
 async def until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = time.monotonic() + SETTLE_TIMEOUT
-    while not await condition():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.1)
+    await eventually(condition, what, SETTLE_TIMEOUT, step=0.1)
 
 
 # ------------------------------------------------------------------------------- tests

@@ -39,6 +39,7 @@ from jackpot.tools.demo import (
     sim_config,
     wait_progressive_open,
 )
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -94,14 +95,7 @@ def left_of_threshold(expression: str) -> str:
 
 async def poll(what: str, check: Callable[[], Awaitable[Any]], within: float = DEADLINE) -> Any:
     """``check()`` until it returns something truthy, or fail naming ``what``."""
-    deadline = time.monotonic() + within
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.5)
-    pytest.fail(f"{what} within {within:.0f} s (last: {last!r})")
+    return await eventually(check, what, within, step=0.5)
 
 
 async def inject_rejects(demo: Demo) -> None:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,17 +29,13 @@ from jackpot.tools import report as report_tool
 from jackpot.tools.demo import REPO, Demo, sim_config, wait_progressive_open
 from jackpot.tools.report_figures import Period, compute
 from jackpot.topics import POT_STATE, TopicSpec
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
 
-async def until(check: object, what: str, within: float) -> None:
-    """Poll ``check()`` until it is true, or fail naming ``what``."""
-    deadline = time.monotonic() + within
-    while not check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} within {within} s")
-        await asyncio.sleep(0.25)
+async def until(check: Callable[[], object], what: str, within: float) -> None:
+    await eventually(check, what, within, step=0.25)
 
 
 async def recreate_empty(bootstrap: str, topic: str) -> None:
