@@ -331,14 +331,16 @@ class Gateway:
             sequence = event.sequence
             kind = event.WhichOneof("payload") or "none"
             metrics.DEVICE_EVENTS.labels(kind).inc()
-            trace.get_current_span().set_attributes(
-                {
-                    "jackpot.table": table_id,
-                    "jackpot.round": event.round_id,
-                    "jackpot.event": kind,
-                    "jackpot.sequence": sequence,
-                }
-            )
+            accepting = trace.get_current_span()
+            if accepting.is_recording():  # no attribute dict per event while tracing is off
+                accepting.set_attributes(
+                    {
+                        "jackpot.table": table_id,
+                        "jackpot.round": event.round_id,
+                        "jackpot.event": kind,
+                        "jackpot.sequence": sequence,
+                    }
+                )
             if event.table_id != table_id:
                 raise DomainError(
                     Reason.TABLE_MISMATCH,

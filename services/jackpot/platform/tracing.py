@@ -79,6 +79,8 @@ def shutdown_tracing() -> None:
 
 def traceparent(span: Span | None = None) -> str:
     """The W3C ``traceparent`` of ``span`` (or the current span); "" when it is not sampled."""
+    if not (span or trace.get_current_span()).get_span_context().is_valid:
+        return ""  # tracing off: the gateway asks once per device event, so answer at once
     carrier: dict[str, str] = {}
     current = trace.set_span_in_context(span) if span is not None else None
     propagate.inject(carrier, context=current)
