@@ -22,6 +22,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import (
     IllegalOperation,
     KafkaConnectionError,
+    KafkaError,
     OutOfOrderSequenceNumber,
     ProducerFenced,
     UnknownProducerId,
@@ -103,12 +104,20 @@ class Counter:
 
 @dataclass
 class TransactionState:
-    """What aiokafka's transaction manager says of a producer's transaction."""
+    """What aiokafka's transaction manager says of a producer's transaction: failed fatally
+    with ``cause``, or not (None)."""
 
-    fatal: bool
+    cause: BaseException | None
 
     def is_fatal_error(self) -> bool:
-        return self.fatal
+        return self.cause is not None
+
+    def wait_for_transaction_end(self) -> asyncio.Future[None]:
+        ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.cause is not None:
+            ended.set_exception(self.cause)
+            ended.exception()  # retrieved: the processor reads it, asyncio need not warn
+        return ended
 
 
 @dataclass
@@ -119,7 +128,7 @@ class FakeProducer:
     fail_send: BaseException | None = None
     calls: list[str] = field(default_factory=list)
     sent: list[tuple[str, bytes | None]] = field(default_factory=list)
-    _txn_manager: TransactionState = field(default_factory=lambda: TransactionState(False))
+    _txn_manager: TransactionState = field(default_factory=lambda: TransactionState(None))
 
     async def begin_transaction(self) -> None:
         self.calls.append("begin")
@@ -315,7 +324,7 @@ async def test_a_transaction_fenced_while_its_records_are_sent_halts_the_partiti
     eos, owned, _ = await owning(3)
     producer: FakeProducer = owned.producer  # type: ignore[assignment]
     producer.fail_send = IllegalOperation("Can't send messages while not in transaction")
-    producer._txn_manager = TransactionState(fatal=True)
+    producer._txn_manager = TransactionState(ProducerFenced())
     with pytest.raises(NotCommitted):
         await eos.submit(3, lambda handler: handler.add(5))
     assert owned.halted
@@ -332,4 +341,21 @@ async def test_a_transaction_that_became_abortable_while_sending_is_aborted() ->
         await eos.submit(3, lambda handler: handler.add(5))
     assert not owned.halted
     assert producer.calls[-1] == "abort"
+    assert owned.handler.total == 40
+
+
+async def test_a_producer_whose_sender_died_is_renewed_and_the_partition_restored() -> None:
+    """Seen in a whole-cluster outage: a connection reset killed aiokafka's sender task, the
+    transaction failed fatally without any fencing, and the abort itself was refused; the
+    service exited and the fault suite counted the bets it never collected as lost."""
+    eos, owned, made = await owning(3)
+    producer: FakeProducer = owned.producer  # type: ignore[assignment]
+    producer.fail_send = IllegalOperation("Can't send messages while not in transaction")
+    producer._txn_manager = TransactionState(KafkaError("Unexpected error during batch delivery"))
+    with pytest.raises(NotCommitted):
+        await eos.submit(3, lambda handler: handler.add(5))
+    assert made == ["new-3"]
+    assert owned.producer is not producer
+    assert not owned.halted
+    assert eos._failure is None
     assert owned.handler.total == 40

@@ -18,10 +18,10 @@ group it does, in this order:
    (``send_offsets_to_transaction``) in one transaction;
 6. **roll back** on any failure: abort, the handler rolls its memory back to the last commit, the
    consumer re-seeks to the committed offset. A producer whose idempotence state the brokers no
-   longer accept is renewed and the partition restored again (a renewal fences like a
-   takeover, so it restores like one); a fenced producer halts the partition (paused and
-   reported) until the rebalance takes it away; a producer that cannot even abort makes
-   :meth:`run` raise.
+   longer accept, or whose sender died (fatal without a fencing), is renewed and the partition
+   restored again (a renewal fences like a takeover, so it restores like one); a fenced producer
+   halts the partition (paused and reported) until the rebalance takes it away; a producer that
+   cannot even abort makes :meth:`run` raise.
 
 aiokafka has no KIP-447 consumer-group fencing, so this is the classic pre-KIP-447 scheme: one
 transactional id per input partition, shape of aiokafka ``docs/examples/transaction_example.rst``
@@ -73,12 +73,19 @@ PRODUCER_STATE_ERRORS = (
 )
 
 
-def fenced_meanwhile(producer: AIOKafkaProducer) -> bool:
-    """The producer's transaction failed fatally (a newer producer with its transactional id
-    fenced it) while a send was in flight. aiokafka keeps that state only in its transaction
-    manager and has no public accessor for it."""
+def fatal_cause(producer: AIOKafkaProducer) -> BaseException | None:
+    """Why the producer's transactions can never go on, if they cannot: fenced by a newer
+    producer with its transactional id (ProducerFenced), or its sender task died (seen in a
+    whole-cluster outage: a connection reset during a coordinator lookup). aiokafka keeps that
+    state only in its transaction manager and has no public accessor for it."""
     manager = getattr(producer, "_txn_manager", None)
-    return bool(manager is not None and manager.is_fatal_error())
+    if manager is None or not manager.is_fatal_error():
+        return None
+    ended = manager.wait_for_transaction_end()
+    cause: BaseException | None = (
+        ended.exception() if ended.done() and not ended.cancelled() else None
+    )
+    return cause or IllegalOperation("the producer's transactions failed fatally")
 
 
 class ProcessorError(RuntimeError):
@@ -510,17 +517,9 @@ class ExactlyOnceProcessor(Generic[H]):
             handler.rollback()
             self._halt(owned, "producer_fenced", error)
             return False
-        except IllegalOperation as error:
-            # The transaction ended under us while we sent (the sender heard of the failure
-            # first): fenced, so halt like above, or abortable, so abort like below.
-            failed(error)
-            if fenced_meanwhile(producer):
-                handler.rollback()
-                self._halt(owned, "producer_fenced", error)
-            else:
-                await self._abort(owned, error)
-            return False
-        except (KafkaError, OSError, TimeoutError) as error:
+        except (KafkaError, OSError, TimeoutError, IllegalOperation) as error:
+            # IllegalOperation: the transaction ended under us while we sent (the sender heard
+            # of a failure first); _abort asks the producer why.
             failed(error)
             await self._abort(owned, error)
             return False
@@ -535,8 +534,11 @@ class ExactlyOnceProcessor(Generic[H]):
             "transaction_aborted", partition=owned.partition, error=repr(error), exc_info=error
         )
         try:
-            if isinstance(error, PRODUCER_STATE_ERRORS):
-                await self._renew(owned)
+            cause = fatal_cause(owned.producer)
+            if isinstance(cause, ProducerFenced):
+                raise cause
+            if cause is not None or isinstance(error, PRODUCER_STATE_ERRORS):
+                await self._renew(owned)  # a producer that can never commit again: a new one
             else:
                 await owned.producer.abort_transaction()
                 owned.handler.rollback()
@@ -554,8 +556,9 @@ class ExactlyOnceProcessor(Generic[H]):
         await asyncio.sleep(self.config.retry_backoff_ms / 1000)
 
     async def _renew(self, owned: Owned[H]) -> None:
-        """Replace a producer whose idempotence state the brokers no longer accept, and take the
-        partition over again.
+        """Replace a producer whose idempotence state the brokers no longer accept, or whose
+        sender died (its transactions failed fatally, not fenced), and take the partition over
+        again.
 
         After a whole-cluster outage the brokers can answer every later batch of the old
         producer with OutOfOrderSequenceNumber: aborting and retrying on it never ends. A new
