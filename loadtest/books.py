@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jackpot.payout.client import PayoutTargets, call_owner
-from jackpot.platform.kafka import group_offsets, read_to_end
+from jackpot.platform.kafka import KafkaConnection, group_offsets, read_records
 from jackpot.tools.demo import Demo, report
 from jackpot.v1 import payout_pb2, pot_pb2
 from loadtest.floor import Floor, FloorStats, RoundKey
@@ -88,7 +88,7 @@ async def read_topic(
 ) -> None:
     """Every committed record of ``topic`` (read_committed, tombstones left out), from its
     beginning to its current end: ``on_record(value, partition, offset)`` for each."""
-    for record in await read_to_end(bootstrap, topic, {}):
+    async for record in read_records(KafkaConnection({"bootstrap_servers": bootstrap}), topic):
         if record.value is not None:
             on_record(record.value, record.partition, record.offset)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def _resolve(args: argparse.Namespace) -> int:
@@ -49,6 +50,7 @@ def _audit(args: argparse.Namespace) -> int:
         args.ledger_topic or settings.ledger_topic,
         args.pot_updates_topic or settings.pot_updates_topic,
         args.group,
+        args.state,
     )
 
 
@@ -242,6 +244,13 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--pot-updates-topic", help="default: JACKPOT_POT_UPDATES_TOPIC")
     audit.add_argument(
         "--group", action="append", default=[], metavar="ID", help="only this pot group (repeat)"
+    )
+    audit.add_argument(
+        "--state",
+        type=Path,
+        metavar="FILE",
+        help="incremental: audit only what follows the clean audit saved in FILE, and save this "
+        "one there when everything matches (absent FILE: a full audit that starts it)",
     )
     audit.add_argument(
         "--chain",

@@ -81,7 +81,7 @@ async def test_R1_the_report_of_a_floor_equals_the_audit_and_the_books(
         accepted = books["books_by_group"][audited.group_id]["accepted"]
         assert got.collected == accepted * MINOR_PER_PESO  # the simulator's books, to the peso
         paid = [a for a in got.awards if a.paid_by]
-        assert len(paid) == len(audited.paid)
+        assert len(paid) == audited.paid_count
     assert sum(len(g.awards) for g in report.groups) == books["payouts"]
     # The command writes the same report: exit 0, every CSV and the page.
     out = tmp_path / "report"

@@ -135,7 +135,8 @@ def test_forfeit_reasons_round_trip_and_unknown_ones_are_malformed() -> None:
 
 
 def test_every_ledger_entry_type_has_exactly_one_domain_source() -> None:
-    """Each domain event and each payout state is recorded as a type of its own."""
+    """Each domain event and each payout state is recorded as a type of its own; the pot's
+    checkpoints are the one type that records no event (jackpot.pot.ledger_audit)."""
     kinds = [
         cls
         for cls in vars(events).values()
@@ -146,7 +147,9 @@ def test_every_ledger_entry_type_has_exactly_one_domain_source() -> None:
     assert len(by_event) == len(kinds) > 10
     assert len(by_payout) == len(PayoutState)
     assert not by_event & by_payout
-    assert by_event | by_payout == {n for n in pot_pb2.LedgerEntryType.values() if n}
+    checkpoint = {pot_pb2.LEDGER_ENTRY_TYPE_CHECKPOINT}
+    assert not (by_event | by_payout) & checkpoint
+    assert by_event | by_payout | checkpoint == {n for n in pot_pb2.LedgerEntryType.values() if n}
     for state in PayoutState:
         name = pot_pb2.LedgerEntryType.Name(codec.payout_ledger_type(state))
         assert name == f"LEDGER_ENTRY_TYPE_PAYOUT_{state.name}"

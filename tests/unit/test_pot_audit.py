@@ -8,8 +8,9 @@ from loadtest.rounds import CONFIG, interleaved_rounds, simulated_tables
 
 from jackpot.domain.cards import Game
 from jackpot.pot import commands
+from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.processor import InputRecord, PotProcessor
-from jackpot.tools.audit import GroupAudit, render
+from jackpot.tools.audit import render
 from jackpot.v1 import common_pb2, pot_pb2
 
 GROUP = "audit-group"

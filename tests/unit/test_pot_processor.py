@@ -516,9 +516,10 @@ def test_a_new_configuration_takes_effect_only_at_the_next_reset(feed: Feeder) -
         pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED,
         pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED,
         pot_pb2.LEDGER_ENTRY_TYPE_ROUND_SETTLED,
+        pot_pb2.LEDGER_ENTRY_TYPE_CHECKPOINT,  # every activation is checkpointed
     ]
-    assert [e.config_version for e in out.ledger] == [1, 2, 2, 2]
-    assert [list(e.pending_config_versions) for e in out.ledger] == [[2], [], [], []]
+    assert [e.config_version for e in out.ledger] == [1, 2, 2, 2, 2]
+    assert [list(e.pending_config_versions) for e in out.ledger] == [[2], [], [], [], []]
     assert out.pot_updates[0].config_version == 2
     assert out.pot_updates[0].sign_value == 800_000  # reseeded to the new base (S8)
 
@@ -593,3 +594,25 @@ def test_R8_two_tables_hitting_at_once_are_ordered_and_recorded() -> None:
         ("T1", first_amount),
         ("T2", second_amount),
     ]
+
+
+def test_a_group_is_checkpointed_at_once_then_by_the_hour_even_when_quiet() -> None:
+    """Issue 23: every group gets a first checkpoint at the tick after its first entries, then
+    one at least every checkpoint_seconds, so a takeover never reads further back than that."""
+    clock = FakeClock()
+    feed = Feeder(make_processor(clock))
+    feed(commands.create_group(GROUP, CONFIG), link())
+    processor = feed.processor
+    assert processor.checkpoints_due() == [GROUP]
+    out = processor.checkpoint(processor.checkpoints_due())
+    (entry,) = out.ledger
+    assert entry.type == pot_pb2.LEDGER_ENTRY_TYPE_CHECKPOINT
+    assert not entry.transfers
+    assert entry.ledger_sequence == processor.groups[GROUP].ledger_sequence
+    assert state_of(processor).checkpoint_sequence == entry.ledger_sequence
+    processor.commit(out)
+    assert processor.checkpoints_due() == []
+    clock.wall_ns += 3599 * 10**9
+    assert processor.checkpoints_due() == []
+    clock.wall_ns += 10**9
+    assert processor.checkpoints_due() == [GROUP]  # quiet for an hour: checkpointed again

@@ -18,8 +18,8 @@ from jackpot import cli
 from jackpot.domain.cards import Game
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.pot import commands
+from jackpot.pot.ledger_audit import AWARD_TYPES, GroupAudit
 from jackpot.pot.processor import InputRecord, PotProcessor
-from jackpot.tools.audit import AWARD_TYPES, GroupAudit
 from jackpot.tools.report import render_html, sections, write_csv
 from jackpot.tools.report_figures import (
     LedgerRecord,

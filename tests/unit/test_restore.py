@@ -20,9 +20,9 @@ from jackpot.domain.cards import Game
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.errors import DomainError
 from jackpot.pot import commands
-from jackpot.pot.ledger_restore import disagreement, rebuild
+from jackpot.pot.ledger_audit import GroupAudit
+from jackpot.pot.ledger_restore import audit_entries, disagreement, rebuild
 from jackpot.pot.processor import InputRecord, PotProcessor
-from jackpot.tools.audit import GroupAudit
 from jackpot.v1 import pot_pb2, table_events_pb2
 
 GROUP = "restore-group"
@@ -44,9 +44,14 @@ def trigger(low: int, high: int) -> tuple[int, bytes]:
 class Floor:
     """The pot processor of one partition, fed batch by batch, with its whole ledger."""
 
-    def __init__(self) -> None:
+    def __init__(self, checkpoint_entries: int = 10_000) -> None:
         clock = itertools.count(1_780_000_000 * 10**9, 10**9)
-        self.processor = PotProcessor(0, clock_ns=lambda: next(clock), trigger_source=trigger)
+        self.processor = PotProcessor(
+            0,
+            clock_ns=lambda: next(clock),
+            trigger_source=trigger,
+            checkpoint_entries=checkpoint_entries,
+        )
         self.ledger: list[pot_pb2.LedgerEntry] = []
         self.offset = 0
 
@@ -61,12 +66,14 @@ class Floor:
             self.ledger += out.ledger
 
 
-def played(rounds: int = 60) -> tuple[Floor, list[SimulatedTable]]:
+def played(
+    rounds: int = 60, checkpoint_entries: int = 10_000
+) -> tuple[Floor, list[SimulatedTable]]:
     rng = random.Random(14)
     tables = simulated_tables(GROUP, [Game.CARIBBEAN, Game.GO_POKER, Game.DRAW], rng)
     for table in tables:
         table.royal_rate = 0.05
-    floor = Floor()
+    floor = Floor(checkpoint_entries)
     v2 = {**MYSTERY_CONFIG, "version": 2, "base": 600_000}
     floor.play(
         [
@@ -118,7 +125,7 @@ def test_R14_the_ledger_alone_rebuilds_the_state() -> None:
         GROUP,
         resumed.processor.groups[GROUP].group,
         resumed.processor.groups[GROUP].ledger_sequence,
-        [*floor.ledger, *rebuilt.ledger, *resumed.ledger],
+        audit_entries(GROUP, [*floor.ledger, *rebuilt.ledger, *resumed.ledger]),
     )
 
 
@@ -127,19 +134,18 @@ def test_R14_a_state_that_disagrees_with_the_ledger_is_refused() -> None:
     group the ledger has, is named; the state the processor wrote agrees."""
     floor, _ = played(20)
     runtime = floor.processor.groups[GROUP]
-    assert disagreement(GROUP, runtime.group, runtime.ledger_sequence, floor.ledger) == ""
+    books = audit_entries(GROUP, floor.ledger)
+    assert disagreement(GROUP, runtime.group, runtime.ledger_sequence, books) == ""
     tampered = PotGroup.from_snapshot(runtime.group.snapshot(), trigger)
     tampered.balances["main"] += 10**12
     tampered.house_advance += 10**12  # still conserves (M2), but the ledger never said so
-    why = disagreement(GROUP, tampered, runtime.ledger_sequence, floor.ledger)
+    why = disagreement(GROUP, tampered, runtime.ledger_sequence, books)
     assert "disagrees with the ledger" in why
     assert "pot main" in why
     assert "house advances" in why
-    assert "is at ledger entry 3, the ledger at" in disagreement(
-        GROUP, runtime.group, 3, floor.ledger
-    )
-    assert "no stored state for restore-group" in disagreement(GROUP, None, 0, floor.ledger)
-    assert disagreement("another-group", None, 0, floor.ledger) == ""
+    assert "is at ledger entry 3, the ledger at" in disagreement(GROUP, runtime.group, 3, books)
+    assert "no stored state for restore-group" in disagreement(GROUP, None, 0, books)
+    assert disagreement("another-group", None, 0, audit_entries("another-group", [])) == ""
 
 
 def test_a_ledger_without_its_opening_configuration_cannot_rebuild() -> None:

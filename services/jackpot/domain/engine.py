@@ -171,8 +171,12 @@ class PotGroup:
         group.check_conservation()
         return group, events
 
-    def snapshot(self) -> bytes:
-        """The whole state as canonical JSON bytes; :meth:`from_snapshot` restores it exactly."""
+    def snapshot(self, *, public: bool = False) -> bytes:
+        """The whole state as canonical JSON bytes; :meth:`from_snapshot` restores it exactly.
+
+        ``public``: without the hidden mystery trigger (X2), as a ledger checkpoint may hold it;
+        :meth:`from_ledger` starts from such a snapshot and draws a new trigger.
+        """
         state = {
             "format": SNAPSHOT_FORMAT,
             "group_id": self.group_id,
@@ -198,7 +202,7 @@ class PotGroup:
             "wins": self.wins,
             "last_awards": self.last_awards,
             "mystery": None
-            if self.mystery is None
+            if self.mystery is None or public
             else [self.mystery.trigger_pesos, self.mystery.salt.hex(), self.mystery.commitment],
         }
         return json.dumps(state, sort_keys=True, separators=(",", ":")).encode()
@@ -240,6 +244,7 @@ class PotGroup:
         group_id: str,
         entries: Sequence[Mapping[str, Any]],
         trigger_source: TriggerSource = secure_trigger,
+        start: bytes | None = None,
     ) -> tuple[PotGroup, list[Event]]:
         """The group rebuilt from its ledger alone (R14, D4), when its stored state is lost.
 
@@ -248,16 +253,28 @@ class PotGroup:
         meters, tables, locked rounds, settled rounds and configuration versions come back
         exactly. The one thing the ledger never holds is the hidden mystery trigger (X2): a new
         one is drawn, and the returned MysteryCommitted must be recorded before play resumes.
+        ``start``: a checkpoint's public snapshot (:meth:`snapshot`), ``entries`` then being
+        those after it, so that a rebuild does not replay the group's whole history.
         """
-        opened = entries[0] if entries else {}
-        if opened.get("type") != "PotGroupOpened" or not opened.get("config"):
-            raise DomainError(
-                Reason.MALFORMED,
-                f"the ledger of {group_id} does not begin with its opening and first "
-                "configuration (entries written before the ledger recorded it)",
-            )
-        group = cls(group_id, load_config(opened["config"]), trigger_source)
-        accounts: dict[str, int] = {}
+        if start is not None:
+            group = cls.from_snapshot(start, trigger_source)
+            accounts = {f"pot:{name}": amount for name, amount in group.balances.items()}
+            accounts |= {
+                "bets": -group.collected,
+                "house": -group.house_advance,
+                "commission": group.commission,
+                "awards": group.awarded,
+            }
+        else:
+            opened = entries[0] if entries else {}
+            if opened.get("type") != "PotGroupOpened" or not opened.get("config"):
+                raise DomainError(
+                    Reason.MALFORMED,
+                    f"the ledger of {group_id} does not begin with its opening and first "
+                    "configuration (entries written before the ledger recorded it)",
+                )
+            group = cls(group_id, load_config(opened["config"]), trigger_source)
+            accounts = {}
         for entry in entries:
             for source, target, amount in entry.get("transfers", ()):
                 accounts[source] = accounts.get(source, 0) - int(amount)

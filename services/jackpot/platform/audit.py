@@ -25,7 +25,7 @@ from google.protobuf.message import DecodeError
 
 from jackpot.domain.access import Principal, Role
 from jackpot.domain.auditchain import AuditEntry, ChainHead
-from jackpot.platform.kafka import ensure_topics, idempotent_producer, read_to_end
+from jackpot.platform.kafka import KafkaConnection, ensure_topics, idempotent_producer, read_records
 from jackpot.platform.manifest import verified_digest
 from jackpot.topics import AUDIT
 from jackpot.v1 import audit_pb2
@@ -56,7 +56,8 @@ async def read_entries(
     bootstrap_servers: str, topic: str, client_options: Mapping[str, Any]
 ) -> list[tuple[int, AuditEntry | None]]:
     """Every record of the audit topic in order, as (offset, entry); None if undecodable."""
-    records = await read_to_end(bootstrap_servers, topic, client_options)
+    connection = KafkaConnection({"bootstrap_servers": bootstrap_servers, **client_options})
+    records = [r async for r in read_records(connection, topic)]
     return [(record.offset, decode(record.value)) for record in records]
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -81,52 +82,161 @@ async def topic_partitions(
         await admin.close()
 
 
-async def read_to_end(
-    bootstrap_servers: str,
+@dataclass(frozen=True, slots=True)
+class KafkaConnection:
+    """How a service reaches Kafka: bootstrap servers and security, from its settings.
+
+    Every client the product builds comes from here (``consumer``, ``producer``, ``admin``,
+    ``reader``), so security options and safe defaults are given once.
+    """
+
+    options: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, settings: Any) -> KafkaConnection:
+        """From any service settings with ``kafka_options()`` (``ServiceSettings``)."""
+        return cls(dict(settings.kafka_options()))
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return str(self.options["bootstrap_servers"])
+
+    @property
+    def client_options(self) -> dict[str, Any]:
+        """The options without the bootstrap servers (security only)."""
+        return {k: v for k, v in self.options.items() if k != "bootstrap_servers"}
+
+    def consumer(self, *topics: str, **extra: Any) -> AIOKafkaConsumer:
+        """A consumer of committed records only, no group unless given, that never commits on
+        its own."""
+        options: dict[str, Any] = {
+            "group_id": None,
+            "isolation_level": "read_committed",
+            "enable_auto_commit": False,
+            **self.options,
+            **extra,
+        }
+        return AIOKafkaConsumer(*topics, **options)
+
+    def producer(self, **extra: Any) -> AIOKafkaProducer:
+        """An idempotent producer (acks from all in-sync replicas)."""
+        return idempotent_producer(self.bootstrap_servers, **self.client_options, **extra)
+
+    def admin(self) -> AIOKafkaAdminClient:
+        return AIOKafkaAdminClient(**self.options)
+
+    def reader(self, topic: str) -> TopicReader:
+        return TopicReader(self, topic)
+
+
+class TopicReader:
+    """The one way the product reads a range of a topic: streamed, never held whole.
+
+    ``async with connection.reader(topic) as reader``: ``partitions``, ``bounds()`` (first and
+    end offsets), ``offsets_for_time()`` (the broker's offsets-for-times), and ``records()``,
+    which yields every committed record from given start offsets up to the end offsets it saw
+    when it began (or given ones), in offset order per partition, within an optional deadline.
+    Memory is one fetch (``max_partition_fetch_bytes`` per partition), whatever the history.
+    """
+
+    def __init__(self, connection: KafkaConnection, topic: str) -> None:
+        self.connection = connection
+        self.topic = topic
+        self.partitions: list[int] = []
+        # seek waits for the fetch in flight: 20 ms, not the default 500 ms (takeover reads)
+        self._consumer = connection.consumer(fetch_max_wait_ms=20)
+
+    async def __aenter__(self) -> TopicReader:
+        counts = await topic_partitions(self.connection.options, [self.topic])
+        self.partitions = list(range(counts.get(self.topic, 0)))
+        await self._consumer.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await stop_client(self._consumer)
+
+    def _tps(self, partitions: Iterable[int] | None) -> list[TopicPartition]:
+        chosen = self.partitions if partitions is None else partitions
+        return [TopicPartition(self.topic, p) for p in chosen if p in self.partitions]
+
+    async def bounds(
+        self, partitions: Iterable[int] | None = None
+    ) -> tuple[dict[int, int], dict[int, int]]:
+        """(first offset, end offset) of each partition."""
+        tps = self._tps(partitions)
+        if not tps:
+            return {}, {}
+        starts = await self._consumer.beginning_offsets(tps)
+        ends = await self._consumer.end_offsets(tps)
+        return {tp.partition: o for tp, o in starts.items()}, {
+            tp.partition: o for tp, o in ends.items()
+        }
+
+    async def offsets_for_time(
+        self, unix_ms: int, partitions: Iterable[int] | None = None
+    ) -> dict[int, int]:
+        """Per partition, the first offset whose record time is at or after ``unix_ms``; the
+        end offset where none is."""
+        tps = self._tps(partitions)
+        if not tps:
+            return {}
+        found = await self._consumer.offsets_for_times({tp: max(unix_ms, 0) for tp in tps})
+        ends = await self._consumer.end_offsets(tps)
+        return {
+            tp.partition: (at.offset if at is not None else ends[tp]) for tp, at in found.items()
+        }
+
+    async def records(
+        self,
+        start: Mapping[int, int] | None = None,
+        end: Mapping[int, int] | None = None,
+        *,
+        partitions: Iterable[int] | None = None,
+        deadline_seconds: float | None = None,
+    ) -> AsyncIterator[ConsumerRecord[bytes, bytes]]:
+        """Committed records from ``start`` (default: each partition's first) to ``end``
+        (exclusive; default: the end offsets when the read begins)."""
+        if partitions is None and start is not None:
+            partitions = list(start)
+        tps = self._tps(partitions)
+        firsts, ends = await self.bounds([tp.partition for tp in tps])
+        if end is not None:
+            ends = {p: min(ends[p], end.get(p, ends[p])) for p in ends}
+        begin = {p: max(firsts[p], (start or {}).get(p, firsts[p])) for p in firsts}
+        todo = {tp for tp in tps if ends[tp.partition] > begin[tp.partition]}
+        consumer = self._consumer
+        consumer.assign(list(todo))
+        for tp in todo:
+            consumer.seek(tp, begin[tp.partition])
+        loop = asyncio.get_running_loop()
+        give_up = None if deadline_seconds is None else loop.time() + deadline_seconds
+        while todo:
+            if give_up is not None and loop.time() > give_up:
+                raise TimeoutError(f"reading {self.topic} took more than {deadline_seconds:g} s")
+            batch = await consumer.getmany(*todo, timeout_ms=500)
+            for tp, batch_records in batch.items():
+                for record in batch_records:
+                    if record.offset < ends[tp.partition]:
+                        yield record
+            for tp in list(todo):
+                if await consumer.position(tp) >= ends[tp.partition]:
+                    todo.discard(tp)
+        consumer.assign([])
+
+
+async def read_records(
+    connection: KafkaConnection,
     topic: str,
-    client_options: Mapping[str, Any],
     partitions: Collection[int] | None = None,
-) -> list[ConsumerRecord[bytes, bytes]]:
-    """Every committed record of ``topic`` (or of only its ``partitions``) from its beginning to
-    the end offsets it has when the read starts, in offset order per partition (no consumer
-    group, nothing committed)."""
-    counts = await topic_partitions(
-        {"bootstrap_servers": bootstrap_servers, **client_options}, [topic]
-    )
-    assigned = [
-        TopicPartition(topic, p)
-        for p in range(counts.get(topic, 0))
-        if partitions is None or p in partitions
-    ]
-    if not assigned:
-        return []
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap_servers,
-        group_id=None,
-        enable_auto_commit=False,
-        isolation_level="read_committed",
-        # seek_to_beginning waits for the fetch in flight: 20 ms, not the default 500 ms (the
-        # pot's takeover reads a ledger partition this way)
-        fetch_max_wait_ms=20,
-        **client_options,
-    )
-    found: list[ConsumerRecord[bytes, bytes]] = []
-    await consumer.start()
-    try:
-        consumer.assign(assigned)
-        await consumer.seek_to_beginning(*assigned)
-        ends = await consumer.end_offsets(assigned)
-        remaining = {tp for tp in assigned if ends[tp] > 0}
-        while remaining:
-            batch = await consumer.getmany(*remaining, timeout_ms=1000)
-            for tp, records in batch.items():
-                found.extend(r for r in records if r.offset < ends[tp])
-            for tp in list(remaining):
-                if await consumer.position(tp) >= ends[tp]:
-                    remaining.discard(tp)
-    finally:
-        await stop_client(consumer)
-    return found
+    deadline_seconds: float | None = None,
+) -> AsyncIterator[ConsumerRecord[bytes, bytes]]:
+    """Every committed record of ``topic`` (or of its ``partitions``) from its beginning to the
+    end offsets it has when the read starts, streamed (no consumer group, nothing committed)."""
+    async with connection.reader(topic) as reader:
+        async for record in reader.records(
+            partitions=partitions, deadline_seconds=deadline_seconds
+        ):
+            yield record
 
 
 async def group_offsets(

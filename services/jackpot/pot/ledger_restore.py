@@ -25,8 +25,14 @@ from jackpot.domain.events import Event
 from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform import codec
 from jackpot.pot import records
+from jackpot.pot.ledger_audit import (
+    CHECKPOINT,
+    PAYOUT_TYPES,
+    GroupAudit,
+    chain_next,
+    checkpoint_state,
+)
 from jackpot.pot.processor import STATE_FORMAT
-from jackpot.tools.audit import PAYOUT_TYPES, GroupAudit
 from jackpot.v1 import pot_pb2
 
 RECENT_EVENT_IDS = 10_000
@@ -45,8 +51,11 @@ class Rebuilt:
 def group_entries(
     entries: Iterable[pot_pb2.LedgerEntry], group_id: str
 ) -> list[pot_pb2.LedgerEntry]:
-    """The pot service's own entries of one group, in ledger order (payout steps left out)."""
-    return [e for e in entries if e.pot_group_id == group_id and e.type not in PAYOUT_TYPES]
+    """The pot service's own entries of one group, in ledger order (payout steps left out), from
+    its last checkpoint on when the entries hold one."""
+    own = [e for e in entries if e.pot_group_id == group_id and e.type not in PAYOUT_TYPES]
+    last = max((i for i, e in enumerate(own) if e.type == CHECKPOINT), default=0)
+    return own[last:]
 
 
 def ledger_event(entry: pot_pb2.LedgerEntry) -> dict[str, Any]:
@@ -66,15 +75,20 @@ def rebuild(
     update_sequence: int,
     now_ns: int,
     trigger_source: TriggerSource = secure_trigger,
+    chain: bytes = b"",
 ) -> Rebuilt:
     """The state the pot service stores for ``group_id``, from its ledger entries alone.
 
-    Raises DomainError (or ValueError) when the entries cannot rebuild it (an old ledger without
-    the opening configuration, an unreadable amount).
+    ``entries`` may start at the group's last checkpoint (:func:`group_entries` starts there):
+    the group is rebuilt from the checkpoint's state and the entries after it. ``chain``: the
+    hash chain after the group's last entry, as the caller's audit computed it (kept in the
+    state; empty when unknown). Raises DomainError (or ValueError) when the entries cannot
+    rebuild it (an old ledger without the opening configuration, an unreadable amount).
     """
     own = group_entries(entries, group_id)
+    start = checkpoint_state(own[0]) if own and own[0].type == CHECKPOINT else None
     group, new_events = PotGroup.from_ledger(
-        group_id, [ledger_event(e) for e in own], trigger_source
+        group_id, [ledger_event(e) for e in own[1 if start else 0 :]], trigger_source, start
     )
     last = own[-1]
     sequence = last.ledger_sequence
@@ -82,6 +96,8 @@ def rebuild(
     for index, event in enumerate(new_events):
         sequence += 1
         ledger.append(_entry(group, event, index, sequence, last, now_ns))
+        if chain:
+            chain = chain_next(chain, ledger[-1].SerializeToString())
     recent = list(dict.fromkeys(e.source_event_id for e in own))[-RECENT_EVENT_IDS:]
     state = pot_pb2.PotGroupState(
         format=STATE_FORMAT,
@@ -95,6 +111,7 @@ def rebuild(
         input_partition=partition,
         input_offset=0,  # the pot resumes from its committed consumer offset
         written_at=records.timestamp_ns(now_ns),
+        ledger_chain=chain,  # the pot writes a first checkpoint at its first heartbeat
     )
     return Rebuilt(group_id, state, ledger, group)
 
@@ -126,17 +143,68 @@ def _entry(
     )
 
 
+@dataclass
+class TakeoverAudit:
+    """The takeover check's books of one ledger partition (R14): each group audited from the
+    checkpoint its stored state names, so the read costs what was written since, not history.
+
+    ``starts``: per group restored here, the ledger_sequence of its last checkpoint (0: it has
+    none, audit it from its first entry). Feed every entry of the partition from a point at or
+    before those checkpoints (:meth:`add`); a group whose first entry seen lies after its
+    checkpoint is in ``missed`` (read again from further back). Groups on the partition that
+    have no stored state are counted in ``stateless`` (their last sequence seen).
+    """
+
+    starts: dict[str, int]
+    audits: dict[str, GroupAudit] = field(default_factory=dict)
+    missed: set[str] = field(default_factory=set)
+    stateless: dict[str, int] = field(default_factory=dict)
+    read: int = 0
+
+    def add(self, entry: pot_pb2.LedgerEntry, raw: bytes) -> None:
+        self.read += 1
+        group_id = entry.pot_group_id
+        audit = self.audits.get(group_id)
+        if audit is not None:
+            audit.add(entry, raw)
+        elif group_id not in self.starts:
+            if entry.ledger_sequence:
+                self.stateless[group_id] = max(
+                    self.stateless.get(group_id, 0), entry.ledger_sequence
+                )
+        elif not self.starts[group_id]:
+            self.audits[group_id] = audit = GroupAudit(group_id)
+            audit.add(entry, raw)
+        elif entry.ledger_sequence == self.starts[group_id] and entry.type == CHECKPOINT:
+            self.audits[group_id] = GroupAudit.from_checkpoint(entry, raw)
+        elif entry.ledger_sequence > self.starts[group_id]:
+            self.missed.add(group_id)
+
+
+def audit_entries(
+    group_id: str, entries: Iterable[pot_pb2.LedgerEntry | tuple[pot_pb2.LedgerEntry, bytes]]
+) -> GroupAudit:
+    """One group's books from its entries (with their bytes, to follow the chain)."""
+    audit = GroupAudit(group_id)
+    for item in entries:
+        entry, raw = item if isinstance(item, tuple) else (item, None)
+        if entry.pot_group_id == group_id:
+            audit.add(entry, raw)
+    return audit
+
+
 def disagreement(
     group_id: str,
     state_group: PotGroup | None,
     state_ledger_sequence: int,
-    entries: Sequence[pot_pb2.LedgerEntry],
+    audit: GroupAudit | None,
+    state_chain: bytes = b"",
 ) -> str:
-    """Why a restored state may not run (R14), or "" when it agrees with the ledger exactly."""
-    audit = GroupAudit(group_id)
-    for entry in entries:
-        if entry.pot_group_id == group_id:
-            audit.add(entry)
+    """Why a restored state may not run (R14), or "" when it agrees with the ledger exactly.
+
+    ``audit``: the group's books from its ledger (None: the ledger read holds no entry of it);
+    ``state_chain``: the hash chain the state stored, compared when both sides know one."""
+    audit = audit or GroupAudit(group_id)
     if audit.problems:
         return f"the ledger of {group_id} does not audit: {audit.problems[0]}"
     if state_group is None:
@@ -150,6 +218,11 @@ def disagreement(
         return (
             f"the stored state of {group_id} is at ledger entry {state_ledger_sequence}, the "
             f"ledger at {audit.last_sequence}"
+        )
+    if state_chain and audit.chain is not None and state_chain != audit.chain:
+        return (
+            f"the stored state of {group_id} holds ledger chain {state_chain.hex()[:16]}..., the "
+            f"ledger's entries chain to {audit.chain.hex()[:16]}... (an entry differs)"
         )
     counters = {
         "collected": (state_group.collected, audit.collected),

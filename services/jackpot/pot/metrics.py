@@ -57,6 +57,12 @@ class PotMetrics:
             ["pot_group"],
             registry=registry,
         )
+        self.takeover_ledger_entries = Gauge(
+            "jackpot_pot_takeover_ledger_entries",
+            "Ledger entries the last takeover check read (those since the groups' last "
+            "checkpoints, not the ledger's history)",
+            registry=registry,
+        )
         # Transactions, aborts, ownership and lag: the exactly-once processor's own metrics.
         self.processor = ProcessorMetrics(registry)
 

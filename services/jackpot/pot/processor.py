@@ -10,7 +10,11 @@ No Kafka here: the service (``jackpot.pot.service``) feeds the records of one in
   counts it; the idempotency state lives in the group's state snapshot, so it survives restarts;
 - applies the rest to the group's :class:`~jackpot.domain.engine.PotGroup` in partition order
   (rule S9) and maps the domain events to ``LedgerEntry`` and ``Award`` records;
-- after a batch returns one ``PotUpdate`` and one ``PotGroupState`` snapshot per group it changed.
+- after a batch returns one ``PotUpdate`` and one ``PotGroupState`` snapshot per group it changed;
+- folds every ledger entry into the group's hash chain and writes a ``CHECKPOINT`` entry every
+  ``checkpoint_entries`` entries, at every configuration activation, and on a heartbeat when the
+  last one is ``checkpoint_seconds`` old or the group has none yet (``jackpot.pot.ledger_audit``):
+  a takeover then checks the restored state against the last checkpoint and the entries after it.
 
 A batch whose transaction fails is undone with :meth:`PotProcessor.rollback`, which rebuilds the
 touched groups from their last committed snapshots.
@@ -47,6 +51,7 @@ from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform import codec
 from jackpot.platform.deadletter import dead_letter
 from jackpot.pot import records
+from jackpot.pot.ledger_audit import CHECKPOINT, GENESIS, chain_next, checkpoint_detail
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, table_events_pb2
 
 STATE_FORMAT = 1
@@ -129,6 +134,9 @@ class GroupRuntime:
     ledger_sequence: int = 0
     events_applied: int = 0
     events_ignored: int = 0
+    ledger_chain: bytes = GENESIS  # the hash chain after the group's last ledger entry
+    checkpoint_sequence: int = 0  # the group's last checkpoint entry (0: none yet)
+    checkpoint_at_ns: int = 0
     last_update_monotonic: float = 0.0  # not snapshotted: a restored group beats at once
 
     def remember(self, event_id: str, window: int) -> None:
@@ -168,8 +176,12 @@ class PotProcessor:
         clock_ns: Callable[[], int] = time.time_ns,
         monotonic: Callable[[], float] = time.monotonic,
         trigger_source: TriggerSource = secure_trigger,
+        checkpoint_entries: int = 10_000,
+        checkpoint_seconds: float = 3600.0,
     ) -> None:
         self.partition = partition
+        self.checkpoint_entries = checkpoint_entries
+        self.checkpoint_seconds = checkpoint_seconds
         self.source = source
         self.event_id_window = event_id_window
         self._clock_ns = clock_ns
@@ -226,6 +238,11 @@ class PotProcessor:
             ledger_sequence=state.ledger_sequence,
             events_applied=state.events_applied,
             events_ignored=state.events_ignored,
+            # A state written before the chain existed: the takeover check adopts the chain it
+            # computes from the ledger (jackpot.pot.service.PotPartition.verify_restored).
+            ledger_chain=state.ledger_chain or (GENESIS if not state.ledger_sequence else b""),
+            checkpoint_sequence=state.checkpoint_sequence,
+            checkpoint_at_ns=state.checkpoint_at.ToNanoseconds(),
         )
 
     def snapshot(self, group_id: str) -> bytes:
@@ -246,6 +263,9 @@ class PotProcessor:
             input_partition=self.partition,
             input_offset=self.next_offset,
             written_at=records.timestamp_ns(self._clock_ns()),
+            ledger_chain=runtime.ledger_chain,
+            checkpoint_sequence=runtime.checkpoint_sequence,
+            checkpoint_at=records.timestamp_ns(runtime.checkpoint_at_ns),
         ).SerializeToString(deterministic=True)  # map entries sorted: same state, same bytes
 
     def sequence_mark(self, group_id: str) -> bytes:
@@ -330,6 +350,55 @@ class PotProcessor:
             self._dirty.add(group_id)
             outputs.sequence_marks[group_id] = self.sequence_mark(group_id)
         return outputs
+
+    # ---------------------------------------------------------------------- checkpoints
+
+    def checkpoints_due(self) -> list[str]:
+        """Groups to checkpoint on a tick: none yet, or the last one is ``checkpoint_seconds``
+        old (a quiet group too, so that a takeover never reads further back than that)."""
+        return [g for g, runtime in self._groups.items() if self._checkpoint_due_by_time(runtime)]
+
+    def checkpoint(self, group_ids: Iterable[str], outputs: Outputs | None = None) -> Outputs:
+        """A checkpoint entry and a snapshot per group (added to ``outputs`` if given)."""
+        outputs = outputs or Outputs()
+        for group_id in group_ids:
+            self._dirty.add(group_id)
+            outputs.ledger.append(self._checkpoint(self._groups[group_id]))
+            outputs.snapshots[group_id] = self.snapshot(group_id)
+            outputs.sequence_marks.pop(group_id, None)  # the snapshot holds the sequence
+        return outputs
+
+    def _checkpoint_due_by_time(self, runtime: GroupRuntime) -> bool:
+        if not runtime.ledger_chain:
+            return False  # chain unknown until the takeover check adopts it
+        if not runtime.checkpoint_sequence:
+            return runtime.ledger_sequence > 0
+        age_ns = self._clock_ns() - runtime.checkpoint_at_ns
+        return age_ns >= self.checkpoint_seconds * 1e9
+
+    def _checkpoint(self, runtime: GroupRuntime) -> pot_pb2.LedgerEntry:
+        """The group's next ledger entry: a checkpoint of its figures and chain (no money)."""
+        group = runtime.group
+        runtime.ledger_sequence += 1
+        now_ns = self._clock_ns()
+        source = f"checkpoint:{group.group_id}:{runtime.ledger_sequence}"
+        detail = checkpoint_detail(group, runtime.ledger_chain, runtime.checkpoint_sequence)
+        entry = pot_pb2.LedgerEntry(
+            entry_id=f"{source}:0",
+            pot_group_id=group.group_id,
+            ledger_sequence=runtime.ledger_sequence,
+            type=CHECKPOINT,
+            config_version=group.config.version,
+            pending_config_versions=[c.version for c, _, _ in group.pending],
+            detail_json=records.canonical_json(detail),
+            source_event_id=source,
+            occurred_at=records.timestamp_ns(now_ns),
+            recorded_at=records.timestamp_ns(now_ns),
+        )
+        runtime.ledger_chain = chain_next(runtime.ledger_chain, entry.SerializeToString())
+        runtime.checkpoint_sequence = runtime.ledger_sequence
+        runtime.checkpoint_at_ns = now_ns
+        return entry
 
     # ---------------------------------------------------------------------- one record
 
@@ -616,7 +685,18 @@ class PotProcessor:
             elif isinstance(domain_event, ConfigProposed | PotGroupOpened):
                 entry.changed_by = domain_event.changed_by
                 entry.reason = domain_event.reason
-            outputs.ledger.append(entry)
+            self._append(runtime, entry, outputs)
+        activated = any(isinstance(e, ConfigActivated) for e in domain_events)
+        count_due = runtime.ledger_sequence - runtime.checkpoint_sequence >= self.checkpoint_entries
+        if runtime.ledger_chain and (activated or count_due):
+            outputs.ledger.append(self._checkpoint(runtime))
+
+    @staticmethod
+    def _append(runtime: GroupRuntime, entry: pot_pb2.LedgerEntry, outputs: Outputs) -> None:
+        """An entry to write, folded into the group's chain as the bytes the ledger will hold."""
+        if runtime.ledger_chain:
+            runtime.ledger_chain = chain_next(runtime.ledger_chain, entry.SerializeToString())
+        outputs.ledger.append(entry)
 
     def _award(
         self,

@@ -12,6 +12,7 @@ as a tick of its own with the mark that keeps the group's update sequence.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -25,8 +26,9 @@ from jackpot.platform.exactly_once import (
     OutputRecord,
     ProcessorConfig,
 )
-from jackpot.platform.kafka import read_to_end
-from jackpot.pot.ledger_restore import disagreement
+from jackpot.platform.kafka import KafkaConnection, TopicReader
+from jackpot.pot.ledger_audit import GroupAudit
+from jackpot.pot.ledger_restore import TakeoverAudit, disagreement
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.processor import (
     SEQUENCE_MARK_PREFIX,
@@ -40,6 +42,9 @@ from jackpot.pot.settings import PotSettings
 from jackpot.v1 import pot_pb2
 
 log = structlog.get_logger("jackpot.pot.service")
+# A takeover seeks the ledger by record time to a little before the checkpoint it starts from
+# (the record's time is when the producer sent it, just after the checkpoint's recorded_at).
+CHECKPOINT_SEEK_MARGIN_MS = 60_000
 
 
 @dataclass(slots=True)
@@ -68,6 +73,8 @@ class PotPartition:
             source=settings.source,
             event_id_window=settings.event_id_window,
             trigger_source=trigger_source,
+            checkpoint_entries=settings.checkpoint_interval_entries,
+            checkpoint_seconds=settings.checkpoint_interval_seconds,
         )
         self._log = log.bind(instance=settings.instance_id, partition=partition)
 
@@ -115,33 +122,72 @@ class PotPartition:
 
         A group's entries are on the ledger partition of the same number, as the ledger has as
         many partitions as the table events (``jackpot.topics``) and both are keyed by group.
-        The whole partition is read at every takeover: its cost grows with the ledger."""
-        settings = self.settings
-        options = settings.kafka_options()
-        bootstrap = str(options.pop("bootstrap_servers"))
-        entries: list[pot_pb2.LedgerEntry] = []
-        for record in await read_to_end(
-            bootstrap, settings.ledger_topic, options, [self.partition]
-        ):
-            try:
-                entries.append(pot_pb2.LedgerEntry.FromString(record.value or b""))
-            except DecodeError as error:
-                return f"ledger partition {record.partition} offset {record.offset}: {error}"
+        Each group is checked from the last checkpoint its state names: the ledger is read from
+        (by time) just before the oldest of them, so a takeover costs the entries written since
+        the last checkpoints, not the ledger's history. A state written before checkpoints
+        existed is checked from the partition's beginning once, and adopts the hash chain the
+        check computes (its first checkpoint follows at the next heartbeat)."""
         groups = self.processor.groups
-        for group_id in sorted({e.pot_group_id for e in entries} | set(groups)):
-            runtime = groups.get(group_id)
-            why = disagreement(
-                group_id,
-                runtime.group if runtime else None,
-                runtime.ledger_sequence if runtime else 0,
-                entries,
-            )
+        starts = {g: r.checkpoint_sequence if r.ledger_chain else 0 for g, r in groups.items()}
+        async with KafkaConnection.of(self.settings).reader(self.settings.ledger_topic) as reader:
+            begin = await self._ledger_read_start(reader, starts)
+            try:
+                books = await self._read_ledger(reader, starts, begin)
+                if books.missed:  # a checkpoint older than the time seek found: read it all
+                    self._log.warning("checkpoint_before_read_start", groups=sorted(books.missed))
+                    books = await self._read_ledger(reader, starts, None)
+            except DecodeError as error:
+                return f"ledger partition {self.partition}: {error}"
+        self.metrics.takeover_ledger_entries.set(books.read)
+        self._log.info("ledger_checked", entries_read=books.read, groups=len(groups))
+        for group_id in sorted(set(books.stateless) | set(groups)):
+            why = self._group_disagreement(group_id, books)
+            self.metrics.groups_refused.labels(pot_group=group_id).set(1 if why else 0)
             if why:
-                self.metrics.groups_refused.labels(pot_group=group_id).set(1)
                 self._log.error("restored_state_refused", pot_group=group_id, why=why)
                 return why
-            self.metrics.groups_refused.labels(pot_group=group_id).set(0)
         return ""
+
+    def _group_disagreement(self, group_id: str, books: TakeoverAudit) -> str:
+        runtime = self.processor.groups.get(group_id)
+        if runtime is None:
+            stateless = GroupAudit(group_id, last_sequence=books.stateless[group_id])
+            return disagreement(group_id, None, 0, stateless)
+        audit = books.audits.get(group_id)
+        if audit is None and runtime.ledger_sequence:
+            return (
+                f"the ledger holds no checkpoint {runtime.checkpoint_sequence} of {group_id}, "
+                "which its stored state names"
+            )
+        why = disagreement(
+            group_id, runtime.group, runtime.ledger_sequence, audit, runtime.ledger_chain
+        )
+        if not why and audit is not None and audit.chain is not None and not runtime.ledger_chain:
+            runtime.ledger_chain = audit.chain  # a state from before the chain: adopt it
+        return why
+
+    async def _ledger_read_start(
+        self, reader: TopicReader, starts: Mapping[str, int]
+    ) -> dict[int, int] | None:
+        """Where on the ledger partition the check begins: just before the oldest checkpoint
+        of the groups here (None: the beginning, when some group has no checkpoint)."""
+        groups = self.processor.groups
+        if any(not start and groups[g].ledger_sequence for g, start in starts.items()):
+            return None
+        times_ns = [groups[g].checkpoint_at_ns for g, start in starts.items() if start]
+        if not times_ns:  # nothing restored: find groups the ledger holds without a state
+            times_ns = [time.time_ns() - int(self.settings.checkpoint_interval_seconds * 1e9)]
+        since_ms = min(times_ns) // 1_000_000 - CHECKPOINT_SEEK_MARGIN_MS
+        return await reader.offsets_for_time(since_ms, [self.partition])
+
+    async def _read_ledger(
+        self, reader: TopicReader, starts: Mapping[str, int], begin: dict[int, int] | None
+    ) -> TakeoverAudit:
+        books = TakeoverAudit(dict(starts))
+        async for record in reader.records(begin, partitions=[self.partition]):
+            raw = record.value or b""
+            books.add(pot_pb2.LedgerEntry.FromString(raw), raw)
+        return books
 
     def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> PotBatch:
         inputs = [
@@ -151,9 +197,12 @@ class PotPartition:
         return self._batch(self.processor.apply_batch(inputs))
 
     def tick(self) -> PotBatch | None:
-        """Heartbeats of the groups due one (rule D5)."""
+        """Heartbeats of the groups due one (rule D5), and checkpoints of those due one."""
         due = self.processor.heartbeat_due(self.settings.heartbeat_interval_ms / 1000)
-        return self._batch(self.processor.heartbeat(due)) if due else None
+        checkpoints = self.processor.checkpoints_due()
+        if not due and not checkpoints:
+            return None
+        return self._batch(self.processor.checkpoint(checkpoints, self.processor.heartbeat(due)))
 
     def commit(self, batch: PotBatch) -> None:
         outputs = batch.outputs

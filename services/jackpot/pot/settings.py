@@ -89,6 +89,17 @@ class PotSettings(ServiceSettings):
         10_000,
         description="how long an admin call waits to see its command applied (DEADLINE_EXCEEDED)",
     )
+    checkpoint_interval_entries: int = Field(
+        10_000,
+        ge=1,
+        description="a ledger checkpoint per group at least every this many entries (a "
+        "takeover reads the entries since the last one)",
+    )
+    checkpoint_interval_seconds: float = Field(
+        3600.0,
+        gt=0,
+        description="and at least this often (seconds), even for a quiet group",
+    )
     grpc_grace_seconds: float = Field(5.0, description="calls in flight may finish this long")
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     log_json: Bool = Field(True, description="JSON log lines (false: for a terminal)")

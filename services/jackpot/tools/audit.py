@@ -1,15 +1,18 @@
 """`jackpot audit`: recompute every pot group from its ledger and prove rule M2, exactly (D4).
 
-Reads jackpot.ledger.v1 from the beginning (read_committed) and the latest PotUpdate of each group
-from jackpot.pot-updates.v1, then for each pot group:
+Streams jackpot.ledger.v1 (read_committed) from its beginning, or, with ``--state FILE``, from
+where the last clean audit saved in FILE stopped, and the latest PotUpdate of each group from
+jackpot.pot-updates.v1; memory is bounded whatever the ledger's length. For each pot group it
+recomputes, with :class:`jackpot.pot.ledger_audit.GroupAudit`:
 
 - replays every transfer into accounts (``bets``, ``house``, ``commission``, ``awards``,
   ``pot:<name>``) in exact picopesos, and checks M2:
   ``collected + house advances == commission + sum(pots) + awarded``, with no pot negative;
 - checks that no pot ever decreases but by an award or a reseed (R2), and the ledger itself:
-  ``ledger_sequence`` runs 1, 2, 3... with no gap or repeat, every entry
-  id and every award id appears once, each collection's transfers equal its bets; the payout
-  service's lifecycle entries move no money, and each payment matches one award's amount, once;
+  ``ledger_sequence`` runs 1, 2, 3... with no gap or repeat, no entry or award id repeats within
+  the last ``RECENT_IDS``, each collection's transfers equal its bets, every checkpoint states
+  the figures and the hash chain of the entries before it; the payout service's lifecycle
+  entries move no money, and each payment settles one open award, for its amount, once;
 - checks that the balances equal those of the group's latest pot update, exactly, and that its
   sign value is the main pot floored (M3);
 - prints a table of meters per group (collected, commission, each pot, overflow, house advances,
@@ -25,217 +28,71 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
-from jackpot.domain.money import MINOR_PER_PESO, floor_pesos, format_amount
-from jackpot.pot import records
-from jackpot.pot.partitions import topic_partitions
+from jackpot.domain.money import format_amount
+from jackpot.platform.kafka import KafkaConnection, TopicReader
+from jackpot.pot.ledger_audit import (
+    GroupAudit,
+    audit_from_dict,
+    audit_to_dict,
+)
 from jackpot.v1 import pot_pb2
 
 CUT_ATTEMPTS = 10
-AWARD_TYPES = (
-    pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED,
-    pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED,
-)
-# The only entries that may take money out of a pot (R2): a prize paid from it, and the S8 top-up
-# that moves reserves to the main pot after a reset. There is no correction entry.
-POT_DEBIT_TYPES = (*AWARD_TYPES, pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED)
-# Written by the payout service: no ledger_sequence, no transfers (the money moved at award).
-PAYOUT_TYPES = (
-    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_ORDERED,
-    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_AWAITING_APPROVAL,
-    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_APPROVED,
-    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID,
-    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED,
-)
 
 
 @dataclass
-class GroupAudit:
-    """One pot group recomputed from its ledger."""
+class AuditState:
+    """Where a verified audit stopped: the ledger's next offset per partition and each group's
+    books there. ``jackpot audit --state FILE`` starts from it and, when everything audits,
+    saves the new one, so a daily audit reads only the day (docs/architecture.md)."""
 
-    group_id: str
-    accounts: Counter[str] = field(default_factory=Counter)
-    entries: int = 0
-    last_sequence: int = 0
-    overflow: int = 0
-    hits: Counter[str] = field(default_factory=Counter)
-    wins: Counter[str] = field(default_factory=Counter)
-    award_ids: set[str] = field(default_factory=set)
-    award_amounts: dict[str, int] = field(default_factory=dict)  # award id -> whole pesos
-    entry_ids: set[str] = field(default_factory=set)
-    paid: dict[str, int] = field(default_factory=dict)  # award id -> whole pesos paid
-    voided: set[str] = field(default_factory=set)
-    config_version: int = 0
-    problems: list[str] = field(default_factory=list)
-    update: pot_pb2.PotUpdate | None = None
+    ledger_topic: str
+    offsets: dict[int, int] = field(default_factory=dict)
+    groups: dict[str, GroupAudit] = field(default_factory=dict)
 
-    @property
-    def collected(self) -> int:
-        return -self.accounts["bets"]
-
-    @property
-    def house_advances(self) -> int:
-        return -self.accounts["house"]
-
-    @property
-    def pots(self) -> dict[str, int]:
-        return {
-            name.removeprefix("pot:"): amount
-            for name, amount in sorted(self.accounts.items())
-            if name.startswith("pot:")
-        }
-
-    def add(self, entry: pot_pb2.LedgerEntry) -> None:
-        self.entries += 1
-        if entry.type in PAYOUT_TYPES:
-            self._add_payout(entry)
-            return
-        if entry.ledger_sequence != self.last_sequence + 1:
-            self.problems.append(
-                f"ledger_sequence {entry.ledger_sequence} follows {self.last_sequence} "
-                f"(entry {entry.entry_id}): a gap or a duplicate"
+    @classmethod
+    def load(cls, path: Path, ledger_topic: str) -> AuditState:
+        if not path.exists():
+            return cls(ledger_topic)
+        data = json.loads(path.read_text())
+        if data.get("ledger_topic") != ledger_topic:
+            raise ValueError(
+                f"{path} is the audit state of {data.get('ledger_topic')!r}, not {ledger_topic}"
             )
-        self.last_sequence = max(self.last_sequence, entry.ledger_sequence)
-        if entry.entry_id in self.entry_ids:
-            self.problems.append(f"entry {entry.entry_id} appears twice")
-        self.entry_ids.add(entry.entry_id)
-        self.config_version = entry.config_version
-        moved_from_bets = 0
-        for transfer in entry.transfers:
-            try:
-                amount = records.minor_units(transfer.amount)
-            except ValueError as error:
-                self.problems.append(f"entry {entry.entry_id}: {error}")
-                continue
-            if amount <= 0:
-                self.problems.append(f"entry {entry.entry_id}: transfer of {amount} minor units")
-            if transfer.source.startswith("pot:") and entry.type not in POT_DEBIT_TYPES:
-                self.problems.append(
-                    f"R2: {transfer.source} decreased by {format_amount(amount)} in entry "
-                    f"{entry.entry_id} ({pot_pb2.LedgerEntryType.Name(entry.type)}), which is "
-                    "neither an award nor a reseed"
-                )
-            self.accounts[transfer.source] -= amount
-            self.accounts[transfer.target] += amount
-            if transfer.source == "bets":
-                moved_from_bets += amount
-        if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED:
-            if moved_from_bets != entry.amount * MINOR_PER_PESO:
-                self.problems.append(
-                    f"entry {entry.entry_id}: bets of {entry.amount} pesos but "
-                    f"{format_amount(moved_from_bets)} moved from bets"
-                )
-            detail = json.loads(entry.detail_json)
-            self.overflow += sum(int(amount) for _, _, amount in detail.get("overflow", ()))
-        elif entry.type in AWARD_TYPES:
-            award_id = json.loads(entry.detail_json).get("award_id", "")
-            if award_id in self.award_ids:
-                self.problems.append(f"award {award_id} appears twice")
-            self.award_ids.add(award_id)
-            self.award_amounts[award_id] = entry.amount
-            self.hits[entry.prize] += 1
-            self.wins[entry.prize] += entry.amount
-
-    def _add_payout(self, entry: pot_pb2.LedgerEntry) -> None:
-        """A payout lifecycle step: it moves no money; a payment must match one award."""
-        if entry.entry_id in self.entry_ids:
-            self.problems.append(f"entry {entry.entry_id} appears twice")
-        self.entry_ids.add(entry.entry_id)
-        if entry.transfers or entry.ledger_sequence:
-            self.problems.append(f"payout entry {entry.entry_id} moves money or is sequenced")
-        award_id = entry.source_event_id
-        if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID:
-            if award_id in self.paid:
-                self.problems.append(f"award {award_id} paid twice")
-            self.paid[award_id] = entry.amount
-        elif entry.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED:
-            self.voided.add(award_id)
-
-    def finish(self) -> None:
-        """The checks that need the whole ledger and the latest pot update."""
-        pots = self.pots
-        commission = self.accounts["commission"]
-        awarded = self.accounts["awards"]
-        left = self.collected + self.house_advances
-        right = commission + sum(pots.values()) + awarded
-        if left != right:
-            self.problems.append(
-                f"M2 broken: collected {format_amount(self.collected)} + house "
-                f"{format_amount(self.house_advances)} != commission {format_amount(commission)} "
-                f"+ pots {format_amount(sum(pots.values()))} + awarded {format_amount(awarded)}"
-            )
-        unknown = (
-            set(self.accounts)
-            - {"bets", "house", "commission", "awards"}
-            - {f"pot:{name}" for name in pots}
+        return cls(
+            ledger_topic,
+            {int(p): int(o) for p, o in data["offsets"].items()},
+            {g: audit_from_dict(a) for g, a in data["groups"].items()},
         )
-        if unknown:
-            self.problems.append(f"transfers name unknown accounts {sorted(unknown)}")
-        for name, balance in pots.items():
-            if balance < 0:
-                self.problems.append(f"pot {name} is negative: {format_amount(balance)}")
-        if awarded != sum(self.wins.values()) * MINOR_PER_PESO:
-            self.problems.append(
-                f"awards account {format_amount(awarded)} != prizes awarded "
-                f"{sum(self.wins.values())}"
-            )
-        for award_id, amount in sorted(self.paid.items()):
-            if self.award_amounts.get(award_id) != amount:
-                self.problems.append(
-                    f"payment of {amount} for award {award_id}, which awarded "
-                    f"{self.award_amounts.get(award_id)}"
-                )
-            if award_id in self.voided:
-                self.problems.append(f"award {award_id} was paid and voided")
-        if self.update is None:
-            self.problems.append("no pot update found for the group")
-            return
-        shown = {p.name: records.minor_units(p.balance) for p in self.update.pots}
-        if any(pots.get(name, 0) != shown.get(name, 0) for name in {*pots, *shown}):
-            self.problems.append(
-                f"balances differ from the latest pot update #{self.update.update_sequence}: "
-                f"ledger { {k: format_amount(v) for k, v in pots.items()} }, "
-                f"update { {k: format_amount(v) for k, v in shown.items()} }"
-            )
-        if self.update.sign_value != floor_pesos(pots.get("main", 0)):
-            self.problems.append(
-                f"sign value {self.update.sign_value} is not the main pot floored (M3)"
-            )
+
+    def save(self, path: Path) -> None:
+        data = {
+            "format": 1,
+            "ledger_topic": self.ledger_topic,
+            "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
+            "groups": {g: audit_to_dict(a) for g, a in sorted(self.groups.items())},
+        }
+        temporary = path.with_suffix(path.suffix + ".tmp")
+        temporary.write_text(json.dumps(data, sort_keys=True))
+        temporary.replace(path)  # a crash leaves the previous state, never half of one
 
 
-def _partitions(counts: dict[str, int], topic: str) -> list[TopicPartition]:
-    if topic not in counts:
-        raise LookupError(f"topic {topic} does not exist")
-    return [TopicPartition(topic, p) for p in range(counts[topic])]
-
-
-async def _read(
-    consumer: AIOKafkaConsumer, starts: dict[TopicPartition, int], ends: dict[TopicPartition, int]
-) -> Iterable[tuple[bytes | None, bytes]]:
-    """(key, value) of every committed record from ``starts`` up to ``ends``, per partition."""
-    out: list[tuple[bytes | None, bytes]] = []
-    todo = {tp for tp in starts if ends[tp] > starts[tp]}
-    consumer.assign(list(todo))
-    for tp in todo:
-        consumer.seek(tp, starts[tp])
-    while todo:
-        batch = await consumer.getmany(*todo, timeout_ms=1000)
-        for tp, batch_records in batch.items():
-            for record in batch_records:
-                if record.offset < ends[tp] and record.value is not None:
-                    out.append((record.key, record.value))
-        for tp in list(todo):
-            if await consumer.position(tp) >= ends[tp]:
-                todo.discard(tp)
-    consumer.assign([])
-    return out
+async def _consistent_cut(ledger: TopicReader, updates: TopicReader) -> dict[int, int]:
+    """Ledger end offsets that did not move while the updates' were read (CUT_ATTEMPTS)."""
+    for _ in range(CUT_ATTEMPTS):
+        _, ends = await ledger.bounds()
+        await updates.bounds()
+        if (await ledger.bounds())[1] == ends:
+            return ends
+        await asyncio.sleep(0.2)
+    raise RuntimeError("the ledger kept growing: no consistent cut; stop the pot service")
 
 
 async def audit(
@@ -243,54 +100,44 @@ async def audit(
     ledger_topic: str,
     updates_topic: str,
     only_groups: Sequence[str] = (),
+    state: AuditState | None = None,
 ) -> list[GroupAudit]:
-    """Recompute every pot group (or only the named ones) from the ledger.
+    """Recompute every pot group (or only the named ones) from the ledger, streamed: memory is
+    one fetch plus each group's bounded books, whatever the ledger's length.
 
     ``kafka_options`` are the client options (bootstrap servers, security), as
-    :meth:`jackpot.pot.settings.PotSettings.kafka_options` gives them.
+    :meth:`jackpot.pot.settings.PotSettings.kafka_options` gives them. ``state``: go on from an
+    earlier verified audit (its offsets and books), and leave the new ones in it.
     """
-    counts = await topic_partitions(kafka_options, [ledger_topic, updates_topic])
-    ledger_tps = _partitions(counts, ledger_topic)
-    update_tps = _partitions(counts, updates_topic)
-    consumer = AIOKafkaConsumer(
-        **kafka_options,
-        group_id=None,
-        isolation_level="read_committed",
-        enable_auto_commit=False,
-    )
-    await consumer.start()
-    try:
-        for _ in range(CUT_ATTEMPTS):
-            ledger_ends = await consumer.end_offsets(ledger_tps)
-            update_ends = await consumer.end_offsets(update_tps)
-            if await consumer.end_offsets(ledger_tps) == ledger_ends:
-                break
-            await asyncio.sleep(0.2)
-        else:
-            raise RuntimeError("the ledger kept growing: no consistent cut; stop the pot service")
-        ledger_starts = await consumer.beginning_offsets(ledger_tps)
-        update_starts = await consumer.beginning_offsets(update_tps)
-        groups: dict[str, GroupAudit] = {}
-        for key, value in await _read(consumer, ledger_starts, ledger_ends):
-            entry = pot_pb2.LedgerEntry.FromString(value)
+    state = state or AuditState(ledger_topic)
+    connection = KafkaConnection(kafka_options)
+    async with connection.reader(ledger_topic) as ledger, connection.reader(updates_topic) as up:
+        for reader in (ledger, up):
+            if not reader.partitions:
+                raise LookupError(f"topic {reader.topic} does not exist")
+        ends = await _consistent_cut(ledger, up)
+        groups = state.groups
+        async for record in ledger.records(state.offsets or None, ends):
+            if record.value is None:
+                continue
+            entry = pot_pb2.LedgerEntry.FromString(record.value)
             if only_groups and entry.pot_group_id not in only_groups:
                 continue
-            if key != entry.pot_group_id.encode():
-                raise RuntimeError(f"ledger entry {entry.entry_id} is keyed {key!r}")
+            if record.key != entry.pot_group_id.encode():
+                raise RuntimeError(f"ledger entry {entry.entry_id} is keyed {record.key!r}")
             group = groups.setdefault(entry.pot_group_id, GroupAudit(entry.pot_group_id))
-            group.add(entry)
-        for key, value in await _read(consumer, update_starts, update_ends):
-            if key is None or key.decode() not in groups:
+            group.add(entry, record.value)
+        state.offsets = dict(ends)
+        async for record in up.records():
+            if record.key is None or record.key.decode() not in groups or not record.value:
                 continue
-            update = pot_pb2.PotUpdate.FromString(value)
+            update = pot_pb2.PotUpdate.FromString(record.value)
             group = groups[update.pot_group_id]
             if group.update is None or update.update_sequence > group.update.update_sequence:
                 group.update = update
-        for group in groups.values():
-            group.finish()
-        return [groups[g] for g in sorted(groups)]
-    finally:
-        await consumer.stop()
+    for group in groups.values():
+        group.finish()
+    return [groups[g] for g in sorted(groups) if not only_groups or g in only_groups]
 
 
 def render(groups: Sequence[GroupAudit]) -> str:
@@ -314,10 +161,10 @@ def render(groups: Sequence[GroupAudit]) -> str:
             for prize in sorted(group.hits)
         ]
         rows.append(
-            ("payouts paid", f"{len(group.paid)} / {sum(group.paid.values())}"),
+            ("payouts paid", f"{group.paid_count} / {group.paid_pesos}"),
         )
-        if group.voided:
-            rows.append(("payouts voided", str(len(group.voided))))
+        if group.voided_count:
+            rows.append(("payouts voided", str(group.voided_count)))
         if group.update is not None:
             rows.append(("latest pot update", f"#{group.update.update_sequence}"))
         verdict = "OK" if not group.problems else f"MISMATCH ({len(group.problems)})"
@@ -335,14 +182,22 @@ def run(
     ledger_topic: str,
     updates_topic: str,
     only_groups: Sequence[str] = (),
+    state_path: Path | None = None,
 ) -> int:
     try:
-        groups = asyncio.run(audit(kafka_options, ledger_topic, updates_topic, only_groups))
-    except (LookupError, RuntimeError, OSError, KafkaError) as error:
+        state = AuditState.load(state_path, ledger_topic) if state_path else None
+        groups = asyncio.run(audit(kafka_options, ledger_topic, updates_topic, only_groups, state))
+    except (LookupError, RuntimeError, OSError, KafkaError, ValueError) as error:
         print(f"jackpot audit: {error}", file=sys.stderr)
         return 2
     print(render(groups))
     missing = set(only_groups) - {g.group_id for g in groups}
     for group_id in sorted(missing):
         print(f"pot group {group_id}: no ledger entries", file=sys.stderr)
-    return 1 if missing or any(g.problems for g in groups) else 0
+    failed = bool(missing or any(g.problems for g in groups))
+    if state is not None and state_path is not None:
+        if failed or only_groups:
+            print(f"jackpot audit: {state_path} left as it was", file=sys.stderr)
+        else:
+            state.save(state_path)
+    return 1 if failed else 0

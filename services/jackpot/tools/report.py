@@ -32,7 +32,7 @@ from typing import Any
 from aiokafka.errors import KafkaError
 
 from jackpot.domain.money import floor_pesos, format_amount
-from jackpot.platform.kafka import read_to_end
+from jackpot.platform.kafka import KafkaConnection, read_records
 from jackpot.tools.report_figures import (
     LedgerRecord,
     Report,
@@ -50,7 +50,9 @@ async def read_ledger(kafka_options: Mapping[str, Any], topic: str) -> list[Ledg
     bootstrap = str(options.pop("bootstrap_servers"))
     return [
         LedgerRecord(r.partition, r.offset, r.value)
-        for r in await read_to_end(bootstrap, topic, options)
+        async for r in read_records(
+            KafkaConnection({"bootstrap_servers": bootstrap, **options}), topic
+        )
         if r.value is not None
     ]
 

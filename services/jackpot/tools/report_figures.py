@@ -26,8 +26,8 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from jackpot.domain.money import MINOR_PER_PESO, format_amount
+from jackpot.pot.ledger_audit import AWARD_TYPES, GroupAudit
 from jackpot.pot.records import minor_units
-from jackpot.tools.audit import AWARD_TYPES, GroupAudit
 from jackpot.v1 import pot_pb2
 
 LAST_AWARDS = 25  # R1: the last 25 hits

@@ -1,0 +1,367 @@
+"""A pot group's books recomputed from its ledger, its hash chain and its checkpoints (D4, M2, R2).
+
+Pure, no I/O. :class:`GroupAudit` replays ledger entries into exact picopeso accounts and notes
+every problem (a sequence gap or repeat, a pot debited by neither an award nor a reseed, a
+collection whose transfers differ from its bets, a payment that matches no award). It is the one
+judge of a ledger: ``jackpot audit`` (the whole ledger, or from a checkpoint it verified before),
+the pot's takeover check (R14, :mod:`jackpot.pot.ledger_restore`), ``jackpot report`` and
+``jackpot restore --from-ledger`` all use it.
+
+The ledger is hash-chained: the pot service folds every entry it writes for a group into
+``chain = sha256(chain || sha256(entry bytes))`` (starting from :data:`GENESIS`) and keeps the
+value in the group's state. At a bounded interval it writes a ``CHECKPOINT`` entry
+(:func:`checkpoint_detail`) holding the chain before it and every figure a takeover compares. An
+audit that follows the chain checks each checkpoint against its own figures and chain, so a
+verifier that trusted a checkpoint once can start from it (:meth:`GroupAudit.from_checkpoint`)
+instead of re-reading what it already verified, and a takeover reads only the entries since the
+last checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from jackpot.domain.engine import PotGroup
+from jackpot.domain.money import MINOR_PER_PESO, floor_pesos, format_amount
+from jackpot.pot import records
+from jackpot.v1 import pot_pb2
+
+RECENT_IDS = 100_000  # entry and award ids remembered to see a replay (bounded memory)
+GENESIS = bytes(32)  # the chain before a group's first entry
+CHECKPOINT = pot_pb2.LEDGER_ENTRY_TYPE_CHECKPOINT
+AWARD_TYPES = (
+    pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED,
+    pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED,
+)
+# The only entries that may take money out of a pot (R2): a prize paid from it, and the S8 top-up
+# that moves reserves to the main pot after a reset. There is no correction entry.
+POT_DEBIT_TYPES = (*AWARD_TYPES, pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED)
+# Written by the payout service: no ledger_sequence, no transfers (the money moved at award).
+PAYOUT_TYPES = (
+    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_ORDERED,
+    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_AWAITING_APPROVAL,
+    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_APPROVED,
+    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID,
+    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED,
+)
+
+
+@dataclass
+class GroupAudit:
+    """One pot group recomputed from its ledger."""
+
+    group_id: str
+    accounts: Counter[str] = field(default_factory=Counter)
+    entries: int = 0
+    last_sequence: int = 0
+    overflow: int = 0
+    hits: Counter[str] = field(default_factory=Counter)
+    wins: Counter[str] = field(default_factory=Counter)
+    # Bounded whatever the history: awards neither paid nor voided (award id -> whole pesos),
+    # and a window of the most recent entry and award ids (a replayed event repeats them).
+    open_awards: dict[str, int] = field(default_factory=dict)
+    recent_ids: dict[str, None] = field(default_factory=dict)
+    paid_count: int = 0
+    paid_pesos: int = 0
+    voided_count: int = 0
+    config_version: int = 0
+    problems: list[str] = field(default_factory=list)
+    update: pot_pb2.PotUpdate | None = None
+    # The hash chain after the last entry added; None when it cannot be followed (entries added
+    # without their bytes, or an audit that began mid-ledger without a checkpoint).
+    chain: bytes | None = GENESIS
+    checkpoints: int = 0  # checkpoint entries verified
+    checkpoint_sequence: int = 0  # ledger_sequence of the last one
+
+    @classmethod
+    def from_checkpoint(cls, entry: pot_pb2.LedgerEntry, raw: bytes) -> GroupAudit:
+        """The books as a checkpoint entry states them, to audit the entries after it.
+
+        The checkpoint itself is trusted: whoever starts here verified it before (the pot wrote
+        it; ``jackpot audit`` checks every one against the entries it follows)."""
+        detail = json.loads(entry.detail_json)
+        audit = cls(entry.pot_group_id, chain=bytes.fromhex(detail["chain"]))
+        audit.accounts.update(
+            {
+                "bets": -int(detail["collected"]),
+                "house": -int(detail["house_advances"]),
+                "commission": int(detail["commission"]),
+                "awards": int(detail["awarded"]),
+            }
+        )
+        audit.accounts.update({f"pot:{k}": int(v) for k, v in detail["pots"].items()})
+        audit.overflow = int(detail["overflow"])
+        audit.hits.update({k: int(v) for k, v in detail["hits"].items()})
+        audit.wins.update({k: int(v) for k, v in detail["wins"].items()})
+        audit.last_sequence = entry.ledger_sequence - 1
+        audit.add(entry, raw)
+        return audit
+
+    def figures(self) -> dict[str, Any]:
+        """What a checkpoint states, as this audit computed it (picopesos; hits and wins)."""
+        return {
+            "collected": self.collected,
+            "commission": self.accounts["commission"],
+            "awarded": self.accounts["awards"],
+            "house_advances": self.house_advances,
+            "pots": {k: v for k, v in self.pots.items() if v},
+            "overflow": self.overflow,
+            "hits": {k: v for k, v in sorted(self.hits.items()) if v},
+            "wins": {k: v for k, v in sorted(self.wins.items()) if v},
+        }
+
+    @property
+    def collected(self) -> int:
+        return -self.accounts["bets"]
+
+    @property
+    def house_advances(self) -> int:
+        return -self.accounts["house"]
+
+    @property
+    def pots(self) -> dict[str, int]:
+        return {
+            name.removeprefix("pot:"): amount
+            for name, amount in sorted(self.accounts.items())
+            if name.startswith("pot:")
+        }
+
+    def add(self, entry: pot_pb2.LedgerEntry, raw: bytes | None = None) -> None:
+        """One entry, in ledger order; ``raw`` (its bytes as the ledger holds them) lets the
+        audit follow the hash chain and verify checkpoints."""
+        self.entries += 1
+        if entry.type in PAYOUT_TYPES:
+            self._add_payout(entry)
+            return
+        if entry.type == CHECKPOINT:
+            self._check_checkpoint(entry)
+        self.chain = None if raw is None or self.chain is None else chain_next(self.chain, raw)
+        if entry.ledger_sequence != self.last_sequence + 1:
+            self.problems.append(
+                f"ledger_sequence {entry.ledger_sequence} follows {self.last_sequence} "
+                f"(entry {entry.entry_id}): a gap or a duplicate"
+            )
+        self.last_sequence = max(self.last_sequence, entry.ledger_sequence)
+        self._once(entry.entry_id, f"entry {entry.entry_id} appears twice")
+        self.config_version = entry.config_version
+        moved_from_bets = 0
+        for transfer in entry.transfers:
+            try:
+                amount = records.minor_units(transfer.amount)
+            except ValueError as error:
+                self.problems.append(f"entry {entry.entry_id}: {error}")
+                continue
+            if amount <= 0:
+                self.problems.append(f"entry {entry.entry_id}: transfer of {amount} minor units")
+            if transfer.source.startswith("pot:") and entry.type not in POT_DEBIT_TYPES:
+                self.problems.append(
+                    f"R2: {transfer.source} decreased by {format_amount(amount)} in entry "
+                    f"{entry.entry_id} ({pot_pb2.LedgerEntryType.Name(entry.type)}), which is "
+                    "neither an award nor a reseed"
+                )
+            self.accounts[transfer.source] -= amount
+            self.accounts[transfer.target] += amount
+            if transfer.source == "bets":
+                moved_from_bets += amount
+        if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED:
+            if moved_from_bets != entry.amount * MINOR_PER_PESO:
+                self.problems.append(
+                    f"entry {entry.entry_id}: bets of {entry.amount} pesos but "
+                    f"{format_amount(moved_from_bets)} moved from bets"
+                )
+            detail = json.loads(entry.detail_json)
+            self.overflow += sum(int(amount) for _, _, amount in detail.get("overflow", ()))
+        elif entry.type in AWARD_TYPES:
+            award_id = json.loads(entry.detail_json).get("award_id", "")
+            self._once(f"award:{award_id}", f"award {award_id} appears twice")
+            self.open_awards[award_id] = entry.amount
+            self.hits[entry.prize] += 1
+            self.wins[entry.prize] += entry.amount
+
+    def _check_checkpoint(self, entry: pot_pb2.LedgerEntry) -> None:
+        """A checkpoint must state exactly this audit's figures and the chain before it."""
+        if entry.transfers:
+            self.problems.append(f"checkpoint {entry.entry_id} moves money")
+        try:
+            detail = json.loads(entry.detail_json)
+            stated = {name: detail[name] for name in self.figures()}
+            stated_chain = str(detail["chain"])
+        except (ValueError, KeyError, TypeError) as error:
+            self.problems.append(f"checkpoint {entry.entry_id} is unreadable: {error!r}")
+            return
+        mine = self.figures()
+        wrong = [
+            f"{name} {stated[name]} != {mine[name]}" for name in mine if stated[name] != mine[name]
+        ]
+        if wrong:
+            self.problems.append(
+                f"checkpoint at ledger entry {entry.ledger_sequence} disagrees with the entries "
+                f"before it (checkpoint != ledger): {'; '.join(wrong)}"
+            )
+        if self.chain is not None and stated_chain != self.chain.hex():
+            self.problems.append(
+                f"checkpoint at ledger entry {entry.ledger_sequence}: the hash chain of the "
+                f"entries before it is {self.chain.hex()[:16]}..., the checkpoint states "
+                f"{stated_chain[:16]}... (an entry was altered, removed or added)"
+            )
+        self.checkpoints += 1
+        self.checkpoint_sequence = entry.ledger_sequence
+
+    def _once(self, key: str, problem: str) -> None:
+        """A duplicate within the last RECENT_IDS ids is a problem (a replayed event)."""
+        if key in self.recent_ids:
+            self.problems.append(problem)
+        self.recent_ids[key] = None
+        if len(self.recent_ids) > RECENT_IDS:
+            del self.recent_ids[next(iter(self.recent_ids))]
+
+    def _add_payout(self, entry: pot_pb2.LedgerEntry) -> None:
+        """A payout lifecycle step: it moves no money; a payment or a void settles exactly one
+        open award, and a payment must equal its amount."""
+        self._once(entry.entry_id, f"entry {entry.entry_id} appears twice")
+        if entry.transfers or entry.ledger_sequence:
+            self.problems.append(f"payout entry {entry.entry_id} moves money or is sequenced")
+        award_id = entry.source_event_id
+        if entry.type not in (
+            pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID,
+            pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED,
+        ):
+            return
+        awarded = self.open_awards.pop(award_id, None)
+        if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED:
+            self.voided_count += 1
+            if awarded is None:
+                self.problems.append(f"award {award_id} voided, but it is not open")
+            return
+        self.paid_count += 1
+        self.paid_pesos += entry.amount
+        if awarded is None:
+            self.problems.append(
+                f"payment of {entry.amount} for award {award_id}, which is not open "
+                "(never awarded, already paid or voided): paid twice?"
+            )
+        elif awarded != entry.amount:
+            self.problems.append(
+                f"payment of {entry.amount} for award {award_id}, which awarded {awarded}"
+            )
+
+    def finish(self) -> None:
+        """The checks that need the whole ledger and the latest pot update."""
+        pots = self.pots
+        commission = self.accounts["commission"]
+        awarded = self.accounts["awards"]
+        left = self.collected + self.house_advances
+        right = commission + sum(pots.values()) + awarded
+        if left != right:
+            self.problems.append(
+                f"M2 broken: collected {format_amount(self.collected)} + house "
+                f"{format_amount(self.house_advances)} != commission {format_amount(commission)} "
+                f"+ pots {format_amount(sum(pots.values()))} + awarded {format_amount(awarded)}"
+            )
+        unknown = (
+            set(self.accounts)
+            - {"bets", "house", "commission", "awards"}
+            - {f"pot:{name}" for name in pots}
+        )
+        if unknown:
+            self.problems.append(f"transfers name unknown accounts {sorted(unknown)}")
+        for name, balance in pots.items():
+            if balance < 0:
+                self.problems.append(f"pot {name} is negative: {format_amount(balance)}")
+        if awarded != sum(self.wins.values()) * MINOR_PER_PESO:
+            self.problems.append(
+                f"awards account {format_amount(awarded)} != prizes awarded "
+                f"{sum(self.wins.values())}"
+            )
+        if self.update is None:
+            self.problems.append("no pot update found for the group")
+            return
+        shown = {p.name: records.minor_units(p.balance) for p in self.update.pots}
+        if any(pots.get(name, 0) != shown.get(name, 0) for name in {*pots, *shown}):
+            self.problems.append(
+                f"balances differ from the latest pot update #{self.update.update_sequence}: "
+                f"ledger { {k: format_amount(v) for k, v in pots.items()} }, "
+                f"update { {k: format_amount(v) for k, v in shown.items()} }"
+            )
+        if self.update.sign_value != floor_pesos(pots.get("main", 0)):
+            self.problems.append(
+                f"sign value {self.update.sign_value} is not the main pot floored (M3)"
+            )
+
+
+def chain_next(chain: bytes, raw_entry: bytes) -> bytes:
+    """The hash chain after one more entry (its serialized bytes, as written to the ledger)."""
+    return hashlib.sha256(chain + hashlib.sha256(raw_entry).digest()).digest()
+
+
+def checkpoint_detail(group: PotGroup, chain: bytes, previous_sequence: int) -> dict[str, Any]:
+    """A checkpoint's detail_json: the group's figures, the chain of every entry before it, the
+    previous checkpoint's sequence, and the group's public state (no mystery trigger, X2)."""
+    return {
+        "type": "Checkpoint",
+        "chain": chain.hex(),
+        "previous_sequence": previous_sequence,
+        "collected": group.collected,
+        "commission": group.commission,
+        "awarded": group.awarded,
+        "house_advances": group.house_advance,
+        "pots": {k: v for k, v in sorted(group.balances.items()) if v},
+        "overflow": group.overflow,
+        "hits": {k: v for k, v in sorted(group.hits.items()) if v},
+        "wins": {k: v for k, v in sorted(group.wins.items()) if v},
+        "state": json.loads(group.snapshot(public=True)),
+    }
+
+
+def checkpoint_state(entry: pot_pb2.LedgerEntry) -> bytes:
+    """The public engine snapshot a checkpoint holds (``PotGroup.from_ledger(start=...)``)."""
+    return records.canonical_json(json.loads(entry.detail_json)["state"]).encode()
+
+
+def audit_to_dict(audit: GroupAudit) -> dict[str, Any]:
+    """Everything an audit needs to go on from here later (``jackpot audit --state``)."""
+    return {
+        "group_id": audit.group_id,
+        "accounts": dict(audit.accounts),
+        "entries": audit.entries,
+        "last_sequence": audit.last_sequence,
+        "overflow": audit.overflow,
+        "hits": dict(audit.hits),
+        "wins": dict(audit.wins),
+        "open_awards": audit.open_awards,
+        "recent_ids": list(audit.recent_ids),
+        "paid_count": audit.paid_count,
+        "paid_pesos": audit.paid_pesos,
+        "voided_count": audit.voided_count,
+        "config_version": audit.config_version,
+        "chain": None if audit.chain is None else audit.chain.hex(),
+        "checkpoints": audit.checkpoints,
+        "checkpoint_sequence": audit.checkpoint_sequence,
+    }
+
+
+def audit_from_dict(data: dict[str, Any]) -> GroupAudit:
+    """An audit saved by :func:`audit_to_dict`, to add the entries after it."""
+    chain = data["chain"]
+    return GroupAudit(
+        group_id=str(data["group_id"]),
+        accounts=Counter({k: int(v) for k, v in data["accounts"].items()}),
+        entries=int(data["entries"]),
+        last_sequence=int(data["last_sequence"]),
+        overflow=int(data["overflow"]),
+        hits=Counter({k: int(v) for k, v in data["hits"].items()}),
+        wins=Counter({k: int(v) for k, v in data["wins"].items()}),
+        open_awards={k: int(v) for k, v in data["open_awards"].items()},
+        recent_ids=dict.fromkeys(str(i) for i in data["recent_ids"]),
+        paid_count=int(data["paid_count"]),
+        paid_pesos=int(data["paid_pesos"]),
+        voided_count=int(data["voided_count"]),
+        config_version=int(data["config_version"]),
+        chain=None if chain is None else bytes.fromhex(chain),
+        checkpoints=int(data["checkpoints"]),
+        checkpoint_sequence=int(data["checkpoint_sequence"]),
+    )
