@@ -19,6 +19,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
 
 import grpc
 import pytest
@@ -38,7 +39,7 @@ from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.processor import InputRecord, PotProcessor
 from jackpot.pot.service import PotService
 from jackpot.pot.settings import PotSettings
-from jackpot.tools.audit import audit
+from jackpot.tools.audit import AuditState, audit
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, pot_pb2_grpc, table_events_pb2
 from tests.polling import eventually
 
@@ -400,6 +401,90 @@ async def test_service_cancelled_mid_stream_and_restarted_loses_and_repeats_noth
     async with running(PotService(settings, PotMetrics())):
         await wait_processed(settings)
     await assert_exactly_once(settings, events, partitions=2)
+
+
+async def test_a_takeover_reads_the_ledger_since_the_last_checkpoints_not_its_history(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    """Issue 23, R14: the successor checks each group from its last checkpoint; what it reads
+    is bounded by the checkpoint interval, whatever the ledger's length, and nothing is lost."""
+    every = 60
+    settings = pot_settings(
+        kafka_bootstrap,
+        unique,
+        partitions=2,
+        max_batch_records=16,
+        checkpoint_interval_entries=every,
+        checkpoint_seek_margin_ms=0,  # the whole history here is seconds old
+    )
+    await create_topics(settings)
+    groups = group_names(2, 2)
+    events = scripted_events(groups, rounds_per_table=200, seed=7)
+    await produce(settings, events)
+    async with running(PotService(settings, PotMetrics())):
+        await wait_processed(settings)
+    ledger = [
+        pot_pb2.LedgerEntry.FromString(v) for v in await read_topic(settings, settings.ledger_topic)
+    ]
+    metrics = PotMetrics()
+    successor = PotService(settings, metrics)
+    async with running(successor):
+        await eventually(
+            lambda: len(successor.owned_partitions) == 2, "both partitions owned", SETTLE_TIMEOUT
+        )
+        read = {
+            p: metrics.registry.get_sample_value(
+                "jackpot_pot_takeover_ledger_entries", {"partition": str(p)}
+            )
+            or 0
+            for p in (0, 1)
+        }
+    per_group = Counter(e.pot_group_id for e in ledger)
+    assert min(per_group.values()) > 5 * every, "the ledger should be several intervals long"
+    for partition, entries in read.items():
+        groups_here = {g for g in groups if key_partition(g, 2) == partition}
+        history = sum(per_group[g] for g in groups_here)
+        assert 0 < entries <= len(groups_here) * (every + 10), (partition, entries, history)
+        assert entries < history / 3, (partition, entries, history)
+    await assert_exactly_once(settings, events, partitions=2)
+
+
+async def test_an_incremental_audit_reads_only_what_follows_its_saved_state(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """Issue 23: `jackpot audit --state FILE` goes on from the last clean audit; its verdict and
+    figures equal a full audit's, and a tampered saved state is refused by the entries after."""
+    settings = pot_settings(kafka_bootstrap, unique, partitions=2, max_batch_records=16)
+    await create_topics(settings)
+    events = scripted_events(group_names(2, 2), rounds_per_table=60, seed=8)
+    half = len(events) // 2
+    state_file = tmp_path / "audit-state.json"
+    topics = (settings.kafka_options(), settings.ledger_topic, settings.pot_updates_topic)
+    async with running(PotService(settings, PotMetrics())):
+        await produce(settings, events[:half])
+        await wait_processed(settings)
+        state = AuditState.load(state_file, settings.ledger_topic)
+        first = await audit(*topics, state=state)
+        assert all(not g.problems for g in first)
+        state.save(state_file)
+        await produce(settings, events[half:])
+        await wait_processed(settings)
+        resumed_state = AuditState.load(state_file, settings.ledger_topic)
+        before = sum(g.entries for g in resumed_state.groups.values())
+        resumed = await audit(*topics, state=resumed_state)
+        full = await audit(*topics)
+    assert [g.problems for g in resumed] == [[] for _ in full]
+    assert [g.figures() for g in resumed] == [g.figures() for g in full]
+    assert [g.chain for g in resumed] == [g.chain for g in full]
+    assert sum(g.entries for g in resumed) == sum(g.entries for g in full)
+    assert 0 < before < sum(g.entries for g in full)
+    tampered = json.loads(state_file.read_text())
+    group = sorted(tampered["groups"])[0]
+    tampered["groups"][group]["accounts"]["commission"] += 1  # one picopeso
+    state_file.write_text(json.dumps(tampered))
+    refused = await audit(*topics, state=AuditState.load(state_file, settings.ledger_topic))
+    problems = next(g.problems for g in refused if g.group_id == group)
+    assert any("checkpoint" in p or "M2" in p for p in problems), problems
 
 
 async def test_two_instances_share_partitions_and_one_takes_over_from_the_other(

@@ -19,6 +19,9 @@ from jackpot.pot.ledger_audit import (
     audit_to_dict,
 )
 from jackpot.pot.ledger_restore import TakeoverAudit, audit_entries, disagreement, rebuild
+from jackpot.pot.metrics import PotMetrics
+from jackpot.pot.service import PotPartition
+from jackpot.pot.settings import PotSettings
 from jackpot.v1 import pot_pb2
 from tests.unit.test_restore import GROUP, Floor, played, without_trigger
 
@@ -176,3 +179,25 @@ def test_an_audit_from_a_checkpoint_needs_no_entry_before_it(floor: Floor) -> No
         audit.add(entry, data)
     assert audit.problems == []
     assert audit.figures() == audit_entries(GROUP, entries).figures()
+
+
+def test_a_state_from_before_checkpoints_is_checked_whole_then_adopts_the_chain(
+    floor: Floor,
+) -> None:
+    """The first start after the upgrade: a state without a chain is checked from the ledger's
+    beginning, takes the chain that check computed, and is checkpointed at the next tick."""
+    old = pot_pb2.PotGroupState.FromString(floor.processor.snapshot(GROUP))
+    for name in ("ledger_chain", "checkpoint_sequence", "checkpoint_at"):
+        old.ClearField(name)
+    partition = PotPartition(0, PotSettings(), PotMetrics())
+    partition.restore({GROUP.encode(): old.SerializeToString()}, committed=floor.offset)
+    runtime = partition.processor.groups[GROUP]
+    assert runtime.ledger_chain == b""
+    assert partition.processor.checkpoints_due() == []  # not before the chain is known
+    books = TakeoverAudit({GROUP: 0})  # no checkpoint named: every entry from the first
+    for entry, data in raw(floor):
+        books.add(entry, data)
+    assert books.read == len(floor.ledger)
+    assert partition._group_disagreement(GROUP, books) == ""
+    assert runtime.ledger_chain == floor.processor.groups[GROUP].ledger_chain
+    assert partition.processor.checkpoints_due() == [GROUP]

@@ -59,8 +59,9 @@ class PotMetrics:
         )
         self.takeover_ledger_entries = Gauge(
             "jackpot_pot_takeover_ledger_entries",
-            "Ledger entries the last takeover check read (those since the groups' last "
-            "checkpoints, not the ledger's history)",
+            "Ledger entries the partition's last takeover check read (those since its groups' "
+            "last checkpoints, not the ledger's history)",
+            ["partition"],
             registry=registry,
         )
         # Transactions, aborts, ownership and lag: the exactly-once processor's own metrics.

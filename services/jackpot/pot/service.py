@@ -42,9 +42,6 @@ from jackpot.pot.settings import PotSettings
 from jackpot.v1 import pot_pb2
 
 log = structlog.get_logger("jackpot.pot.service")
-# A takeover seeks the ledger by record time to a little before the checkpoint it starts from
-# (the record's time is when the producer sent it, just after the checkpoint's recorded_at).
-CHECKPOINT_SEEK_MARGIN_MS = 60_000
 
 
 @dataclass(slots=True)
@@ -133,12 +130,15 @@ class PotPartition:
             begin = await self._ledger_read_start(reader, starts)
             try:
                 books = await self._read_ledger(reader, starts, begin)
-                if books.missed:  # a checkpoint older than the time seek found: read it all
-                    self._log.warning("checkpoint_before_read_start", groups=sorted(books.missed))
+                missed = books.missed | {
+                    g for g, start in starts.items() if start and g not in books.audits
+                }
+                if missed and begin is not None:  # a checkpoint before the seek: read it all
+                    self._log.warning("checkpoint_before_read_start", groups=sorted(missed))
                     books = await self._read_ledger(reader, starts, None)
             except DecodeError as error:
                 return f"ledger partition {self.partition}: {error}"
-        self.metrics.takeover_ledger_entries.set(books.read)
+        self.metrics.takeover_ledger_entries.labels(partition=str(self.partition)).set(books.read)
         self._log.info("ledger_checked", entries_read=books.read, groups=len(groups))
         for group_id in sorted(set(books.stateless) | set(groups)):
             why = self._group_disagreement(group_id, books)
@@ -177,7 +177,8 @@ class PotPartition:
         times_ns = [groups[g].checkpoint_at_ns for g, start in starts.items() if start]
         if not times_ns:  # nothing restored: find groups the ledger holds without a state
             times_ns = [time.time_ns() - int(self.settings.checkpoint_interval_seconds * 1e9)]
-        since_ms = min(times_ns) // 1_000_000 - CHECKPOINT_SEEK_MARGIN_MS
+        # A record's time is when its producer sent it, just after the checkpoint's recorded_at.
+        since_ms = min(times_ns) // 1_000_000 - self.settings.checkpoint_seek_margin_ms
         return await reader.offsets_for_time(since_ms, [self.partition])
 
     async def _read_ledger(

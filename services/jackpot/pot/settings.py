@@ -100,6 +100,13 @@ class PotSettings(ServiceSettings):
         gt=0,
         description="and at least this often (seconds), even for a quiet group",
     )
+    checkpoint_seek_margin_ms: int = Field(
+        5_000,
+        ge=0,
+        description="a takeover reads the ledger from this long before the oldest checkpoint it "
+        "starts from (a checkpoint found later reads the partition whole: only cost, never "
+        "correctness, depends on it)",
+    )
     grpc_grace_seconds: float = Field(5.0, description="calls in flight may finish this long")
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     log_json: Bool = Field(True, description="JSON log lines (false: for a terminal)")
