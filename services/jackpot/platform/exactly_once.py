@@ -57,7 +57,12 @@ from aiokafka.errors import (
 )
 from aiokafka.structs import ConsumerRecord
 
-from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, stop_client, topic_partitions
+from jackpot.platform.kafka import (
+    STARTUP_TOPIC_WAIT_SECONDS,
+    KafkaConnection,
+    stop_client,
+    topic_partitions,
+)
 from jackpot.platform.metrics import ProcessorMetrics
 from jackpot.platform.tracing import batch_span, child_span, failed, kafka_headers
 
@@ -328,13 +333,9 @@ class ExactlyOnceProcessor(Generic[H]):
 
     async def _start(self) -> None:
         config = self.config
-        options = dict(config.kafka_options)
+        connection = KafkaConnection(config.kafka_options)
         await self._check_changelog_partitions()
-        self._restore_consumer = AIOKafkaConsumer(
-            **options,
-            group_id=None,
-            isolation_level="read_committed",
-            enable_auto_commit=False,
+        self._restore_consumer = connection.consumer(
             auto_offset_reset="earliest",
             # A new assignment waits for the fetch in flight: with the default 500 ms every
             # restore took at least half a second, even of an empty changelog.
@@ -342,11 +343,8 @@ class ExactlyOnceProcessor(Generic[H]):
             client_id=f"{config.instance_id}-restore",
         )
         await self._restore_consumer.start()
-        self._consumer = AIOKafkaConsumer(
-            **options,
+        self._consumer = connection.consumer(
             group_id=config.consumer_group,
-            isolation_level="read_committed",
-            enable_auto_commit=False,
             auto_offset_reset="earliest",
             partition_assignment_strategy=(self._assignor,),
             session_timeout_ms=config.session_timeout_ms,
@@ -694,10 +692,7 @@ class ExactlyOnceProcessor(Generic[H]):
     async def _fencing_producer(self, partition: int) -> AIOKafkaProducer:
         """Start partition's transactional producer; returns once older epochs are fenced."""
         config = self.config
-        producer = AIOKafkaProducer(
-            **config.kafka_options,
-            enable_idempotence=True,
-            acks="all",
+        producer = KafkaConnection(config.kafka_options).producer(
             # A transaction sends all its records before it waits for any: they batch without
             # lingering, and the 2 ms linger only delayed the commit (bench: p50 6-8 -> 4-4.5 ms).
             linger_ms=0,

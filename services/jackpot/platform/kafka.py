@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,7 +193,7 @@ class TopicReader:
         *,
         partitions: Iterable[int] | None = None,
         deadline_seconds: float | None = None,
-    ) -> AsyncIterator[ConsumerRecord[bytes, bytes]]:
+    ) -> AsyncGenerator[ConsumerRecord[bytes, bytes], None]:
         """Committed records from ``start`` (default: each partition's first) to ``end``
         (exclusive; default: the end offsets when the read begins)."""
         if partitions is None and start is not None:
@@ -229,7 +229,7 @@ async def read_records(
     topic: str,
     partitions: Collection[int] | None = None,
     deadline_seconds: float | None = None,
-) -> AsyncIterator[ConsumerRecord[bytes, bytes]]:
+) -> AsyncGenerator[ConsumerRecord[bytes, bytes], None]:
     """Every committed record of ``topic`` (or of its ``partitions``) from its beginning to the
     end offsets it has when the read starts, streamed (no consumer group, nothing committed)."""
     async with connection.reader(topic) as reader:

@@ -25,7 +25,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from jackpot.domain.engine import PotGroup
 from jackpot.platform import codec
-from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS
+from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, KafkaConnection
 from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.processor import SEQUENCE_MARK_PREFIX, decode_state
 from jackpot.pot.settings import PotSettings
@@ -92,13 +92,7 @@ class PotStateView:
     async def start(self) -> None:
         """Connect and position: state from the beginning, updates and dead letters from now."""
         settings = self.settings
-        consumer = AIOKafkaConsumer(
-            **settings.kafka_options(),
-            group_id=None,
-            isolation_level="read_committed",
-            enable_auto_commit=False,
-            client_id=f"{settings.instance_id}-view",
-        )
+        consumer = KafkaConnection.of(settings).consumer(client_id=f"{settings.instance_id}-view")
         await consumer.start()
         self._consumer = consumer
         counts = await topic_partitions(
@@ -282,47 +276,27 @@ async def read_ledger_page(
     The token is ``"<partition>:<offset>"`` on the ledger topic; empty means the beginning. The
     next token is empty when the end of the committed ledger was reached.
     """
-    counts = await topic_partitions(settings.kafka_options(), [settings.ledger_topic])
-    if settings.ledger_topic not in counts:
-        raise RuntimeError(f"topic {settings.ledger_topic} does not exist")
-    partition = key_partition(group_id, counts[settings.ledger_topic])
-    consumer = AIOKafkaConsumer(
-        **settings.kafka_options(),
-        group_id=None,
-        isolation_level="read_committed",
-        enable_auto_commit=False,
-        client_id=f"{settings.instance_id}-ledger",
-    )
-    await consumer.start()
-    try:
-        tp = TopicPartition(settings.ledger_topic, partition)
-        consumer.assign([tp])
+    async with KafkaConnection.of(settings).reader(settings.ledger_topic) as reader:
+        if not reader.partitions:
+            raise RuntimeError(f"topic {settings.ledger_topic} does not exist")
+        partition = key_partition(group_id, len(reader.partitions))
+        offset = 0
         if page_token:
             token_partition, offset = parse_page_token(page_token)
             if token_partition != partition:
                 raise ValueError(f"page token {page_token!r} is not for pot group {group_id}")
-            consumer.seek(tp, offset)
-        else:
-            await consumer.seek_to_beginning(tp)
-        end = (await consumer.end_offsets([tp]))[tp]
+        _, ends = await reader.bounds([partition])
         key = group_id.encode()
         entries: list[pot_pb2.LedgerEntry] = []
-        next_offset = await consumer.position(tp)
-        while next_offset < end and len(entries) < page_size:
-            batch = await consumer.getmany(tp, timeout_ms=1000, max_records=page_size * 4)
-            for record in batch.get(tp, []):
-                if record.offset >= end:
+        next_offset = ends[partition]
+        async with contextlib.aclosing(reader.records({partition: offset})) as records:
+            async for record in records:
+                if len(entries) == page_size:
+                    next_offset = record.offset
                     break
-                next_offset = record.offset + 1
                 if record.key == key and record.value is not None:
                     entries.append(pot_pb2.LedgerEntry.FromString(record.value))
-                    if len(entries) == page_size:
-                        break
-            if not batch:
-                next_offset = max(next_offset, await consumer.position(tp))
-        return entries, f"{partition}:{next_offset}" if next_offset < end else ""
-    finally:
-        await consumer.stop()
+        return entries, f"{partition}:{next_offset}" if next_offset < ends[partition] else ""
 
 
 def parse_page_token(token: str) -> tuple[int, int]:
