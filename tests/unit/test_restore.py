@@ -53,9 +53,11 @@ class Floor:
             checkpoint_entries=checkpoint_entries,
         )
         self.ledger: list[pot_pb2.LedgerEntry] = []
+        self.events: list[table_events_pb2.TableEvent] = []
         self.offset = 0
 
     def play(self, events: list[table_events_pb2.TableEvent]) -> None:
+        self.events += events
         for event in events:
             out = self.processor.apply_batch(
                 [InputRecord(event.SerializeToString(), "t", 0, self.offset, GROUP.encode())]
@@ -152,3 +154,26 @@ def test_a_ledger_without_its_opening_configuration_cannot_rebuild() -> None:
     floor, _ = played(4)
     with pytest.raises(DomainError, match="does not begin with its opening"):
         rebuild(GROUP, floor.ledger[1:], partition=0, update_sequence=0, now_ns=1)
+
+
+@pytest.mark.parametrize("checkpoint_entries", [10_000, 30])
+def test_a_table_event_replayed_with_a_new_id_after_a_restore_is_refused_by_its_sequence(
+    checkpoint_entries: int,
+) -> None:
+    """Issue 24 item 9, R14: the rebuilt state knows every table's last sequence (each entry
+    carries its event's, each checkpoint those before it), so a replay that a new event id
+    disguises is ignored as a duplicate sequence, not applied a second time."""
+    floor, _ = played(40, checkpoint_entries=checkpoint_entries)
+    runtime = floor.processor.groups[GROUP]
+    rebuilt = rebuild(GROUP, floor.ledger, partition=0, update_sequence=1, now_ns=1)
+    assert dict(rebuilt.state.table_sequences) == runtime.table_sequences
+    resumed = Floor()
+    resumed.processor.restore([rebuilt.state.SerializeToString()], floor.offset)
+    replay = table_events_pb2.TableEvent()
+    replay.CopyFrom(next(e for e in reversed(floor.events) if e.HasField("round_locked")))
+    replay.event_id = "replayed-with-a-new-id"
+    out = resumed.processor.apply_batch(
+        [InputRecord(replay.SerializeToString(), "t", 0, floor.offset, GROUP.encode())]
+    )
+    assert out.ledger == []
+    assert out.ignored == {"DUPLICATE_SEQUENCE": 1}

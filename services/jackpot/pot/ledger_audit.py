@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -298,9 +299,12 @@ def chain_next(chain: bytes, raw_entry: bytes) -> bytes:
     return hashlib.sha256(chain + hashlib.sha256(raw_entry).digest()).digest()
 
 
-def checkpoint_detail(group: PotGroup, chain: bytes, previous_sequence: int) -> dict[str, Any]:
+def checkpoint_detail(
+    group: PotGroup, chain: bytes, previous_sequence: int, table_sequences: Mapping[str, int]
+) -> dict[str, Any]:
     """A checkpoint's detail_json: the group's figures, the chain of every entry before it, the
-    previous checkpoint's sequence, and the group's public state (no mystery trigger, X2)."""
+    previous checkpoint's sequence, the group's public state (no mystery trigger, X2) and the
+    highest table-event sequence applied per table (a restore rebuilds idempotency from it)."""
     return {
         "type": "Checkpoint",
         "chain": chain.hex(),
@@ -314,6 +318,7 @@ def checkpoint_detail(group: PotGroup, chain: bytes, previous_sequence: int) -> 
         "hits": {k: v for k, v in sorted(group.hits.items()) if v},
         "wins": {k: v for k, v in sorted(group.wins.items()) if v},
         "state": json.loads(group.snapshot(public=True)),
+        "table_sequences": dict(sorted(table_sequences.items())),
     }
 
 

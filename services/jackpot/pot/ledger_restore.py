@@ -8,9 +8,11 @@ The ledger holds every transfer, meter, table, round and configuration version (
 :meth:`jackpot.domain.engine.PotGroup.from_ledger` rebuilds a group exactly, but for one thing it
 must never hold: the hidden mystery trigger (X2). A rebuilt group with a mystery prize draws a new
 trigger, and its commitment is recorded on the ledger (a ``MYSTERY_COMMITTED`` entry that follows
-the group's last one) before the state is written. Idempotency by table sequence is not on the
-ledger: the rebuilt state keeps the recent event ids and the pot resumes from its committed
-consumer offset, so nothing already applied is read again.
+the group's last one) before the state is written. Idempotency by table sequence comes from the
+ledger's entries since a checkpoint alone: each entry carries its table event's sequence and each
+checkpoint the sequences before it, so the rebuilt state refuses a replayed table event by its
+sequence as the lost state did (and keeps the recent event ids); the pot resumes from its
+committed consumer offset.
 """
 
 from __future__ import annotations
@@ -67,6 +69,19 @@ def ledger_event(entry: pot_pb2.LedgerEntry) -> dict[str, Any]:
     return event
 
 
+def table_sequences(own: Sequence[pot_pb2.LedgerEntry]) -> dict[str, int]:
+    """The highest table-event sequence applied per table: the checkpoint's (when ``own`` starts
+    at one), raised by every later entry's ``table_sequence``."""
+    sequences: dict[str, int] = {}
+    if own and own[0].type == CHECKPOINT:
+        stated = json.loads(own[0].detail_json).get("table_sequences", {})
+        sequences = {str(t): int(n) for t, n in stated.items()}
+    for entry in own:
+        if entry.table_sequence and entry.table_id:
+            sequences[entry.table_id] = max(sequences.get(entry.table_id, 0), entry.table_sequence)
+    return sequences
+
+
 def rebuild(
     group_id: str,
     entries: Sequence[pot_pb2.LedgerEntry],
@@ -99,6 +114,7 @@ def rebuild(
         if chain:
             chain = chain_next(chain, ledger[-1].SerializeToString())
     recent = list(dict.fromkeys(e.source_event_id for e in own))[-RECENT_EVENT_IDS:]
+    sequences = table_sequences(own)
     state = pot_pb2.PotGroupState(
         format=STATE_FORMAT,
         pot_group_id=group_id,
@@ -112,6 +128,7 @@ def rebuild(
         input_offset=0,  # the pot resumes from its committed consumer offset
         written_at=records.timestamp_ns(now_ns),
         ledger_chain=chain,  # the pot writes a first checkpoint at its first heartbeat
+        table_sequences=sequences,
     )
     return Rebuilt(group_id, state, ledger, group)
 

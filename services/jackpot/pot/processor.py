@@ -154,6 +154,7 @@ class EventContext:
     round_id: str
     occurred_at: Timestamp
     config_before: tuple[int, tuple[int, ...]]  # (version in force, pending versions)
+    table_sequence: int = 0  # the table event's sequence (0 for an admin command)
 
 
 def decode_state(data: bytes) -> tuple[pot_pb2.PotGroupState, PotGroup]:
@@ -382,7 +383,9 @@ class PotProcessor:
         runtime.ledger_sequence += 1
         now_ns = self._clock_ns()
         source = f"checkpoint:{group.group_id}:{runtime.ledger_sequence}"
-        detail = checkpoint_detail(group, runtime.ledger_chain, runtime.checkpoint_sequence)
+        detail = checkpoint_detail(
+            group, runtime.ledger_chain, runtime.checkpoint_sequence, runtime.table_sequences
+        )
         entry = pot_pb2.LedgerEntry(
             entry_id=f"{source}:0",
             pot_group_id=group.group_id,
@@ -586,7 +589,12 @@ class PotProcessor:
             _bound(event).warning("sequence_gap", previous=last, sequence=event.sequence)
         runtime.table_sequences[event.table_id] = event.sequence
         context = EventContext(
-            event.event_id, event.table_id, event.round_id, event.occurred_at, before
+            event.event_id,
+            event.table_id,
+            event.round_id,
+            event.occurred_at,
+            before,
+            event.sequence,
         )
         self._record(runtime, event, domain_events, context, outputs)
         return event.pot_group_id
@@ -672,6 +680,7 @@ class PotProcessor:
                 round_id=detail.get("round_id", context.round_id),
                 occurred_at=context.occurred_at,
                 recorded_at=recorded_at,
+                table_sequence=context.table_sequence,
             )
             if isinstance(domain_event, BetsCollected):
                 entry.amount = domain_event.total_pesos
