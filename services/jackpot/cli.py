@@ -64,7 +64,15 @@ def _report(args: argparse.Namespace) -> int:
     if args.bootstrap_servers:
         options["bootstrap_servers"] = args.bootstrap_servers
     topic = args.ledger_topic or settings.ledger_topic
-    return run(options, topic, args.out, args.start, args.end, args.group)
+    return run(
+        options,
+        topic,
+        args.out,
+        args.start,
+        args.end,
+        args.group,
+        checkpoint_interval_seconds=settings.checkpoint_interval_seconds,
+    )
 
 
 def _restore(args: argparse.Namespace) -> int:

@@ -20,11 +20,13 @@ from loadtest.floor import Floor
 
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.platform.audit import read_entries
+from jackpot.platform.kafka import KafkaConnection
 from jackpot.platform.manifest import package_root, verify
 from jackpot.tools import report as report_tool
 from jackpot.tools.audit import audit
 from jackpot.tools.demo import REPO, Demo, sim_config, wait_progressive_open
 from jackpot.tools.report_figures import Period, compute
+from tests.report_ledgers import read_whole_ledger
 
 pytestmark = pytest.mark.integration
 
@@ -51,21 +53,35 @@ async def test_R1_the_report_of_a_floor_equals_the_audit_and_the_books(
         groups = await audit(
             {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger"), demo.topic("pot-updates")
         )
-        records = await report_tool.read_ledger(
+        records = await read_whole_ledger(
             {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger")
         )
-        chain = await read_entries(demo.bootstrap, demo.topic("audit"), {})
+        streamed = await report_tool.report_from_kafka(
+            {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger"), Period(0, 2**62)
+        )
+        connection = KafkaConnection({"bootstrap_servers": demo.bootstrap})
+        verified_entries = [  # streamed: only these few entries are kept
+            entry
+            async for _, entry in read_entries(connection, demo.topic("audit"))
+            if entry is not None and entry.action == "software_verified"
+        ]
     finally:
         demo.stop_services()
     assert books["books_ok"], books
     assert stats.rounds > 0
     # R6: every service instance put the digest of the software it verified on its chain.
     digest = f"sha256:{verify(package_root()).digest}"
-    verified = {e.chain.split(":")[0] for _, e in chain if e and e.action == "software_verified"}
+    verified = {e.chain.split(":")[0] for e in verified_entries}
     assert verified >= {"pot-api", "payout", "display", "gateway"}, verified
-    assert all(e.detail == digest for _, e in chain if e and e.action == "software_verified")
+    assert all(e.detail == digest for e in verified_entries)
     report = compute(records, Period(0, 2**62))
     assert report.reconciles, [g.problems for g in report.groups]
+    # What the command computes, streamed from Kafka (a period from before the ledger: every
+    # partition from its first record, once), is the same to the picopeso.
+    assert streamed.records_read == len(records)
+    assert [
+        (g.group_id, g.opening.figures(), g.closing.figures(), g.awards) for g in streamed.groups
+    ] == [(g.group_id, g.opening.figures(), g.closing.figures(), g.awards) for g in report.groups]
     by_id = {g.group_id: g for g in report.groups}
     assert set(by_id) == {g.group_id for g in groups}
     for audited in groups:

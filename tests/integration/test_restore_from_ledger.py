@@ -25,11 +25,11 @@ from loadtest.books import judge
 from loadtest.floor import Floor, FloorStats
 
 from jackpot.platform.kafka import ensure_topics
-from jackpot.tools import report as report_tool
 from jackpot.tools.demo import REPO, Demo, sim_config, wait_progressive_open
 from jackpot.tools.report_figures import Period, compute
 from jackpot.topics import POT_STATE, TopicSpec
 from tests.polling import eventually
+from tests.report_ledgers import read_whole_ledger
 
 pytestmark = pytest.mark.integration
 
@@ -116,7 +116,7 @@ async def test_R14_state_topic_deleted_mid_floor_is_rebuilt_from_the_ledger(
         floor.stop()
         stats = await playing
         books = await judge(demo, stats)
-        records = await report_tool.read_ledger(
+        records = await read_whole_ledger(
             {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger")
         )
     finally:

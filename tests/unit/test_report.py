@@ -18,7 +18,7 @@ from jackpot import cli
 from jackpot.domain.cards import Game
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.pot import commands
-from jackpot.pot.ledger_audit import AWARD_TYPES, GroupAudit
+from jackpot.pot.ledger_audit import AWARD_TYPES, CHECKPOINT, GroupAudit
 from jackpot.pot.processor import InputRecord, PotProcessor
 from jackpot.tools.report import render_html, sections, write_csv
 from jackpot.tools.report_figures import (
@@ -35,7 +35,7 @@ START_NS = 1_780_000_000 * 10**9
 MINUTE_NS = 60 * 10**9
 
 
-def ledger(rounds: int = 120) -> list[pot_pb2.LedgerEntry]:
+def ledger(rounds: int = 120, checkpoint_entries: int = 10_000) -> list[pot_pb2.LedgerEntry]:
     rng = random.Random(16)
     tables = simulated_tables(GROUP, [Game.CARIBBEAN, Game.GO_POKER, Game.DRAW], rng)
     for table in tables:
@@ -46,7 +46,7 @@ def ledger(rounds: int = 120) -> list[pot_pb2.LedgerEntry]:
         *interleaved_rounds(tables, rounds, rng),
     ]
     clock = itertools.count(START_NS, MINUTE_NS)
-    processor = PotProcessor(0, clock_ns=lambda: next(clock))
+    processor = PotProcessor(0, clock_ns=lambda: next(clock), checkpoint_entries=checkpoint_entries)
     entries: list[pot_pb2.LedgerEntry] = []
     for offset, event in enumerate(events):  # one batch per event: its own minute
         out = processor.apply_batch(
@@ -127,6 +127,8 @@ def test_the_csv_and_html_state_every_section_and_the_verdict(tmp_path: Path) ->
     summary = (tmp_path / "summary.csv").read_text()
     assert "reconciles" in summary
     assert "DOES NOT" not in summary
+    assert f"*,records read,{len(entries)}" in summary  # what the report cost
+    assert f"{GROUP},opening books from,the ledger's first entry" in summary
     page = render_html(report)
     assert page.count("<svg") == 2  # the main pot over the period, contributions per hour
     assert "do not reconcile" not in page.lower()
@@ -176,3 +178,37 @@ def test_the_command_refuses_a_reversed_period_before_reading_anything(
     assert cli.main(argv) == 2
     assert "is not before --to" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_checkpoints_are_verified_but_are_no_events_of_the_report() -> None:
+    """A ledger checkpointed every 25 entries: each checkpoint in it is checked against the
+    entries before it (figures and hash chain), and none is an award, a configuration, a
+    collection or a point of the main pot's chart; the figures are those of the entries."""
+    entries = ledger(checkpoint_entries=25)
+    times = sorted(recorded(e) for e in entries)
+    period = Period(times[len(times) // 3], times[2 * len(times) // 3])
+    inside = [e for e in entries if period.start_ns <= recorded(e) < period.end_ns]
+    assert sum(e.type == CHECKPOINT for e in inside) >= 5
+    report = compute(as_records(entries), period)
+    assert report.reconciles, report.groups[0].problems
+    (group,) = report.groups
+    assert group.closing.checkpoints == sum(
+        e.type == CHECKPOINT for e in entries if recorded(e) < period.end_ns
+    )
+    assert group.closing.chain is not None  # followed from the first entry
+    assert len(group.awards) == sum(e.type in AWARD_TYPES for e in inside)
+    moves_main = [e for e in inside if any("pot:main" in (t.source, t.target) for t in e.transfers)]
+    assert len(group.main_series) == 1 + len(moves_main)
+    assert group.main_series[0][0] == min(recorded(e) for e in inside if e.type != CHECKPOINT)
+    bets = [e for e in inside if e.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED]
+    assert group.collected == sum(e.amount for e in bets) * MINOR_PER_PESO
+
+
+def test_the_report_is_computed_from_a_stream() -> None:
+    """compute() takes any iterable of records, one at a time (the command streams Kafka)."""
+    entries = ledger(20)
+    stream = (LedgerRecord(0, n, e.SerializeToString()) for n, e in enumerate(entries))
+    report = compute(stream, Period(0, 2**62))
+    assert report.reconciles
+    assert report.records_read == len(entries)
+    assert next(stream, None) is None

@@ -1,14 +1,24 @@
 """`jackpot report`: a period's books of every pot group, from the ledger alone (D4, M2; R1).
 
-Reads jackpot.ledger.v1 from its beginning (read_committed), computes the figures with
-:mod:`jackpot.tools.report_figures` and writes, into ``--out``:
+Reads jackpot.ledger.v1 (read_committed, streamed through
+:class:`~jackpot.platform.kafka.TopicReader`) and computes the figures with
+:mod:`jackpot.tools.report_figures`. Its cost follows the period, not the history: each partition
+is read from a checkpoint interval (``PotSettings.checkpoint_interval_seconds``) and a margin
+before the last time it was written before ``--from`` (found by the broker's offsets-for-times),
+so it holds every group's last checkpoint before the period, where each group's opening books
+begin, up to the records just after ``--to``. Only what cannot begin there (a ledger from before
+checkpoints, a group whose checkpoint disagrees with itself) is read again from the partition's
+first record, streamed. ``records read`` in the summary says what it cost. It writes, into
+``--out``:
 
 - one CSV file per section, for a spreadsheet: ``summary.csv`` (period figures and the M2
-  reconciliation per group), ``pots.csv`` (opening, received, closing per pot), ``prizes.csv``
-  (hits and amounts per category), ``awards.csv`` (each award: table, seat, round, hand, time,
-  who approved and who paid), ``configs.csv`` (versions in force: base, percentages, ceilings,
-  paytable, when and by whom), ``last_awards.csv`` (the last 25), ``contributions_by_hour.csv``
-  and ``main_pot.csv`` (the chart's points);
+  reconciliation per group, where its books begin, the records read), ``pots.csv`` (opening,
+  received, closing per pot), ``prizes.csv`` (hits and amounts per category), ``awards.csv`` (each
+  award: table, seat, round, hand, time, who approved and who paid), ``configs.csv`` (versions in
+  force: base, percentages, ceilings, paytable, when and by whom), ``last_awards.csv`` (the last
+  25), ``contributions_by_hour.csv`` and ``main_pot.csv`` (the chart's points); a field that only
+  records before those read state (a configuration proposed long before the period, an award only
+  the checkpoint remembers) says ``not read (before T)``;
 - ``report.html``: the same, self-contained (inline SVG charts of each main pot over the period and
   of contributions per hour, no script, no server), with the verdict at the top.
 
@@ -25,136 +35,257 @@ import html
 import json
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from aiokafka import ConsumerRecord
 from aiokafka.errors import KafkaError
+from aiokafka.partitioner import DefaultPartitioner
 
 from jackpot.domain.money import floor_pesos, format_amount
-from jackpot.platform.kafka import KafkaConnection, read_records
+from jackpot.platform.kafka import KafkaConnection
+from jackpot.pot.settings import PotSettings
 from jackpot.tools.report_figures import (
+    FROM_FIRST_ENTRY,
+    AwardRow,
+    ConfigVersion,
+    GroupReport,
     LedgerRecord,
+    Period,
     Report,
+    ReportBuilder,
     ReportInputError,
-    compute,
     iso,
     parse_period,
+    written_by_the_pot,
 )
 
 CHART_WIDTH, CHART_HEIGHT, PAD = 720, 240, 48
+# How often the pot checkpoints every group at least: its default (run() takes the setting). A
+# pot set to checkpoint less often only costs the report a read from the beginning.
+CHECKPOINT_INTERVAL_SECONDS = float(PotSettings.model_fields["checkpoint_interval_seconds"].default)
+# A record's time is when its producer sent it, a little after its recorded_at (either way for
+# the payout service's clock): the margin on both edges of the read.
+SEEK_MARGIN_MS = 120_000
+PROBE_RECORDS = 100  # the last records before --from first read to see when the pot last wrote
 
 
-async def read_ledger(kafka_options: Mapping[str, Any], topic: str) -> list[LedgerRecord]:
-    options = dict(kafka_options)
-    bootstrap = str(options.pop("bootstrap_servers"))
-    return [
-        LedgerRecord(r.partition, r.offset, r.value)
-        async for r in read_records(
-            KafkaConnection({"bootstrap_servers": bootstrap, **options}), topic
-        )
-        if r.value is not None
-    ]
+class LedgerReader(Protocol):
+    """What the report needs of :class:`~jackpot.platform.kafka.TopicReader`."""
+
+    partitions: list[int]
+
+    async def bounds(
+        self, partitions: Iterable[int] | None = None
+    ) -> tuple[dict[int, int], dict[int, int]]: ...
+
+    async def offsets_for_time(
+        self, unix_ms: int, partitions: Iterable[int] | None = None
+    ) -> dict[int, int]: ...
+
+    def records(
+        self, start: Mapping[int, int] | None = None, end: Mapping[int, int] | None = None
+    ) -> AsyncIterator[ConsumerRecord[bytes, bytes]]: ...
+
+
+async def read_report(
+    reader: LedgerReader,
+    period: Period,
+    only_groups: Sequence[str] = (),
+    checkpoint_interval_seconds: float = CHECKPOINT_INTERVAL_SECONDS,
+) -> Report:
+    """The report of ``period``: each partition read from a little before its groups' last
+    checkpoints before ``--from`` to just after ``--to``, then what could not begin there read
+    again from its first record (:meth:`ReportBuilder.replays`), both streamed."""
+    firsts, _ = await reader.bounds()
+    end = await reader.offsets_for_time(period.end_ns // 10**6 + SEEK_MARGIN_MS)
+    interval_ms = int(checkpoint_interval_seconds * 1000)
+    start, windowed, probed = await _starts(reader, firsts, period, interval_ms)
+    builder = ReportBuilder(period, only_groups, windowed=windowed)
+    await _feed(reader, builder, start, end)
+    again = _replays(builder, reader.partitions)
+    if again:
+        replayed = ReportBuilder(period, only_groups, replaying=again)
+        await _feed(reader, replayed, {p: firsts[p] for p in again}, end)
+        builder.replace(replayed)
+    report = builder.report()
+    report.records_read += probed
+    return report
+
+
+async def _starts(
+    reader: LedgerReader, firsts: Mapping[int, int], period: Period, interval_ms: int
+) -> tuple[dict[int, int], dict[int, int], int]:
+    """Where each partition's read begins: ``interval_ms`` and a margin before the last time the
+    pot wrote it before ``--from`` (the pot checkpoints every group that often while it runs; a
+    partition whose pot was down for days is read from its last hour of checkpoints), or its
+    first record; the partitions read from later, with when (ns); and the records it took."""
+    from_ms = period.start_ns // 10**6
+    at_from = await reader.offsets_for_time(from_ms)
+    later = {p: offset for p, offset in at_from.items() if offset > firsts[p]}
+    written_ms, probed = await _last_written(reader, firsts, later)
+    start, windowed = dict(firsts), {}
+    for partition in later:
+        since_ms = min(from_ms, written_ms.get(partition, from_ms)) - interval_ms - SEEK_MARGIN_MS
+        offset = (await reader.offsets_for_time(since_ms, [partition]))[partition]
+        if offset > firsts[partition]:
+            start[partition], windowed[partition] = offset, since_ms * 10**6
+    return start, windowed, probed
+
+
+async def _last_written(
+    reader: LedgerReader, firsts: Mapping[int, int], before: Mapping[int, int]
+) -> tuple[dict[int, int], int]:
+    """The time (ms) of the last record the pot wrote (not the payout service, which goes on
+    while the pot is down) before each offset: looking back PROBE_RECORDS records, then ten times
+    as many, until one is found; and how many records that read."""
+    latest: dict[int, int] = {}
+    count, span, todo = 0, PROBE_RECORDS, dict(before)
+    while todo:
+        start = {p: max(firsts[p], offset - span) for p, offset in todo.items()}
+        async for record in reader.records(start, todo):
+            count += 1
+            if record.value is not None and written_by_the_pot(record.value):
+                latest[record.partition] = max(latest.get(record.partition, 0), record.timestamp)
+        todo = {p: start[p] for p in todo if p not in latest and start[p] > firsts[p]}
+        span *= 10
+    return latest, count
+
+
+async def _feed(
+    reader: LedgerReader, builder: ReportBuilder, start: Mapping[int, int], end: Mapping[int, int]
+) -> None:
+    async for record in reader.records(start, end):
+        if record.value is not None:
+            builder.add(LedgerRecord(record.partition, record.offset, record.value))
+
+
+def _replays(builder: ReportBuilder, partitions: list[int]) -> dict[int, frozenset[str] | None]:
+    """What to read again from the first record: the builder's, and each group asked for that
+    had no record in a windowed read (on its key's partition, where the pot writes it)."""
+    again = builder.replays()
+    partitioner = DefaultPartitioner()
+    for group_id in builder.unseen():
+        partition = partitioner(group_id.encode(), partitions, partitions)
+        if partition in builder.windowed and again.get(partition, frozenset()) is not None:
+            again[partition] = (again.get(partition) or frozenset()) | {group_id}
+    return again
+
+
+async def report_from_kafka(
+    kafka_options: Mapping[str, Any],
+    topic: str,
+    period: Period,
+    only_groups: Sequence[str] = (),
+    checkpoint_interval_seconds: float = CHECKPOINT_INTERVAL_SECONDS,
+) -> Report:
+    async with KafkaConnection(kafka_options).reader(topic) as reader:
+        if not reader.partitions:
+            raise LookupError(f"topic {topic} does not exist")
+        return await read_report(reader, period, only_groups, checkpoint_interval_seconds)
 
 
 # ------------------------------------------------------------------------------------- CSV
 
 
+AWARD_HEADER = [
+    *("pot_group", "award_id", "table", "seat", "round", "prize", "amount", "hand"),
+    *("occurred_at", "recorded_at", "approved_by", "paid_by", "paid_at"),
+]
+CONFIG_HEADER = [
+    *("pot_group", "version", "base", "commission_percent", "pots", "paytable"),
+    *("proposed_at", "proposed_by", "reason", "activated_at"),
+]
+
+
 def sections(report: Report) -> dict[str, list[list[str]]]:
     """Every CSV file's rows (header first), whole pesos where the boundary wants them."""
     verdict = "reconciles" if report.reconciles else "DOES NOT RECONCILE"
-    summary = [["pot_group", "figure", "value"]]
-    summary.append(["*", "period", report.period.describe()])
-    summary.append(["*", "verdict", verdict])
+    summary = [
+        ["pot_group", "figure", "value"],
+        ["*", "period", report.period.describe()],
+        ["*", "verdict", verdict],
+        ["*", "records read", str(report.records_read)],
+    ]
     summary += [["*", "unreadable", line] for line in report.unreadable]
-    pots = [["pot_group", "pot", "opening", "received", "closing"]]
-    prizes = [["pot_group", "prize", "hits", "amount"]]
-    award_header = [
-        "pot_group",
-        "award_id",
-        "table",
-        "seat",
-        "round",
-        "prize",
-        "amount",
-        "hand",
-        "occurred_at",
-        "recorded_at",
-        "approved_by",
-        "paid_by",
-        "paid_at",
-    ]
-    awards, last_awards = [award_header], [award_header]
-    configs = [
-        [
-            *("pot_group", "version", "base", "commission_percent", "pots", "paytable"),
-            *("proposed_at", "proposed_by", "reason", "activated_at"),
-        ]
-    ]
-    hourly = [["pot_group", "hour", "collected"]]
-    series = [["pot_group", "at", "main"]]
+    tables: dict[str, list[list[str]]] = {
+        "summary": summary,
+        "pots": [["pot_group", "pot", "opening", "received", "closing"]],
+        "prizes": [["pot_group", "prize", "hits", "amount"]],
+        "awards": [AWARD_HEADER],
+        "configs": [CONFIG_HEADER],
+        "last_awards": [AWARD_HEADER],
+        "contributions_by_hour": [["pot_group", "hour", "collected"]],
+        "main_pot": [["pot_group", "at", "main"]],
+    }
     for group in report.groups:
-        g = group.group_id
-        line = group.reconciliation()[1]
-        summary += [
-            [g, "verdict", "reconciles" if group.reconciles else "DOES NOT RECONCILE"],
-            [g, "collected", format_amount(group.collected)],
-            [g, "commission", format_amount(group.commission)],
-            [g, "house advances", format_amount(group.house_advances)],
-            [g, "overflow", format_amount(group.overflow)],
-            [g, "awarded", format_amount(group.awarded)],
-            [g, "awards", str(len(group.awards))],
-            [g, "reconciliation (M2)", line],
-        ]
-        summary += [[g, "problem", p] for p in group.problems]
-        for pot in sorted({*group.opening.pots, *group.closing.pots}):
-            pots.append(
-                [
-                    g,
-                    pot,
-                    format_amount(group.opening.pots.get(pot, 0)),
-                    format_amount(group.received[pot]),
-                    format_amount(group.closing.pots.get(pot, 0)),
-                ]
-            )
-        prizes += [[g, p, str(h), str(a)] for p, (h, a) in group.prizes.items()]
-        for rows, listed in ((awards, group.awards), (last_awards, group.last_awards)):
-            rows += [
-                [
-                    *(g, a.award_id, a.table_id, str(a.seat), a.round_id, a.prize, str(a.amount)),
-                    a.cards,
-                    *(a.occurred_at, a.recorded_at, a.approved_by, a.paid_by, a.paid_at),
-                ]
-                for a in listed
-            ]
-        for c in group.configs:
-            config = c.config
-            configs.append(
-                [
-                    *(g, str(c.version), str(config.get("base", ""))),
-                    *(
-                        str(config.get("commission_percent", "")),
-                        json.dumps(config.get("pots", [])),
-                    ),
-                    _paytable_name(config.get("paytable", "")),
-                    *(c.proposed_at, c.proposed_by, c.reason, c.activated_at),
-                ]
-            )
-        hourly += [
+        for name, rows in _group_rows(group).items():
+            tables[name] += rows
+    return tables
+
+
+def _group_rows(group: GroupReport) -> dict[str, list[list[str]]]:
+    """One group's rows of each section."""
+    g = group.group_id
+    opening, received, closing = group.opening.pots, group.received, group.closing.pots
+    return {
+        "summary": _summary_rows(group),
+        "pots": [
+            [g, pot, *map(format_amount, (opening.get(pot, 0), received[pot], closing.get(pot, 0)))]
+            for pot in sorted({*opening, *closing})
+        ],
+        "prizes": [[g, p, str(h), str(a)] for p, (h, a) in group.prizes.items()],
+        "awards": [_award_row(g, a) for a in group.awards],
+        "configs": [_config_row(g, c) for c in group.configs],
+        "last_awards": [_award_row(g, a) for a in group.last_awards],
+        "contributions_by_hour": [
             [g, iso(hour), format_amount(amount)]
             for hour, amount in sorted(group.collected_by_hour.items())
-        ]
-        series += [[g, iso(at), format_amount(main)] for at, main in group.main_series]
-    return {
-        "summary": summary,
-        "pots": pots,
-        "prizes": prizes,
-        "awards": awards,
-        "configs": configs,
-        "last_awards": last_awards,
-        "contributions_by_hour": hourly,
-        "main_pot": series,
+        ],
+        "main_pot": [[g, iso(at), format_amount(main)] for at, main in group.main_series],
     }
+
+
+def _summary_rows(group: GroupReport) -> list[list[str]]:
+    g = group.group_id
+    rows = [
+        [g, "verdict", "reconciles" if group.reconciles else "DOES NOT RECONCILE"],
+        [g, "opening books from", group.opened_from],
+        [g, "collected", format_amount(group.collected)],
+        [g, "commission", format_amount(group.commission)],
+        [g, "house advances", format_amount(group.house_advances)],
+        [g, "overflow", format_amount(group.overflow)],
+        [g, "awarded", format_amount(group.awarded)],
+        [g, "awards", str(len(group.awards))],
+        [g, "reconciliation (M2)", group.reconciliation()[1]],
+    ]
+    if group.earlier_payments:
+        rows.append([g, "settled awards made before the records read", _earlier(group)])
+    return rows + [[g, "problem", p] for p in group.problems]
+
+
+def _award_row(g: str, a: AwardRow) -> list[str]:
+    return [
+        *(g, a.award_id, a.table_id, str(a.seat), a.round_id, a.prize, str(a.amount), a.cards),
+        *(a.occurred_at, a.recorded_at, a.approved_by, a.paid_by, a.paid_at),
+    ]
+
+
+def _config_row(g: str, c: ConfigVersion) -> list[str]:
+    config = c.config
+    return [
+        *(g, str(c.version), str(config.get("base", ""))),
+        *(str(config.get("commission_percent", "")), json.dumps(config.get("pots", []))),
+        _paytable_name(config.get("paytable", "")),
+        *(c.proposed_at, c.proposed_by, c.reason, c.activated_at),
+    ]
+
+
+def _earlier(group: GroupReport) -> str:
+    return (
+        f"{group.earlier_payments} (paid or voided here; their awards are matched by jackpot audit)"
+    )
 
 
 def _paytable_name(paytable: Any) -> str:
@@ -237,7 +368,7 @@ def render_html(report: Report) -> str:
         ".verdict{font-size:1.3em;padding:.5em}.ok{background:#e8f5e9}.bad{background:#ffebee;"
         "color:#b71c1c}</style>",
         f"<h1>Jackpot report</h1><p>period {html.escape(report.period.describe())}, "
-        "from the ledger alone</p>",
+        f"from the ledger alone ({report.records_read:,} records read)</p>",
         verdict,
     ]
     tables = sections(report)
@@ -245,6 +376,7 @@ def render_html(report: Report) -> str:
         g = group.group_id
         parts.append(f'<section id="group-{html.escape(g)}"><h2>pot group {html.escape(g)}</h2>')
         parts.append(f"<p class='reconciliation'>{html.escape(group.reconciliation()[1])}</p>")
+        parts.append(f"<p class='opening'>{html.escape(_opening_note(group))}</p>")
         for name in ("summary", "pots", "prizes", "awards", "configs", "last_awards"):
             rows = [tables[name][0]] + [r for r in tables[name][1:] if r[0] == g]
             parts.append(f"<h3>{name.replace('_', ' ')}</h3>" + _table(rows, name))
@@ -254,6 +386,15 @@ def render_html(report: Report) -> str:
         parts.append("</section>")
     parts.append("</html>")
     return "\n".join(parts)
+
+
+def _opening_note(group: GroupReport) -> str:
+    if group.opened_from == FROM_FIRST_ENTRY:
+        return f"Opening books: every entry from {FROM_FIRST_ENTRY}."
+    return (
+        f"Opening books from {group.opened_from}, which states the books and the state of the "
+        "group before it; a field marked 'not read' comes from before the records read."
+    )
 
 
 def _group_problems(report: Report) -> list[str]:
@@ -270,7 +411,10 @@ def _group_problems(report: Report) -> list[str]:
 
 
 def render_text(report: Report, out: Path) -> str:
-    lines = [f"jackpot report {report.period.describe()} -> {out}"]
+    lines = [
+        f"jackpot report {report.period.describe()} -> {out} "
+        f"({report.records_read} ledger records read)"
+    ]
     if not report.reconciles:
         lines.append("DOES NOT RECONCILE")
         lines += [f"  ! {p}" for p in report.unreadable + _group_problems(report)]
@@ -281,6 +425,7 @@ def render_text(report: Report, out: Path) -> str:
             f"{len(group.awards)} awards, house advances {format_amount(group.house_advances)}"
         )
         lines.append(f"  {group.reconciliation()[1]}")
+        lines.append(f"  opening books from {group.opened_from}")
     return "\n".join(lines)
 
 
@@ -291,11 +436,15 @@ def run(
     start: str | None,
     end: str | None,
     only_groups: Sequence[str] = (),
+    checkpoint_interval_seconds: float = CHECKPOINT_INTERVAL_SECONDS,
 ) -> int:
     try:
         period = parse_period(start, end, time.time_ns())
-        records = asyncio.run(read_ledger(kafka_options, ledger_topic))
-        report = compute(records, period, only_groups)
+        report = asyncio.run(
+            report_from_kafka(
+                kafka_options, ledger_topic, period, only_groups, checkpoint_interval_seconds
+            )
+        )
     except ReportInputError as error:
         print(f"jackpot report: {error}", file=sys.stderr)
         return 2

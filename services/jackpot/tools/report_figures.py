@@ -1,14 +1,30 @@
 """The figures of `jackpot report`, computed from ledger records alone (rules D4, M2, C7; R1).
 
-Pure: it is given the ledger's records (partition, offset, bytes) in offset order and a period,
-and does no I/O, so tests feed it entries. Each group's ledger is cut at the period's edges by
-``recorded_at`` (the first entry recorded at or after ``--from`` opens the period, the first at or
-after ``--to`` ends it); the opening and closing books are :class:`~jackpot.tools.audit.GroupAudit`
-replays of the entries before each cut, exactly as `jackpot audit` replays the whole ledger, so
-the report's figures and the audit's agree by construction. The period's figures are the
-differences, and its reconciliation line is rule M2 for the period::
+Pure, no I/O: it is given ledger records (partition, offset, bytes) in offset order per partition
+and a period, so tests feed it entries. The records stream through a :class:`ReportBuilder` that
+folds each into its group's :class:`GroupBooks`, which stay bounded whatever the ledger's length:
+the books at the two cuts, the configuration versions, the period's awards and the 25 before it,
+and the period's chart points. Each group's ledger is cut at the period's edges by
+``recorded_at`` (an entry recorded before ``--from`` is in the opening books, the first recorded at
+or after ``--to`` ends the group's period); the opening and closing books are
+:class:`~jackpot.pot.ledger_audit.GroupAudit` replays, exactly as `jackpot audit` replays the
+ledger, so the report's figures and the audit's agree by construction. The period's figures are
+the differences, and its reconciliation line is rule M2 for the period::
 
     opening pots + collected + house advances == commission + awarded + closing pots
+
+Where a group's books begin. A partition read from its first record (:func:`compute`) replays
+every entry. A partition read from a later point (``windowed``: `jackpot report` seeks by time to a
+checkpoint interval before ``--from``) begins each group at its first CHECKPOINT entry there
+(:meth:`GroupAudit.from_checkpoint`, once :func:`checkpoint_disagreement` finds it consistent), or
+at its opening entry; its entries before that only name configurations and awards. The
+checkpoint's ``state`` stands for what came before: the configuration in force and the pending
+ones, the last 25 awards; a field only unread records state says ``not read (before T)``. A group
+that cannot begin there (an entry of the period comes first, or the checkpoint disagrees with
+itself) and a windowed partition with no checkpoint before the period (a ledger from before
+checkpoints) are what :meth:`ReportBuilder.replays` names: the caller reads them again from their
+first record, where the audit of every entry judges them. Checkpoints move no money and are not
+events of the report (no award, configuration or collection).
 
 A record that cannot be read is named by partition and offset, and the report then does not
 claim to reconcile.
@@ -18,7 +34,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,13 +42,16 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from jackpot.domain.money import MINOR_PER_PESO, format_amount
-from jackpot.pot.ledger_audit import AWARD_TYPES, GroupAudit
-from jackpot.pot.records import minor_units
+from jackpot.pot import records
+from jackpot.pot.ledger_audit import AWARD_TYPES, CHECKPOINT, PAYOUT_TYPES, GroupAudit
 from jackpot.v1 import pot_pb2
 
 LAST_AWARDS = 25  # R1: the last 25 hits
 HOUR_NS = 3600 * 10**9
 DEFAULT_DAYS = 1
+PAYOUT_NOTES = 1_000  # payout steps remembered, before a group's start, for awards not read yet
+SETTLING = (pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID, pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED)
+FROM_FIRST_ENTRY = "the ledger's first entry"
 
 
 class ReportInputError(ValueError):
@@ -57,6 +76,11 @@ class LedgerRecord:
 
 def iso(ns: int) -> str:
     return datetime.fromtimestamp(ns // 10**9, UTC).isoformat().replace("+00:00", "Z")
+
+
+def not_read(since_ns: int) -> str:
+    """A field that only records before ``since_ns``, which the report did not read, state."""
+    return f"not read (before {iso(since_ns)})"
 
 
 def _instant(text: str, name: str) -> int:
@@ -131,6 +155,10 @@ class GroupReport:
     main_series: list[tuple[int, int]] = field(default_factory=list)  # (ns, main picopesos)
     collected_by_hour: Counter[int] = field(default_factory=Counter)  # hour start ns -> minor
     problems: list[str] = field(default_factory=list)
+    opened_from: str = FROM_FIRST_ENTRY  # where the books begin
+    # Payments or voids of awards made before the records read (not matched to their award here;
+    # `jackpot audit` matches every one).
+    earlier_payments: int = 0
 
     def delta(self, account: str) -> int:
         return self.closing.accounts[account] - self.opening.accounts[account]
@@ -189,80 +217,370 @@ class Report:
     period: Period
     groups: list[GroupReport]
     unreadable: list[str] = field(default_factory=list)
+    records_read: int = 0  # ledger records the report read (its cost)
 
     @property
     def reconciles(self) -> bool:
         return not self.unreadable and all(g.reconciles for g in self.groups)
 
 
+def written_by_the_pot(value: bytes) -> bool:
+    """Whether a ledger record is an entry the pot service wrote (sequenced; the payout
+    service's lifecycle entries are not)."""
+    try:
+        return pot_pb2.LedgerEntry.FromString(value).ledger_sequence > 0
+    except DecodeError:
+        return False
+
+
 def _stamp(timestamp: Any) -> int:
     return int(timestamp.seconds) * 10**9 + int(timestamp.nanos)
 
 
-def decode(records: Iterable[LedgerRecord]) -> tuple[list[pot_pb2.LedgerEntry], list[str]]:
-    """Entries in offset order, and a sentence for each record that cannot be read."""
-    entries: list[pot_pb2.LedgerEntry] = []
-    unreadable: list[str] = []
-    for record in records:
+# ------------------------------------------------------------------------------ checkpoints
+
+
+def checkpoint_disagreement(entry: pot_pb2.LedgerEntry) -> str:
+    """Why a checkpoint cannot begin a group's books ('' when it can): it must be readable, its
+    figures must conserve (M2) and equal those of the engine state it holds, for the group and
+    configuration version the entry names. (That they equal the entries before it is what
+    `jackpot audit` verifies, and what a later checkpoint read states.)"""
+    where = f"checkpoint at ledger entry {entry.ledger_sequence}"
+    try:
+        detail = json.loads(entry.detail_json)
+        bytes.fromhex(str(detail["chain"]))
+        stated = _figures(detail, detail["house_advances"], detail["pots"])
+        state = detail["state"]
+        held = _figures(state, state["house_advance"], state["balances"])
+        versions = [int(state["config"]["version"])]
+        versions += [int(config["version"]) for config, _, _ in state["pending"]]
+        for award in state["last_awards"]:
+            records.award_from_dict(award)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        return f"{where} is unreadable ({error!r})"
+    wrong = [f"{k} {stated[k]} != {held[k]}" for k in stated if stated[k] != held[k]]
+    if wrong:
+        return f"{where} disagrees with the state it holds: {'; '.join(wrong)}"
+    left = stated["collected"] + stated["house_advances"]
+    right = stated["commission"] + stated["awarded"] + sum(stated["pots"].values())
+    if left != right:
+        return (
+            f"{where} does not conserve (M2): collected + house advances {format_amount(left)} "
+            f"!= commission + awarded + pots {format_amount(right)}"
+        )
+    if state.get("group_id") != entry.pot_group_id or versions[0] != entry.config_version:
+        return f"{where} holds the state of {state.get('group_id')} v{versions[0]}"
+    return ""
+
+
+def _figures(source: Mapping[str, Any], house: Any, pots: Mapping[str, Any]) -> dict[str, Any]:
+    """The figures a checkpoint states twice (as its own and in its state), to compare."""
+
+    def nonzero(values: Mapping[str, Any]) -> dict[str, int]:
+        return {str(k): int(v) for k, v in sorted(values.items()) if int(v)}
+
+    return {
+        "collected": int(source["collected"]),
+        "commission": int(source["commission"]),
+        "awarded": int(source["awarded"]),
+        "house_advances": int(house),
+        "pots": nonzero(pots),
+        "overflow": int(source["overflow"]),
+        "hits": nonzero(source["hits"]),
+        "wins": nonzero(source["wins"]),
+    }
+
+
+# ---------------------------------------------------------------------------- group books
+
+
+class GroupBooks:
+    """One pot group's books as its entries stream by, in ledger order; bounded by the period's
+    entries (two audits, the configuration versions, the period's awards and the 25 before it).
+
+    ``read_since_ns``: None when the partition is read from its first record (the books begin
+    with the group's first entry); else when the read began: the books then begin at the group's
+    first checkpoint or its opening entry, and :attr:`replay_because` says why they cannot."""
+
+    def __init__(self, group_id: str, period: Period, read_since_ns: int | None = None) -> None:
+        self.report = GroupReport(group_id, GroupAudit(group_id), GroupAudit(group_id))
+        self.period = period
+        self.read_since_ns = read_since_ns
+        self.started = read_since_ns is None
+        self.from_checkpoint = False
+        self.done = False
+        self.replay_because = ""
+        self.configs: dict[int, ConfigVersion] = {}
+        self.before: dict[str, AwardRow] = {}  # the last LAST_AWARDS awards before the period
+        self.during: dict[str, AwardRow] = {}  # the period's awards
+        self.notes: dict[str, AwardRow] = {}  # payout steps read before the start, award unread
+        self.settled: set[str] = set()  # awards paid or voided in the records read (windowed)
+        self.in_force_at_start = 0
+
+    @property
+    def needs_replay(self) -> str:
+        """Why these books must be read again from the partition's first record ('' if not)."""
+        if self.replay_because or self.started:
+            return self.replay_because
+        return "no checkpoint of it in the records read"
+
+    def add(self, entry: pot_pb2.LedgerEntry, raw: bytes) -> None:
+        if self.done:
+            return
+        recorded = _stamp(entry.recorded_at)
+        if not self.started:
+            self._wait(entry, raw, recorded)
+        elif recorded >= self.period.end_ns:
+            self.done = True
+        else:
+            self._book(entry, raw, recorded)
+
+    def _wait(self, entry: pot_pb2.LedgerEntry, raw: bytes, recorded: int) -> None:
+        """Before the books begin: a checkpoint or the group's opening entry begins them; an
+        earlier entry only names configurations and awards; one of the period is missed."""
+        if entry.type == CHECKPOINT:
+            self._start_at(entry, raw, recorded)
+        elif (
+            entry.ledger_sequence == 1 and entry.type == pot_pb2.LEDGER_ENTRY_TYPE_POT_GROUP_OPENED
+        ):
+            self.started = True
+            self.add(entry, raw)
+        elif recorded >= self.period.start_ns:
+            self.replay_because = f"its entry {entry.entry_id} of the period precedes a checkpoint"
+            self.done = True
+        else:
+            _note_config(self.configs, entry)
+            self._note_award(entry, in_period=False)
+
+    def _start_at(self, entry: pot_pb2.LedgerEntry, raw: bytes, recorded: int) -> None:
+        """The books as the checkpoint states them; its state names what came before."""
+        why = checkpoint_disagreement(entry)
+        if why:
+            self.replay_because = why
+            self.done = True
+            return
+        report = self.report
+        report.opening = GroupAudit.from_checkpoint(entry, raw)
+        report.closing = GroupAudit.from_checkpoint(entry, raw)
+        report.opened_from = (
+            f"the checkpoint at ledger entry {entry.ledger_sequence} ({iso(recorded)})"
+        )
+        self.started = self.from_checkpoint = True
+        self.in_force_at_start = entry.config_version
+        state = json.loads(entry.detail_json)["state"]
+        self._configs_from(state)
+        self._awards_from(state)
+        self.done = recorded >= self.period.end_ns
+
+    def _configs_from(self, state: Mapping[str, Any]) -> None:
+        """The configuration in force at the checkpoint and the pending ones; when and by whom
+        from the records read, or ``not read``."""
+        earlier = not_read(self.read_since_ns or 0)
+        listed = [(state["config"], earlier, earlier, True)]
+        listed += [(config, who, why, False) for config, who, why in state["pending"]]
+        for config, who, why, in_force in listed:
+            version = int(config["version"])
+            known = self.configs.get(version)
+            if known is None:
+                activated = earlier if in_force else ""
+                self.configs[version] = ConfigVersion(
+                    version, dict(config), earlier, who, why, activated
+                )
+            elif not known.proposed_at:  # its activation was read, not its proposal
+                known.proposed_at, known.proposed_by, known.reason = earlier, who, why
+
+    def _awards_from(self, state: Mapping[str, Any]) -> None:
+        """The last 25 awards at the checkpoint: as read, or as its state has them."""
+        earlier = not_read(self.read_since_ns or 0)
+        rows: dict[str, AwardRow] = {}
+        for award in state["last_awards"]:
+            award_id = str(award["award_id"])
+            row = self.before.get(award_id) or _state_row(award, earlier, self.notes.get(award_id))
+            rows[award_id] = row
+        self.before = rows
+        self.notes.clear()
+
+    def _book(self, entry: pot_pb2.LedgerEntry, raw: bytes, recorded: int) -> None:
+        report = self.report
+        checkpoint = entry.type == CHECKPOINT
+        if recorded < self.period.start_ns:
+            self._seed(report.opening, entry)
+            report.opening.add(entry, raw)
+            self.in_force_at_start = entry.config_version or self.in_force_at_start
+        elif not checkpoint:
+            _in_period(report, entry, recorded)
+        self._seed(report.closing, entry)
+        report.closing.add(entry, raw)
+        if not checkpoint:
+            _note_config(self.configs, entry)
+            self._note_award(entry, recorded >= self.period.start_ns)
+
+    def _seed(self, audit: GroupAudit, entry: pot_pb2.LedgerEntry) -> None:
+        """In books begun at a checkpoint, a payment or void of an award made before it: the
+        award was open there (for its amount as the last awards state it, else as settled), so
+        that the payment settles it, and a second one is still refused."""
+        if not self.from_checkpoint or entry.type not in SETTLING:
+            return
+        award_id = entry.source_event_id
+        if award_id in audit.open_awards or award_id in self.settled:
+            return
+        row = self.before.get(award_id)
+        audit.open_awards[award_id] = entry.amount if row is None else row.amount
+        if row is None and audit is self.report.closing:
+            self.report.earlier_payments += 1
+
+    def _note_award(self, entry: pot_pb2.LedgerEntry, in_period: bool) -> None:
+        """Awards, and who approved and paid each (the payout service's ledger entries)."""
+        if entry.type in AWARD_TYPES:
+            row = _award_row(entry, in_period)
+            (self.during if in_period else self.before)[row.award_id] = row
+            if len(self.before) > LAST_AWARDS:
+                del self.before[next(iter(self.before))]
+            return
+        if entry.type not in PAYOUT_TYPES:
+            return
+        award_id = entry.source_event_id
+        if self.read_since_ns is not None and entry.type in SETTLING:
+            self.settled.add(award_id)
+        target = self.during.get(award_id) or self.before.get(award_id)
+        if target is None and not self.started:
+            target = self.notes.setdefault(award_id, AwardRow(award_id, "", 0, "", "", 0, "", ""))
+            if len(self.notes) > PAYOUT_NOTES:
+                del self.notes[next(iter(self.notes))]
+        if target is not None:
+            _payout_step(target, entry)
+
+    def finish(self) -> GroupReport:
+        report = self.report
+        report.problems = list(report.closing.problems)
+        if self.needs_replay:
+            report.problems.append(
+                f"its books do not begin in the records read: {self.needs_replay}"
+            )
+        start = self.period.start_ns
+        report.configs = [
+            c
+            for version, c in sorted(self.configs.items())
+            if version == self.in_force_at_start
+            or (c.activated_ns or 0) >= start
+            or c.proposed_ns >= start
+        ]
+        report.awards = list(self.during.values())
+        report.last_awards = [*self.before.values(), *self.during.values()][-LAST_AWARDS:]
+        return report
+
+
+# ---------------------------------------------------------------------------- the builder
+
+
+class ReportBuilder:
+    """Every group's books as the ledger's records stream by, in offset order per partition.
+
+    ``windowed``: partitions read from a later point than their first record, with when that
+    read began (ns); the others are read from their first record. ``replaying``: only these
+    partitions and, per partition, these groups (None: all), read from their first record."""
+
+    def __init__(
+        self,
+        period: Period,
+        only_groups: Sequence[str] = (),
+        *,
+        windowed: Mapping[int, int] | None = None,
+        replaying: Mapping[int, frozenset[str] | None] | None = None,
+    ) -> None:
+        self.period = period
+        self.only = frozenset(only_groups)
+        self.windowed = dict(windowed or {})
+        self.replaying = replaying
+        self.books: dict[str, GroupBooks] = {}
+        self.partition_of: dict[str, int] = {}
+        self.seen: set[str] = set()  # every group with a record read
+        self.unreadable: list[str] = []
+        self.records = 0
+        self.checkpointed: set[int] = set()  # partitions with a checkpoint before the period
+
+    def add(self, record: LedgerRecord) -> None:
+        self.records += 1
         try:
             entry = pot_pb2.LedgerEntry.FromString(record.value)
         except DecodeError as error:
-            unreadable.append(
+            self.unreadable.append(
                 f"ledger partition {record.partition} offset {record.offset} cannot be read "
                 f"({error}); the books cannot be reconciled past it"
             )
-            continue
-        entries.append(entry)
-    return entries, unreadable
+            return
+        group_id = entry.pot_group_id
+        self.seen.add(group_id)
+        if entry.type == CHECKPOINT and _stamp(entry.recorded_at) < self.period.start_ns:
+            self.checkpointed.add(record.partition)
+        if not self.wanted(record.partition, group_id):
+            return
+        books = self.books.get(group_id)
+        if books is None:
+            since = self.windowed.get(record.partition)
+            books = self.books[group_id] = GroupBooks(group_id, self.period, since)
+            self.partition_of[group_id] = record.partition
+        books.add(entry, record.value)
+
+    def wanted(self, partition: int, group_id: str) -> bool:
+        if self.only and group_id not in self.only:
+            return False
+        if self.replaying is None:
+            return True
+        groups = self.replaying.get(partition, frozenset())
+        return groups is None or group_id in groups
+
+    def replays(self) -> dict[int, frozenset[str] | None]:
+        """What to read again from each partition's first record: a windowed partition without a
+        checkpoint before the period (all of it: its groups may have no entry in the records
+        read), and every group whose books could not begin in them."""
+        again: dict[int, frozenset[str] | None] = {}
+        if not self.only:
+            again = {p: None for p in self.windowed if p not in self.checkpointed}
+        for group_id, books in sorted(self.books.items()):
+            partition = self.partition_of[group_id]
+            if books.needs_replay and again.get(partition, frozenset()) is not None:
+                again[partition] = (again.get(partition) or frozenset()) | {group_id}
+        return again
+
+    def unseen(self) -> list[str]:
+        """Groups asked for without a record read."""
+        return sorted(self.only - self.seen)
+
+    def replace(self, replayed: ReportBuilder) -> None:
+        """The groups read again in ``replayed`` take its books instead of these."""
+        self.books = {
+            g: b for g, b in self.books.items() if not replayed.wanted(self.partition_of[g], g)
+        }
+        self.books.update(replayed.books)
+        self.partition_of.update(replayed.partition_of)
+        self.seen |= replayed.seen
+        self.unreadable += [u for u in replayed.unreadable if u not in self.unreadable]
+        self.records += replayed.records
+
+    def report(self) -> Report:
+        unknown = sorted(self.only - set(self.books))
+        if unknown:
+            known = ", ".join(sorted(self.seen)) or "none"
+            raise ReportInputError(
+                f"no pot group {', '.join(unknown)} in the ledger (groups there: {known})"
+            )
+        groups = [self.books[g].finish() for g in sorted(self.books)]
+        return Report(self.period, groups, list(self.unreadable), self.records)
 
 
 def compute(
     records: Iterable[LedgerRecord], period: Period, only_groups: Sequence[str] = ()
 ) -> Report:
-    """The report of ``period`` for every group in the ledger (or only the named ones)."""
-    entries, unreadable = decode(records)
-    by_group: dict[str, list[pot_pb2.LedgerEntry]] = {}
-    for entry in entries:
-        by_group.setdefault(entry.pot_group_id, []).append(entry)
-    unknown = sorted(set(only_groups) - set(by_group))
-    if unknown:
-        known = ", ".join(sorted(by_group)) or "none"
-        raise ReportInputError(
-            f"no pot group {', '.join(unknown)} in the ledger (groups there: {known})"
-        )
-    chosen = sorted(only_groups or by_group)
-    return Report(period, [_group(g, by_group[g], period) for g in chosen], unreadable)
+    """The report of ``period`` for every group in the ledger (or only the named ones), from
+    records read from each partition's first one, streamed: each group's books stay bounded."""
+    builder = ReportBuilder(period, only_groups)
+    for record in records:
+        builder.add(record)
+    return builder.report()
 
 
-def _group(group_id: str, entries: list[pot_pb2.LedgerEntry], period: Period) -> GroupReport:
-    report = GroupReport(group_id, GroupAudit(group_id), GroupAudit(group_id))
-    configs: dict[int, ConfigVersion] = {}
-    awards: dict[str, AwardRow] = {}
-    in_force_at_start = 0
-    for entry in entries:
-        recorded = _stamp(entry.recorded_at)
-        if recorded >= period.end_ns:
-            break
-        if recorded < period.start_ns:
-            report.opening.add(entry)
-            in_force_at_start = entry.config_version or in_force_at_start
-        else:
-            _in_period(report, entry, recorded)
-        report.closing.add(entry)
-        _note_config(configs, entry)
-        _note_award(awards, entry, recorded >= period.start_ns)
-    report.problems = list(report.closing.problems)
-    report.configs = [
-        c
-        for version, c in sorted(configs.items())
-        if version == in_force_at_start
-        or (c.activated_ns or 0) >= period.start_ns
-        or c.proposed_ns >= period.start_ns
-    ]
-    every = list(awards.values())
-    report.awards = [a for a in every if a.in_period]
-    report.last_awards = every[-LAST_AWARDS:]
-    return report
+# ---------------------------------------------------------------------- entry by entry
 
 
 def _in_period(report: GroupReport, entry: pot_pb2.LedgerEntry, recorded: int) -> None:
@@ -290,7 +608,7 @@ def _in_period(report: GroupReport, entry: pot_pb2.LedgerEntry, recorded: int) -
 def _minor(transfer: pot_pb2.Transfer) -> int:
     """A transfer's picopesos; an unreadable amount counts 0 here (GroupAudit reports it)."""
     try:
-        return minor_units(transfer.amount)
+        return records.minor_units(transfer.amount)
     except ValueError:
         return 0
 
@@ -308,9 +626,13 @@ def _note_config(configs: dict[int, ConfigVersion], entry: pot_pb2.LedgerEntry) 
     recorded = _stamp(entry.recorded_at)
     if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED:
         version = int(detail.get("version", 0))
-        if version in configs:
-            configs[version].activated_at = at
-            configs[version].activated_ns = recorded
+        row = configs.get(version)
+        if row is None:  # proposed before the records read: a checkpoint's state says by whom
+            row = configs[version] = ConfigVersion(
+                version, dict(detail.get("config", {})), "", "", ""
+            )
+        row.activated_at = at
+        row.activated_ns = recorded
         return
     version = int(detail.get("version", detail.get("config_version", 0)))
     opened = entry.type == pot_pb2.LEDGER_ENTRY_TYPE_POT_GROUP_OPENED
@@ -326,27 +648,47 @@ def _note_config(configs: dict[int, ConfigVersion], entry: pot_pb2.LedgerEntry) 
     )
 
 
-def _note_award(awards: dict[str, AwardRow], entry: pot_pb2.LedgerEntry, in_period: bool) -> None:
-    """Awards, and who approved and paid each (the payout service's ledger entries)."""
-    if entry.type in AWARD_TYPES:
-        detail = json.loads(entry.detail_json or "{}")
-        award_id = str(detail.get("award_id", ""))
-        awards[award_id] = AwardRow(
-            award_id,
-            entry.table_id,
-            entry.seat,
-            entry.round_id,
-            entry.prize,
-            entry.amount,
-            iso(_stamp(entry.occurred_at)),
-            iso(_stamp(entry.recorded_at)),
-            cards=" ".join(str(card) for card in detail.get("cards", ())),
-            in_period=in_period,
-        )
-        return
-    row = awards.get(entry.source_event_id)
-    if row is None:
-        return
+def _award_row(entry: pot_pb2.LedgerEntry, in_period: bool) -> AwardRow:
+    detail = json.loads(entry.detail_json or "{}")
+    return AwardRow(
+        str(detail.get("award_id", "")),
+        entry.table_id,
+        entry.seat,
+        entry.round_id,
+        entry.prize,
+        entry.amount,
+        iso(_stamp(entry.occurred_at)),
+        iso(_stamp(entry.recorded_at)),
+        cards=" ".join(str(card) for card in detail.get("cards", ())),
+        in_period=in_period,
+    )
+
+
+def _state_row(award: Mapping[str, Any], earlier: str, note: AwardRow | None) -> AwardRow:
+    """An award a checkpoint's state remembers (no times: ``earlier``), with the payout steps
+    read before the checkpoint (``note``)."""
+    message = records.award_from_dict(award)
+    row = AwardRow(
+        message.award_id,
+        message.table_id,
+        message.seat,
+        message.round_id,
+        message.prize,
+        message.amount,
+        earlier,
+        earlier,
+        cards=" ".join(message.cards),
+        approved_by=earlier,
+        paid_by=earlier,
+        paid_at=earlier,
+    )
+    if note is not None:
+        row.approved_by = note.approved_by or earlier
+        row.paid_by, row.paid_at = note.paid_by or earlier, note.paid_at or earlier
+    return row
+
+
+def _payout_step(row: AwardRow, entry: pot_pb2.LedgerEntry) -> None:
     if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_APPROVED:
         row.approved_by = entry.changed_by
     elif entry.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID:
