@@ -29,8 +29,12 @@ POT_STATE = TopicSpec("jackpot.pot-state.v1", 6, COMPACTED)
 POT_CONFIG = TopicSpec("jackpot.pot-config.v1", 6, COMPACTED)
 PAYOUTS = TopicSpec("jackpot.payouts.v1", 6, {"cleanup.policy": "compact,delete", **FOREVER})
 DEAD_LETTER = TopicSpec("jackpot.dead-letter.v1", 1, FOREVER)
-# One partition: the audit log is small and read whole; every chain keeps its order.
+# One partition: every chain keeps its order, and a chain head's offset needs no partition.
 AUDIT = TopicSpec("jackpot.audit.v1", 1, FOREVER)
+# Each audit writer's chain head (key: chain id), so a restart resumes without reading AUDIT whole.
+# Segments roll hourly: the cleaner compacts only rolled ones, so the topic stays near one record
+# per chain plus the last hour's head writes (read whole at every writer's start).
+AUDIT_HEADS = TopicSpec("jackpot.audit-heads.v1", 1, {**COMPACTED, "segment.ms": str(3_600_000)})
 
 ALL_TOPICS: tuple[TopicSpec, ...] = (
     TABLE_EVENTS,
@@ -42,4 +46,17 @@ ALL_TOPICS: tuple[TopicSpec, ...] = (
     PAYOUTS,
     DEAD_LETTER,
     AUDIT,
+    AUDIT_HEADS,
 )
+
+
+def audit_heads_topic(audit_topic: str) -> str:
+    """The chain-heads topic that goes with an audit topic: "-heads" before a ".v<N>" suffix,
+    else at the end (jackpot.audit.v1 -> jackpot.audit-heads.v1, demo-1.audit ->
+    demo-1.audit-heads), so every audit topic a service is pointed at (JACKPOT_AUDIT_TOPIC) has
+    its own."""
+    base, dot, version = audit_topic.rpartition(".")
+    if dot and version[:1] == "v" and version[1:].isdigit():
+        return f"{base}-heads.{version}"
+    return f"{audit_topic}-heads"
+

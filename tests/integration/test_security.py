@@ -22,7 +22,7 @@ from loadtest.rounds import CONFIG
 from jackpot.display.main import run_display
 from jackpot.display.settings import DisplaySettings
 from jackpot.domain.access import Role
-from jackpot.domain.auditchain import AuditEntry
+from jackpot.domain.auditchain import AuditEntry, ChainReport
 from jackpot.domain.cards import Game
 from jackpot.gateway.client import DeviceClient
 from jackpot.payout.grpc_api import SERVICE_NAME as PAYOUT_SERVICE
@@ -32,11 +32,11 @@ from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.audit import AuditLog, read_entries, to_record
 from jackpot.platform.authz import AccessSettings, Authorizer
 from jackpot.platform.grpc_server import GrpcServer
-from jackpot.platform.kafka import ensure_topics, idempotent_producer
+from jackpot.platform.kafka import KafkaConnection, ensure_topics, idempotent_producer
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.pot.main import PotServer
 from jackpot.pot.metrics import PotMetrics
-from jackpot.tools.audit_chain import verify_positions
+from jackpot.tools.audit_chain import verify_stream
 from jackpot.tools.payouts import decide
 from jackpot.tools.pki import issue, issue_dev
 from jackpot.topics import TopicSpec
@@ -58,6 +58,7 @@ from tests.integration.gateway_harness import (
 )
 from tests.integration.test_payout import award, free_port, publish
 from tests.integration.test_pot_service import pot_settings, read_topic
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -75,16 +76,25 @@ def tls(pki: Path, name: str) -> TlsSettings:
 
 
 async def audit_entries(bootstrap: str, topic: str) -> list[tuple[int, AuditEntry | None]]:
-    return await read_entries(bootstrap, topic, {})
+    """The entries of a test's own (small) audit topic, to assert on."""
+    connection = KafkaConnection({"bootstrap_servers": bootstrap})
+    return [position async for position in read_entries(connection, topic)]
+
+
+async def verify_topic(bootstrap: str, topic: str) -> ChainReport:
+    """The chain verifier over the topic, streamed, as `jackpot audit --chain` runs it."""
+    return await verify_stream(
+        read_entries(KafkaConnection({"bootstrap_servers": bootstrap}), topic)
+    )
 
 
 async def wait_for_entries(bootstrap: str, topic: str, count: int) -> list[AuditEntry]:
-    for _ in range(100):
+    async def enough() -> list[AuditEntry] | None:
         entries = [e for _, e in await audit_entries(bootstrap, topic) if e is not None]
-        if len(entries) >= count:
-            return entries
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"fewer than {count} audit entries on {topic}")
+        return entries if len(entries) >= count else None
+
+    found: list[AuditEntry] = await eventually(enough, f"{count} audit entries on {topic}")
+    return found
 
 
 def code_of(error: pytest.ExceptionInfo[grpc.aio.AioRpcError]) -> grpc.StatusCode:
@@ -177,7 +187,7 @@ async def test_pot_admin_api_needs_an_operator_certificate_and_audits_every_atte
     assert ("operator", "configure_pot", "applied", "scl") in facts
     assert ("supervisor", "configure_pot", "refused", "other") in facts
     assert ("CAR-1", "read", "refused", "ListPotGroups") in facts
-    report = verify_positions(await audit_entries(kafka_bootstrap, access.audit_topic))
+    report = await verify_topic(kafka_bootstrap, access.audit_topic)
     assert report.ok
     assert report.chains == {f"pot-api:{settings.instance_id}": len(entries)}
 
@@ -321,7 +331,7 @@ async def test_only_supervisors_approve_and_a_terminal_serves_only_its_table(
     assert ("supervisor", "approve_payout", "applied") in facts
     assert ("T1", "confirm_payment", "refused") in facts
     assert ("T1", "confirm_payment", "allowed") in facts
-    assert verify_positions(await audit_entries(kafka_bootstrap, settings.access.audit_topic)).ok
+    assert (await verify_topic(kafka_bootstrap, settings.access.audit_topic)).ok
 
 
 async def test_a_device_certificate_opens_only_its_own_table_at_the_gateway(

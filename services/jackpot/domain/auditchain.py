@@ -133,6 +133,68 @@ Anchor = tuple[int, str]
 every chain's head; kept elsewhere, it proves later that nothing up to it was rewritten or cut."""
 
 
+class ChainVerifier:
+    """:func:`verify` one entry at a time, for a log read as a stream: it keeps one entry per
+    chain (each chain's last), never the log. ``add`` each entry in order, then ``finish``."""
+
+    def __init__(self, anchors: Mapping[str, Anchor] | None = None) -> None:
+        self.report = ChainReport()
+        self._heads: dict[str, AuditEntry] = {}
+        self._anchors = dict(anchors or {})
+
+    @property
+    def broken(self) -> bool:
+        return self.report.first_break is not None
+
+    def add(self, position: int, entry: AuditEntry) -> bool:
+        """Check the next entry; False once the log is broken (later entries are not checked)."""
+        if self.broken:
+            return False
+        report = self.report
+        report.entries += 1
+        previous = self._heads.get(entry.chain)
+        expected = (previous.sequence if previous else 0) + 1
+        anchor = self._anchors.get(entry.chain)
+        if entry.computed_hash() != entry.entry_hash:
+            problem = "its content does not match its hash (the entry was altered)"
+        elif previous is not None and entry == previous:
+            report.redelivered += 1
+            return True
+        elif entry.sequence != expected:
+            problem = (
+                f"sequence {entry.sequence} where {expected} was expected "
+                "(an entry was removed, inserted or replayed)"
+            )
+        elif entry.prev_hash != (previous.entry_hash if previous else GENESIS):
+            problem = "it does not link to the entry before it (the chain was rewritten)"
+        elif anchor is not None and anchor[0] == entry.sequence and anchor[1] != entry.entry_hash:
+            problem = "it differs from the anchored hash recorded earlier (the chain was rewritten)"
+        else:
+            self._heads[entry.chain] = entry
+            report.chains[entry.chain] = entry.sequence
+            report.heads[entry.chain] = entry.entry_hash
+            return True
+        report.first_break = Break(position, entry.chain, entry.sequence, problem)
+        return False
+
+    def finish(self) -> ChainReport:
+        """The report, after checking that no anchored entry is missing from a chain's end."""
+        if self.broken:
+            return self.report
+        for name, (sequence, _) in sorted(self._anchors.items()):
+            last = self.report.chains.get(name, 0)
+            if last < sequence:
+                self.report.first_break = Break(
+                    -1,
+                    name,
+                    last + 1,
+                    f"the chain ends at entry {last} but entry {sequence} was anchored "
+                    "(entries were removed from the end)",
+                )
+                break
+        return self.report
+
+
 def verify(
     entries: Iterable[tuple[int, AuditEntry]], anchors: Mapping[str, Anchor] | None = None
 ) -> ChainReport:
@@ -141,47 +203,8 @@ def verify(
     A chain alone cannot tell whether its *last* entries were rewritten (hashes recomputed) or
     cut off; ``anchors`` close that gap: each anchored entry must still be there, unchanged.
     """
-    report = ChainReport()
-    heads: dict[str, AuditEntry] = {}
-    anchors = anchors or {}
+    verifier = ChainVerifier(anchors)
     for position, entry in entries:
-        report.entries += 1
-        previous = heads.get(entry.chain)
-        if entry.computed_hash() != entry.entry_hash:
-            problem = "its content does not match its hash (the entry was altered)"
-        elif previous is not None and entry == previous:
-            report.redelivered += 1
-            continue
-        elif entry.sequence != (previous.sequence if previous else 0) + 1:
-            expected = (previous.sequence if previous else 0) + 1
-            problem = (
-                f"sequence {entry.sequence} where {expected} was expected "
-                "(an entry was removed, inserted or replayed)"
-            )
-        elif entry.prev_hash != (previous.entry_hash if previous else GENESIS):
-            problem = "it does not link to the entry before it (the chain was rewritten)"
-        elif (
-            entry.chain in anchors
-            and anchors[entry.chain][0] == entry.sequence
-            and anchors[entry.chain][1] != entry.entry_hash
-        ):
-            problem = "it differs from the anchored hash recorded earlier (the chain was rewritten)"
-        else:
-            heads[entry.chain] = entry
-            report.chains[entry.chain] = entry.sequence
-            report.heads[entry.chain] = entry.entry_hash
-            continue
-        report.first_break = Break(position, entry.chain, entry.sequence, problem)
-        return report
-    for name, (sequence, _) in sorted(anchors.items()):
-        last = report.chains.get(name, 0)
-        if last < sequence:
-            report.first_break = Break(
-                -1,
-                name,
-                last + 1,
-                f"the chain ends at entry {last} but entry {sequence} was anchored "
-                "(entries were removed from the end)",
-            )
-            return report
-    return report
+        if not verifier.add(position, entry):
+            break
+    return verifier.finish()

@@ -12,21 +12,26 @@ last entries were rewritten or cut off: keep the printed heads (``--save-anchors
 writers cannot reach, and pass them back (``--anchors``). Exit status 0 when every chain holds,
 1 at the first entry that does not (printed: chain, sequence, position, what is wrong), 2 when
 the log cannot be read.
+
+The log is verified as it is read (:class:`jackpot.domain.auditchain.ChainVerifier`): memory is
+one entry per chain, whatever the length of the history; an export is written as it is read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from aiokafka.errors import KafkaError
 
-from jackpot.domain.auditchain import Anchor, AuditEntry, Break, ChainReport, verify
+from jackpot.domain.auditchain import Anchor, AuditEntry, Break, ChainReport, ChainVerifier
 from jackpot.platform.audit import read_entries
+from jackpot.platform.kafka import KafkaConnection
 
 
 def entry_to_json(entry: AuditEntry) -> str:
@@ -39,19 +44,62 @@ def entry_from_json(line: str) -> AuditEntry:
     return AuditEntry(**data)
 
 
-def verify_positions(
-    positions: Iterable[tuple[int, AuditEntry | None]], anchors: Mapping[str, Anchor] | None = None
-) -> ChainReport:
-    """Verify, treating an unreadable record as the break it is."""
-    readable: list[tuple[int, AuditEntry]] = []
-    for position, entry in positions:
+class _Verification:
+    """One pass over (position, entry): verified as they come, exported if asked, an unreadable
+    record being the break it is."""
+
+    def __init__(self, anchors: Mapping[str, Anchor] | None, export: TextIO | None) -> None:
+        self.verifier = ChainVerifier(anchors)
+        self.export = export
+
+    def add(self, position: int, entry: AuditEntry | None) -> bool:
+        """False once nothing more needs reading (broken, and nothing to export)."""
+        if entry is not None and self.export is not None:
+            self.export.write(entry_to_json(entry) + "\n")
+        if self.verifier.broken:
+            return self.export is not None
         if entry is None:
-            report = verify(readable)
-            if report.ok:
-                report.first_break = Break(position, "?", 0, "the record is not an audit entry")
-            return report
-        readable.append((position, entry))
-    return verify(readable, anchors)
+            self.verifier.report.first_break = Break(
+                position, "?", 0, "the record is not an audit entry"
+            )
+        else:
+            self.verifier.add(position, entry)
+        return self.export is not None or not self.verifier.broken
+
+    def finish(self) -> ChainReport:
+        return self.verifier.finish()
+
+
+def verify_positions(
+    positions: Iterable[tuple[int, AuditEntry | None]],
+    anchors: Mapping[str, Anchor] | None = None,
+    export: TextIO | None = None,
+) -> ChainReport:
+    """Verify, treating an unreadable record as the break it is (streamed: any iterable)."""
+    verification = _Verification(anchors, export)
+    for position, entry in positions:
+        if not verification.add(position, entry):
+            break
+    return verification.finish()
+
+
+async def verify_stream(
+    positions: AsyncIterable[tuple[int, AuditEntry | None]],
+    anchors: Mapping[str, Anchor] | None = None,
+    export: TextIO | None = None,
+) -> ChainReport:
+    """:func:`verify_positions` of an async stream (:func:`jackpot.platform.audit.read_entries`);
+    a stream left at a break is closed (its reader with it)."""
+    verification = _Verification(anchors, export)
+    try:
+        async for position, entry in positions:
+            if not verification.add(position, entry):
+                break
+    finally:
+        aclose = getattr(positions, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    return verification.finish()
 
 
 def load_anchors(path: Path) -> dict[str, Anchor]:
@@ -67,17 +115,16 @@ def save_anchors(path: Path, report: ChainReport) -> None:
     path.write_text(json.dumps(heads, indent=2) + "\n", encoding="utf-8")
 
 
-def read_file(path: Path) -> list[tuple[int, AuditEntry | None]]:
-    """(line number, entry) for each non-empty line of an export."""
-    positions: list[tuple[int, AuditEntry | None]] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            positions.append((number, entry_from_json(line)))
-        except (ValueError, TypeError, KeyError):
-            positions.append((number, None))
-    return positions
+def read_file(path: Path) -> Iterator[tuple[int, AuditEntry | None]]:
+    """(line number, entry) for each non-empty line of an export, read line by line."""
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, entry_from_json(line)
+            except (ValueError, TypeError, KeyError):
+                yield number, None
 
 
 def render(report: ChainReport, where: str) -> str:
@@ -101,25 +148,27 @@ def run(
     anchors: str | None = None,
     save: str | None = None,
 ) -> int:
-    if chain_file:
-        positions = read_file(Path(chain_file))
-        where = chain_file
-    else:
-        options = dict(client_options)
-        bootstrap = options.pop("bootstrap_servers")
-        try:
-            positions = asyncio.run(read_entries(bootstrap, topic, options))
-        except KafkaError as error:
-            print(f"cannot read {topic}: {error!r}")
-            return 2
-        where = topic
-    if export:
-        with Path(export).open("w", encoding="utf-8") as out:
-            for _, entry in positions:
-                if entry is not None:
-                    out.write(entry_to_json(entry) + "\n")
-    report = verify_positions(positions, load_anchors(Path(anchors)) if anchors else None)
+    """``client_options``: the Kafka options with the bootstrap servers (``kafka_options()``)."""
+    anchored = load_anchors(Path(anchors)) if anchors else None
+    with _export_file(export) as out:
+        if chain_file:
+            report = verify_positions(read_file(Path(chain_file)), anchored, out)
+            where = chain_file
+        else:
+            reading = read_entries(KafkaConnection(dict(client_options)), topic)
+            try:
+                report = asyncio.run(verify_stream(reading, anchored, out))
+            except KafkaError as error:
+                print(f"cannot read {topic}: {error!r}")
+                return 2
+            where = topic
     print(render(report, where))
     if save and report.ok:
         save_anchors(Path(save), report)
     return 0 if report.ok else 1
+
+
+def _export_file(export: str | None) -> contextlib.AbstractContextManager[TextIO | None]:
+    if export:
+        return Path(export).open("w", encoding="utf-8")
+    return contextlib.nullcontext()

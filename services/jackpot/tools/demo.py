@@ -556,8 +556,9 @@ async def wait_progressive_open(
 
 async def report(demo: Demo, stats: Any) -> dict[str, Any]:
     from jackpot.platform.audit import read_entries
+    from jackpot.platform.kafka import KafkaConnection
     from jackpot.tools.audit import audit
-    from jackpot.tools.audit_chain import verify_positions
+    from jackpot.tools.audit_chain import verify_stream
 
     accepted = stats.bets_accepted
     groups: list[Any] = []
@@ -581,7 +582,8 @@ async def report(demo: Demo, stats: Any) -> dict[str, Any]:
     for group in groups:
         awards.update(group.hits)
     floor = stats.report()
-    chain = verify_positions(await read_entries(demo.bootstrap, demo.topic("audit"), {}))
+    connection = KafkaConnection({"bootstrap_servers": demo.bootstrap})
+    chain = await verify_stream(read_entries(connection, demo.topic("audit")))
     return {
         "run": demo.run_id,
         "tables": len(demo.tables),
