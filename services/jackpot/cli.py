@@ -120,9 +120,9 @@ def _pki(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace) -> int:
-    from jackpot.platform.settings import settings_markdown
+    from jackpot.tools.settings_doc import markdown
 
-    sys.stdout.write(settings_markdown())
+    sys.stdout.write(markdown())
     return 0
 
 

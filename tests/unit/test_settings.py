@@ -23,9 +23,9 @@ from jackpot.platform.settings import (
     ServiceSettings,
     SettingsError,
     load_settings,
-    settings_markdown,
 )
 from jackpot.pot.settings import PotSettings
+from jackpot.tools.settings_doc import markdown
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_GATEWAY = REPO / "deploy" / "local" / "gateway.example.json"
@@ -33,14 +33,14 @@ EXAMPLE_GATEWAY = REPO / "deploy" / "local" / "gateway.example.json"
 
 def test_docs_settings_md_is_generated_from_the_models() -> None:
     written = (REPO / "docs" / "settings.md").read_text(encoding="utf-8")
-    assert written == settings_markdown(), (
+    assert written == markdown(), (
         "docs/settings.md differs from the settings models: run "
         "`.venv/bin/jackpot settings > docs/settings.md`"
     )
 
 
 def test_every_variable_in_use_is_documented() -> None:
-    text = settings_markdown()
+    text = markdown()
     for variable in (
         "JACKPOT_BOOTSTRAP_SERVERS",
         "KAFKA_BOOTSTRAP_SERVERS",
@@ -279,4 +279,4 @@ def test_a_gateway_with_a_bad_setting_exits_2_with_one_line(tmp_path: Path) -> N
 def test_jackpot_settings_prints_the_table() -> None:
     result = _jackpot("settings", variables={})
     assert result.returncode == 0, result.stderr
-    assert result.stdout == settings_markdown()
+    assert result.stdout == markdown()

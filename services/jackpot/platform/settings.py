@@ -17,7 +17,8 @@
   validated copy (the models are frozen).
 
 Booleans accept only true/false, 1/0, yes/no, on/off. Every setting is in docs/settings.md,
-generated from these models by :func:`settings_markdown` (``jackpot settings``).
+generated from these models by :func:`settings_markdown` (``jackpot settings``, which lists
+the services' classes: this module imports none of them, as every service imports it).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import socket
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -660,19 +661,9 @@ def _doc(model: type[BaseModel]) -> str:
     return " ".join(text.split())
 
 
-def service_settings() -> list[type[ServiceSettings]]:
-    """Every service's settings class, in the order docs/settings.md lists them."""
-    from jackpot.display.settings import DisplaySettings
-    from jackpot.gateway.settings import GatewaySettings
-    from jackpot.payout.settings import PayoutSettings
-    from jackpot.pot.settings import PotSettings
-    from jackpot.terminal.settings import TerminalSettings
-
-    return [PotSettings, PayoutSettings, DisplaySettings, GatewaySettings, TerminalSettings]
-
-
-def settings_markdown() -> str:
-    """docs/settings.md: one table per service and per shared section, from the models."""
+def settings_markdown(classes: Sequence[type[ServiceSettings]]) -> str:
+    """docs/settings.md: one table per service (``classes``, in order; the list is
+    :func:`jackpot.tools.settings_doc.service_settings`) and per shared section."""
     lines = [
         "# Settings",
         "",
@@ -695,7 +686,7 @@ def settings_markdown() -> str:
     }
     quoted = [f"`{name}`" for name in shared]
     names = ", ".join(quoted[:-1]) + f" and {quoted[-1]}" if len(quoted) > 1 else "".join(quoted)
-    for cls in service_settings():
+    for cls in classes:
         prefix = cls.model_config.get("env_prefix")
         lines += [f"## {cls.service}: `jackpot {cls.service}` ({prefix}*)", "", _doc(cls), ""]
         _table(lines, cls, shared=False)
