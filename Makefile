@@ -12,7 +12,7 @@ KAFKA := deploy/local/kafka.sh
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= tests/golden
 
-.PHONY: help setup browser monitoring-tools monitor proto demo-report test-e2e loadtest chaos soak proto-lint lint test test-unit test-integration test-cluster bench \
+.PHONY: help setup browser monitoring-tools monitor proto demo-report test-e2e loadtest chaos soak proto-lint proto-breaking proto-test lint test test-unit test-integration test-cluster bench \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down kafka-secure-cluster-up \
         kafka-secure-cluster-down clean
 
@@ -57,7 +57,19 @@ tools/node_modules/.installed: tools/package.json tools/package-lock.json
 proto-lint: tools/node_modules/.installed ## buf lint on the protobuf contracts
 	tools/node_modules/.bin/buf lint
 
-lint: setup proto-lint ## ruff + mypy (strict on jackpot.domain) + buf lint
+# buf breaking (issue 23: records outlive releases). "Previous" is main's: the working tree is
+# checked against HEAD~1 (on a branch off main, against the merge-base: the whole branch;
+# PROTO_AGAINST=<ref> names another base), which in CI's clean fresh clone is HEAD against HEAD~1,
+# the change that landed; and, when protos/ has uncommitted changes, against HEAD too, the change
+# about to be committed. No previous commit, a shallow clone, an unknown ref: a message, no
+# failure. No network (buf reads .git). tools/buf-breaking.sh says more; tests/proto proves it.
+proto-breaking: tools/node_modules/.installed ## buf breaking: protos/ against main's previous commit (and HEAD, if changed)
+	BUF=tools/node_modules/.bin/buf PROTO_AGAINST='$(PROTO_AGAINST)' tools/buf-breaking.sh
+
+proto-test: $(VENV)/.installed tools/node_modules/.installed ## buf breaking refuses incompatible changes in a scratch repository (tests/proto)
+	$(PYTEST) -m proto -q tests/proto
+
+lint: setup proto-lint proto-breaking ## ruff + mypy (strict on jackpot.domain) + buf lint + buf breaking
 	$(BIN)/ruff check services tests loadtest
 	$(BIN)/ruff format --check services tests loadtest
 	$(BIN)/mypy
@@ -74,8 +86,9 @@ test-e2e: setup ## the whole floor as processes: headless demo, audit, nothing l
 test-cluster: setup ## fault tests against the local three-node cluster (slow)
 	$(PYTEST) -m cluster -q
 
-test: lint k8s-tools image ## lint + unit + golden rounds + integration + cluster + k8s + image + e2e: what CI runs
+test: lint k8s-tools image ## lint + unit + proto + golden rounds + integration + cluster + k8s + image + e2e: what CI runs
 	$(PYTEST) -m unit -q
+	$(PYTEST) -m proto -q tests/proto
 	$(BIN)/jackpot resolve --check --require-reasons $(SCENARIOS)/*.json
 	$(PYTEST) -m 'integration or cluster' -q
 	$(PYTEST) -m deploy -q tests/deploy
