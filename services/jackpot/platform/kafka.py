@@ -223,6 +223,34 @@ class TopicReader:
                     todo.discard(tp)
         consumer.assign([])
 
+    async def latest(
+        self,
+        keys: Collection[bytes] | None = None,
+        end: Mapping[int, int] | None = None,
+        window: int = 1_000,
+    ) -> dict[bytes, ConsumerRecord[bytes, bytes]]:
+        """The last record of each key before ``end`` (default: the end offsets), read from
+        each partition's tail in growing windows (``window``, then 8x) until every one of
+        ``keys`` is found or the partition's beginning is reached; ``keys`` None: the keys of
+        the last window only. For topics whose keys write often (pot updates: a heartbeat per
+        group every 500 ms), so that the cost is the tail, not the retention."""
+        firsts, ends = await self.bounds()
+        if end is not None:
+            ends = {p: min(o, end.get(p, o)) for p, o in ends.items()}
+        found: dict[bytes, ConsumerRecord[bytes, bytes]] = {}
+        upper = dict(ends)
+        span = window
+        while upper:
+            start = {p: max(firsts[p], upper[p] - span) for p in upper}
+            async for record in self.records(start, upper):
+                key = record.key
+                if key is not None and (key not in found or record.offset > found[key].offset):
+                    found[key] = record  # an older window never overrides a newer one
+            missing = keys is not None and any(k not in found for k in keys)
+            upper = {p: start[p] for p in upper if missing and start[p] > firsts[p]}
+            span *= 8
+        return found
+
 
 async def read_records(
     connection: KafkaConnection,

@@ -84,13 +84,15 @@ class AuditState:
         temporary.replace(path)  # a crash leaves the previous state, never half of one
 
 
-async def _consistent_cut(ledger: TopicReader, updates: TopicReader) -> dict[int, int]:
-    """Ledger end offsets that did not move while the updates' were read (CUT_ATTEMPTS)."""
+async def _consistent_cut(
+    ledger: TopicReader, updates: TopicReader
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Ledger and update end offsets, the ledger's unmoved while the updates' were taken."""
     for _ in range(CUT_ATTEMPTS):
         _, ends = await ledger.bounds()
-        await updates.bounds()
+        _, update_ends = await updates.bounds()
         if (await ledger.bounds())[1] == ends:
-            return ends
+            return ends, update_ends
         await asyncio.sleep(0.2)
     raise RuntimeError("the ledger kept growing: no consistent cut; stop the pot service")
 
@@ -115,7 +117,7 @@ async def audit(
         for reader in (ledger, up):
             if not reader.partitions:
                 raise LookupError(f"topic {reader.topic} does not exist")
-        ends = await _consistent_cut(ledger, up)
+        ends, update_ends = await _consistent_cut(ledger, up)
         groups = state.groups
         async for record in ledger.records(state.offsets or None, ends):
             if record.value is None:
@@ -128,13 +130,12 @@ async def audit(
             group = groups.setdefault(entry.pot_group_id, GroupAudit(entry.pot_group_id))
             group.add(entry, record.value)
         state.offsets = dict(ends)
-        async for record in up.records():
-            if record.key is None or record.key.decode() not in groups or not record.value:
-                continue
-            update = pot_pb2.PotUpdate.FromString(record.value)
-            group = groups[update.pot_group_id]
-            if group.update is None or update.update_sequence > group.update.update_sequence:
-                group.update = update
+        # The latest update of each group is near the tail (a heartbeat every 500 ms, D5).
+        latest = await up.latest({g.encode() for g in groups}, end=update_ends)
+        for key, record in latest.items():
+            if key.decode() in groups and record.value:
+                update = pot_pb2.PotUpdate.FromString(record.value)
+                groups[update.pot_group_id].update = update
     for group in groups.values():
         group.finish()
     return [groups[g] for g in sorted(groups) if not only_groups or g in only_groups]

@@ -37,7 +37,6 @@ from jackpot.platform.kafka import (
     TopicReader,
     ensure_topics,
     idempotent_producer,
-    read_records,
     stop_client,
     topic_partitions,
 )
@@ -153,7 +152,7 @@ async def restore(settings: PotSettings, only_groups: Sequence[str]) -> list[Reb
             raise RestoreRefused(f"the ledger of {group_id} does not audit: {problem}", 1)
     options = settings.kafka_options()
     bootstrap = str(options.pop("bootstrap_servers"))
-    sequences = await _update_sequences(bootstrap, settings.pot_updates_topic, options)
+    sequences = await _update_sequences(settings, groups)
     counts = await topic_partitions(
         {"bootstrap_servers": bootstrap, **options}, [settings.table_events_topic]
     )
@@ -181,20 +180,19 @@ async def restore(settings: PotSettings, only_groups: Sequence[str]) -> list[Reb
     return rebuilt
 
 
-async def _update_sequences(
-    bootstrap: str, topic: str, options: Mapping[str, Any]
-) -> dict[str, int]:
+async def _update_sequences(settings: PotSettings, groups: Sequence[str]) -> dict[str, int]:
     """The highest update_sequence each group's pot updates reached (signs and gateways ignore
-    older ones, so the restored group continues above it)."""
+    older ones, so the restored group continues above it): its latest update, near the topic's
+    tail (a heartbeat every 500 ms while the pot ran)."""
     highest: dict[str, int] = {}
-    connection = KafkaConnection({"bootstrap_servers": bootstrap, **options})
-    async for record in read_records(connection, topic):
+    async with KafkaConnection.of(settings).reader(settings.pot_updates_topic) as reader:
+        latest = await reader.latest([g.encode() for g in groups])
+    for key, record in latest.items():
         try:
             update = pot_pb2.PotUpdate.FromString(record.value or b"")
         except DecodeError:
             continue
-        group = update.pot_group_id
-        highest[group] = max(highest.get(group, 0), update.update_sequence)
+        highest[key.decode()] = update.update_sequence
     return highest
 
 
