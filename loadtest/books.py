@@ -12,6 +12,10 @@ entries for that round (a round collected twice counts twice). A lost bet and a 
 of the same size therefore show as one lost and one duplicated, in whichever group each was, and
 do not cancel out. Awards are compared per award id: every award in the ledger has exactly one
 payout, every payout an award, none is paid twice and (``require_paid``) each is paid or voided.
+Every award is also what the rules give for the cards the floor dealt: the round oracle
+(``loadtest.oracle``) follows the ledger and predicts each round's awards to the peso from the
+floor's record of each round (``FloorStats.dealt``) and the pot balances before it; one award of
+the wrong amount, to the wrong seat or from the wrong pot fails the books (``with_oracle``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from jackpot.platform.kafka import KafkaConnection, group_offsets, read_records
 from jackpot.tools.demo import Demo, report
 from jackpot.v1 import payout_pb2, pot_pb2
 from loadtest.floor import Floor, FloorStats, RoundKey
+from loadtest.oracle import Dealt, LedgerOracle
 
 EXAMPLES = 20  # mismatches listed by name in the report, per kind
 AWARD_TYPES = (
@@ -47,6 +52,7 @@ class LedgerBooks:
     collections: dict[RoundKey, list[dict[int, int]]] = field(default_factory=dict)
     awards: Counter[str] = field(default_factory=Counter)  # award id -> entries awarding it
     award_groups: dict[str, str] = field(default_factory=dict)  # award id -> pot group
+    oracle: LedgerOracle | None = None  # each award against the rules, when the floor is known
 
 
 def entry_bets(entry: pot_pb2.LedgerEntry) -> dict[int, int]:
@@ -63,6 +69,8 @@ def entry_bets(entry: pot_pb2.LedgerEntry) -> dict[int, int]:
 
 
 def add_entry(books: LedgerBooks, entry: pot_pb2.LedgerEntry) -> None:
+    if books.oracle is not None:
+        books.oracle.add(entry)
     if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED:
         key = (entry.pot_group_id, entry.table_id, entry.round_id)
         books.collections.setdefault(key, []).append(entry_bets(entry))
@@ -72,9 +80,12 @@ def add_entry(books: LedgerBooks, entry: pot_pb2.LedgerEntry) -> None:
         books.award_groups[award_id] = entry.pot_group_id
 
 
-async def read_ledger(bootstrap: str, topic: str) -> LedgerBooks:
-    """Every committed entry of the ledger topic, from its beginning to its current end."""
-    books = LedgerBooks()
+async def read_ledger(
+    bootstrap: str, topic: str, dealt: Mapping[RoundKey, Dealt] | None = None
+) -> LedgerBooks:
+    """Every committed entry of the ledger topic, from its beginning to its current end; with
+    the floor's ``dealt`` rounds, each award judged by the round oracle too."""
+    books = LedgerBooks(oracle=None if dealt is None else LedgerOracle(dealt))
     await read_topic(
         bootstrap,
         topic,
@@ -246,12 +257,23 @@ async def events_applied(demo: Demo) -> bool:
     return False
 
 
-async def judge(demo: Demo, stats: FloorStats, require_paid: bool = False) -> dict[str, Any]:
+async def judge(
+    demo: Demo,
+    stats: FloorStats,
+    require_paid: bool = False,
+    totals: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The books of one floor: rounds, pesos accepted and collected, lost and duplicated bet by
     bet per pot group, awards and payouts per award id (with ``require_paid``: each paid or
-    voided, after :func:`finish_floor`), the audit and the audit chain."""
-    books = await report(demo, stats)  # waits until the ledger caught up with the devices
-    ledger = await read_ledger(demo.bootstrap, demo.topic("ledger"))
+    voided, after :func:`finish_floor`), every award against the round oracle, the audit and the
+    audit chain. ``totals``: the demo's report of the floor (``jackpot.tools.demo.report``), when
+    the caller has it already."""
+    # the report waits until the ledger caught up with the devices' collections; the oracle
+    # needs every result applied too (a round settled after the last collection)
+    books = totals if totals is not None else await report(demo, stats)
+    await events_applied(demo)
+    ledger = await read_ledger(demo.bootstrap, demo.topic("ledger"), stats.dealt)
+    assert ledger.oracle is not None
     payouts = await list_payouts(demo)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + PAYOUTS_SETTLE_SECONDS
@@ -259,12 +281,24 @@ async def judge(demo: Demo, stats: FloorStats, require_paid: bool = False) -> di
         await asyncio.sleep(1)  # the payout service orders an award a moment after the pot
         payouts = await list_payouts(demo)
     unpaid = [p.award_id for p in payouts if p.state not in SETTLED] if require_paid else []
-    return books_verdict(
+    verdict = books_verdict(
         books,
         compare_bets(stats.bets_by_round, ledger.collections),
         compare_awards(ledger.awards, paid_per_award(payouts), unpaid),
         stats.rejects.get("GATEWAY_UNREACHABLE", 0),
     )
+    return with_oracle(verdict, ledger.oracle.report())
+
+
+def with_oracle(verdict: Mapping[str, Any], oracle: Mapping[str, Any]) -> dict[str, Any]:
+    """The books with the round oracle's report (``awards_oracle``): they pass only if it ran
+    over the floor's rounds and every award of the ledger is what the rules give (S1-S9, P, E2,
+    E3, X2), besides everything :func:`books_verdict` requires."""
+    return {
+        **verdict,
+        "awards_oracle": dict(oracle),
+        "books_ok": bool(verdict["books_ok"] and oracle["ok"]),
+    }
 
 
 def books_verdict(

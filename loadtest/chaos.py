@@ -757,6 +757,16 @@ def print_books(label: str, books: dict[str, Any]) -> None:
             f"{len(awards['payouts_without_award'])}, paid twice {len(awards['paid_twice'])}, "
             f"never paid {awards.get('unpaid', 0)}"
         )
+    oracle = books.get("awards_oracle")
+    if oracle:
+        print(
+            f"{label:16} round oracle: {oracle['rounds_checked']} rounds, "
+            f"{oracle['awards_checked']} awards against the rules; mismatches "
+            f"{oracle['by_kind'] or 0} -> {'OK' if oracle['ok'] else 'FAILED'}"
+        )
+        for kind, found in oracle["examples"].items():
+            for example in found[:3]:
+                print(f"{label:16}   ! {kind} {example}")
 
 
 def print_summary(result: dict[str, Any], out: Path) -> None:

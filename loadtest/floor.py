@@ -12,8 +12,12 @@ stream and time two things: from a dealer's lock to the sign showing a new amoun
 group, and from a winning result to the dealer terminal receiving the payout and to the sign
 showing the winner.
 
-The simulator counts the pesos the gateway acknowledged as bets at each accepted lock; the demo
-compares that count with what the ledger collected (nothing lost, nothing duplicated).
+The simulator counts the pesos the gateway acknowledged as bets at each accepted lock, and
+records every round it played (``FloorStats.dealt``: the bets, the forfeits the gateway accepted,
+the cards dealt, whether the results were accepted); the books (``loadtest.books.judge``, which
+``Floor.judge`` runs for a caller that plays a floor) compare those bets with what the ledger
+collected, bet by bet, and every award of the ledger with what the rules give for those cards
+(``loadtest.oracle``).
 
 With ``device_faults`` the table controllers duplicate, delay and reorder some of their events
 (fault 5 of the fault suite, ``loadtest.device_faults``); the counts of what was injected and what
@@ -28,7 +32,7 @@ import contextlib
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -49,6 +53,7 @@ from jackpot.v1 import (
 )
 from loadtest.device_faults import DeviceFaultCounts, DeviceFaultRates, FaultyDeviceClient
 from loadtest.hops import Hops
+from loadtest.oracle import Dealt
 
 DECK = [r + s for r in RANKS for s in SUITS]
 ROYAL = ["AS", "KS", "QS", "JS", "TS"]
@@ -131,6 +136,8 @@ class FloorStats:
     bets_accepted_by_group: Counter[str] = field(default_factory=Counter)
     # per (pot group, table, round) locked: the pesos acknowledged per seat (the books' judge)
     bets_by_round: dict[RoundKey, dict[int, int]] = field(default_factory=dict)
+    # per (pot group, table, round) whose results were sent: what the round oracle needs
+    dealt: dict[RoundKey, Dealt] = field(default_factory=dict)
     rejects: Counter[str] = field(default_factory=Counter)
     rounds_settled: Counter[str] = field(default_factory=Counter)  # per table: results accepted
     rounds_voided: int = 0  # rounds a controller voided when it resynchronised
@@ -197,6 +204,16 @@ class Floor:
     def stop(self) -> None:
         self._tables_stop.set()
         self._stop.set()
+
+    async def judge(
+        self, demo: Any, totals: dict[str, Any] | None = None, require_paid: bool = False
+    ) -> dict[str, Any]:
+        """The books of this floor (``loadtest.books.judge``: bet by bet, award by award, each
+        award against the round oracle), for a caller that plays the floor but does not import
+        the books (``jackpot demo``: the product never imports loadtest's judges)."""
+        from loadtest.books import judge  # the books import this module
+
+        return await judge(demo, self.stats, require_paid, totals)
 
     def stop_tables(self) -> None:
         """The tables finish their round and stop; dealers and the supervisor go on paying the
@@ -282,7 +299,7 @@ class Floor:
                 except (ConnectionError, TimeoutError, grpc.aio.AioRpcError):
                     # the gateway is away (a fault test): resynchronise and play on
                     self.stats.rejects["GATEWAY_UNREACHABLE"] += 1
-                    await self._resync(client)
+                    await self._resync(client, table)
                 pause = period - (time.monotonic() - started)
                 if pause > 0:
                     with contextlib.suppress(TimeoutError):
@@ -295,7 +312,7 @@ class Floor:
             changes = self.stats.progressive_changes.setdefault(table_id, [])
             changes.append((time.monotonic(), message.progressive_status.open))
 
-    async def _resync(self, client: FaultyDeviceClient) -> None:
+    async def _resync(self, client: FaultyDeviceClient, table: SimTable) -> None:
         """Reconnect; a round the gateway still holds open is finished or voided first."""
         while not self._tables_stop.is_set():
             with contextlib.suppress(ConnectionError, TimeoutError, grpc.aio.AioRpcError):
@@ -309,7 +326,7 @@ class Floor:
                     if await self._send(client.void("controller resync")):
                         self.stats.rounds_voided += 1
                     else:
-                        await self._send(client.results({}))
+                        await self._results(client, table, welcome.round_id, {}, [], set())
                 return
             await asyncio.sleep(0.5)
 
@@ -371,7 +388,7 @@ class Floor:
                 forfeited.add(seat)
         hands, community, rigged_seat = self._deal(table.game, sorted(bets))
         result_time = time.monotonic()
-        if not await self._send(client.results(hands, community)):
+        if not await self._results(client, table, round_id, hands, community, forfeited):
             return
         self.stats.rounds_settled[table.table_id] += 1
         if rigged_seat is not None:
@@ -380,6 +397,33 @@ class Floor:
                 self.stats.winning_results += 1
                 self._wins[f"{table.table_id}/{round_id}/{seat}"] = result_time
                 self._win_signs[f"{table.table_id}/{round_id}"] = result_time
+
+    async def _results(
+        self,
+        client: FaultyDeviceClient,
+        table: SimTable,
+        round_id: str,
+        hands: dict[int, list[str]],
+        community: list[str],
+        forfeited: set[int],
+    ) -> bool:
+        """Send a round's results, recorded for the round oracle: its bets as acknowledged at
+        the lock, the accepted forfeits, the cards (none when a resynchronising controller
+        settles a locked round) and whether the gateway accepted them (None until it answers:
+        a lost answer leaves them possibly applied)."""
+        key = (table.pot_group_id, table.table_id, round_id)
+        dealt = Dealt(
+            table.game.value,
+            dict(self.stats.bets_by_round.get(key, {})),
+            {seat: tuple(cards) for seat, cards in hands.items()},
+            tuple(community),
+            frozenset(forfeited),
+            None,
+        )
+        self.stats.dealt[key] = dealt
+        accepted = await self._send(client.results(hands, community))
+        self.stats.dealt[key] = replace(dealt, results_accepted=accepted)
+        return accepted
 
     def _deal(
         self, game: Game, seats: list[int]

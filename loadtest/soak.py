@@ -34,7 +34,8 @@ PAID transitions in the payouts topic, for one award id), created twice, awards 
 and payouts without an award. ``build/soak/report.json`` has every figure, and the payout logs'
 lines about any award paid twice.
 
-Exit status 0 only if the audit and its chain are clean, no peso was lost or duplicated, no payout
+Exit status 0 only if the audit and its chain are clean, no peso was lost or duplicated, every
+award is what the rules give for the cards dealt (the round oracle, ``loadtest.oracle``), no payout
 was paid or created twice, every award has a payout and every payout an award, and every fault
 injected was recovered from (``soak_verdict``).
 """
@@ -225,8 +226,9 @@ def soak_verdict(
     books: Mapping[str, Any], payouts: Mapping[str, Any], faults: Mapping[str, Any]
 ) -> dict[str, Any]:
     """``ok`` only if the audit and its chain hold, no peso was lost or duplicated (bet by bet
-    and in total), no payout was paid or created twice, every award has a payout and every payout
-    an award, and every fault injected was recovered from; ``failed`` says what did not."""
+    and in total), every award is what the rules give (the round oracle), no payout was paid or
+    created twice, every award has a payout and every payout an award, and every fault injected
+    was recovered from; ``failed`` says what did not."""
     failed: list[str] = []
     if not books["audit_ok"]:
         failed.append(f"audit: {'; '.join(books.get('audit_problems', [])[:3]) or 'FAILED'}")
@@ -236,6 +238,10 @@ def soak_verdict(
         pesos = max(books[what], books.get(f"{what}_in_total", 0))
         if pesos:
             failed.append(f"{pesos} pesos {what}")
+    oracle = books["awards_oracle"]  # every award against the rules for the cards dealt
+    if not oracle["ok"]:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in oracle["by_kind"].items())
+        failed.append(f"round oracle: {kinds or 'no round compared'}")
     for key, what in (
         ("paid_twice", "payouts paid twice"),
         ("created_twice", "payouts created twice"),

@@ -77,6 +77,7 @@ def passing_books() -> dict[str, Any]:
         "duplicated": 0,
         "lost_in_total": 0,
         "duplicated_in_total": 0,
+        "awards_oracle": {"ok": True, "by_kind": {}, "rounds_checked": 10},
     }
 
 
@@ -182,6 +183,19 @@ def test_audit_pesos_and_faults_never_recovered_fail_the_soak() -> None:
     assert soak_verdict(passing_books(), counts, faults)["failed"] == [
         "payout_kill_9: 1 of 2 never recovered"
     ]
+
+
+def test_an_award_the_rules_do_not_give_fails_the_soak() -> None:
+    """Issue 24 item 1: the round oracle's mismatches fail the soak, and so does an oracle that
+    compared no round."""
+    entries, payouts = paid_once("A-1")
+    counts = count_payouts(entries, records(*payouts))
+    wrong = {"ok": False, "by_kind": {"amount": 2}, "rounds_checked": 10}
+    books = {**passing_books(), "awards_oracle": wrong}
+    assert soak_verdict(books, counts, {})["failed"] == ["round oracle: 2 amount"]
+    idle = {"ok": False, "by_kind": {}, "rounds_checked": 0}
+    books = {**passing_books(), "awards_oracle": idle}
+    assert soak_verdict(books, counts, {})["failed"] == ["round oracle: no round compared"]
 
 
 def test_zombie_commits_before_its_revoke_are_counted() -> None:

@@ -10,8 +10,10 @@ Interactive (`make demo`): prints the URLs of the signs, the gRPC endpoints and 
 status line every second (``demo_status``); starts a service again when its process exits
 (``demo_supervisor``); stops everything on Ctrl-C with a summary. Headless (`--duration S
 --report FILE`): plays for S seconds, lets the pipeline drain, audits the ledger and writes a JSON
-report; the exit status is 0 only when the audit passed and the pesos the devices were told were
-accepted equal the pesos the ledger collected (nothing lost, nothing duplicated).
+report with the floor's books (``books``: those of the fault suite, which the floor simulator
+keeps); the exit status is 0 only when they pass: the audit and its chain hold, no bet was lost
+or duplicated (bet by bet, per pot group), every award has exactly one payout, paid at most once,
+and every award is what the rules give for the cards dealt (the round oracle).
 `--print-commands` prints, per service of the last run, the shell command line that starts it
 again by hand.
 """
@@ -616,6 +618,17 @@ async def report(demo: Demo, stats: Any) -> dict[str, Any]:
     }
 
 
+async def judged_report(demo: Demo, floor: Any, stats: Any) -> dict[str, Any]:
+    """The report with the floor's books (``books``): the fault suite's (``loadtest.books``),
+    which the floor simulator judges for the demo (``Floor.judge``; this module imports no
+    judge of loadtest): bet by bet, award by award with exactly one payout each, and every award
+    against the round oracle. ``lost`` and ``duplicated`` become the books' (bet by bet)."""
+    result = await report(demo, stats)
+    books = await floor.judge(demo, result)
+    result.update(lost=books["lost"], duplicated=books["duplicated"], books=books)
+    return result
+
+
 # How the console shows the supervisor's messages.
 STYLES = {"exit": RED, "restart": YELLOW, "ok": GREEN}
 
@@ -718,7 +731,7 @@ async def run_demo(
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
         console.say("the floor stopped; the pipeline drains, then the ledger is audited")
-        result = await report(demo, stats)
+        result = await judged_report(demo, floor, stats)
         result["restarts"] = dict(supervisor.restarts)
         result["service_exits"] = [
             {
@@ -735,8 +748,7 @@ async def run_demo(
             await asyncio.to_thread(Path(report_path).write_text, text + "\n")
         for line in format_summary(result, console.colour):
             console.line(line)
-        ok = result["audit_ok"] and result["lost"] == 0 and result["duplicated"] == 0
-        return 0 if ok else 1
+        return 0 if result["books"]["books_ok"] else 1
     finally:
         if supervisor is not None:
             supervisor.stop()

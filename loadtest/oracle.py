@@ -1,0 +1,806 @@
+"""The round oracle: every prize of a round predicted from the cards dealt, by the rules alone.
+
+An independent model of docs/rules.md, written apart from ``jackpot.domain`` (it shares no code
+with the engine, its paytables or its hand evaluator, like the property tests' reference model):
+from a round's bets, forfeits and dealt hands and the pot balances before it, :func:`resolve`
+gives every award to the peso, in the order they are paid, with the pots (or the house) that
+fund each one, and the refill after it.
+
+- P, P2, P3, P4: the hands (:func:`poker_hand`, :func:`blackjack_hand`) and the two paytables of
+  the rules page (:data:`RULES_PAYTABLES`); a configuration's paytable is read from its own data,
+  and one named like a built-in must carry the rules' prizes. P1: a prize is the amount paid.
+- E2, E3, E4, X1: a forfeited seat wins nothing from the progressive (a mystery prize it won at
+  the lock stands); the dealer's hand plays no part.
+- S1, S2: fixed prizes first, in the paytable's order by multiple, each on the winner's own bet;
+  then percentage prizes, smallest first, each on what the main pot holds at that moment.
+- S3, S5: equal parts of whole pesos, the whole remainder to the winner nearest seat 1; paid from
+  the lowest seat. S4: each part of a capped prize at most the cap times that seat's bet. S6: a
+  percentage is rounded down to whole pesos. S7: what the main pot cannot pay comes from the
+  reserves in their order, then the house. S8, C7: a reset (a 100 % prize, or a prize that leaves
+  the main pot below its base) activates the newest pending configuration, and the main pot is
+  filled back up to the base from the reserves, then the house. S9: each round sees the pots as
+  the round before left them (the ledger's order).
+- C1, C2, C3, C5, X2 (:func:`collect`): the lock collects each bet, from seat 1: the commission,
+  then each pot's share down its overflow chain; the seat whose bet takes the mystery pot to the
+  hidden trigger wins it.
+
+Balances are exact :class:`~fractions.Fraction` s of a peso and prizes whole pesos (M1).
+:class:`LedgerOracle` follows a pot ledger entry by entry (the balances before each round come
+from the ledger's own transfers; checkpoints and the payout service's entries move no money and
+are skipped) and compares every award with the prediction for the round as the floor dealt it
+(:class:`Dealt`); ``loadtest.books.judge`` reports what disagrees, award by award.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from jackpot.v1 import pot_pb2
+
+RANKS = "23456789TJQKA"
+SUITS = "SHDC"
+MAIN = "main"
+EXAMPLES = 20  # mismatches listed by name, per kind
+RoundKey = tuple[str, str, str]  # (pot group, table, round)
+Funding = tuple[tuple[str, Fraction], ...]  # (account the money leaves, exact pesos), in order
+
+
+@dataclass(frozen=True, slots=True)
+class GameCards:
+    """What a result of one game holds (P3): seats, own cards (fewest, most), community cards,
+    whether one deck is used (a card seen twice is refused) and which hands it is judged by."""
+
+    seats: int
+    own: tuple[int, int]
+    community: int
+    one_deck: bool
+    evaluator: str
+
+
+GAMES = {
+    "caribbean": GameCards(7, (5, 5), 0, True, "poker"),
+    "draw": GameCards(6, (5, 5), 0, True, "poker"),
+    "go_poker": GameCards(7, (3, 3), 2, True, "poker"),
+    "blackjack": GameCards(7, (2, 4), 0, False, "blackjack"),
+}
+
+
+# --------------------------------------------------------------------------- hands (P, P4)
+
+
+def poker_hand(cards: Sequence[str]) -> str | None:
+    """P, P2: the category of five cards, best first; None below a flush (no suit is better)."""
+    ranks = sorted(RANKS.index(card[0]) for card in cards)
+    suited = len({card[1] for card in cards}) == 1
+    wheel = ranks == [0, 1, 2, 3, 12]  # A-2-3-4-5
+    in_sequence = len(set(ranks)) == 5 and (ranks[4] - ranks[0] == 4 or wheel)
+    counts = sorted(Counter(ranks).values(), reverse=True)
+    if suited and in_sequence:
+        return "ROYAL_FLUSH" if ranks[0] == RANKS.index("T") else "STRAIGHT_FLUSH"
+    if counts[0] == 4:
+        return "FOUR_OF_A_KIND"
+    if counts[:2] == [3, 2]:
+        return "FULL_HOUSE"
+    return "FLUSH" if suited else None
+
+
+def _one_suit(cards: Sequence[str]) -> bool:
+    return len({card[1] for card in cards}) == 1
+
+
+def blackjack_hand(cards: Sequence[str]) -> str | None:
+    """P4: aces count among the first four cards, sevens among the first three; the best
+    category the hand makes (from the biggest prize of ``bj-aces-sevens`` down), or None."""
+    aces = [card for card in cards[:4] if card[0] == "A"]
+    sevens = len(cards) >= 3 and all(card[0] == "7" for card in cards[:3])
+    if len(aces) == 4:
+        return "FOUR_ACES_SAME_SUIT" if _one_suit(aces) else "FOUR_ACES"
+    if sevens and _one_suit(cards[:3]):
+        return "THREE_SEVENS_SAME_SUIT"
+    if len(aces) == 3:
+        return "THREE_ACES_SAME_SUIT" if _one_suit(aces) else "THREE_ACES"
+    if sevens:
+        return "THREE_SEVENS"
+    if len(aces) == 2 and _one_suit(aces):
+        return "TWO_ACES_SAME_SUIT"
+    return None
+
+
+HANDS = {"poker": poker_hand, "blackjack": blackjack_hand}
+
+
+# ------------------------------------------------------------------ paytables and configuration
+
+
+@dataclass(frozen=True, slots=True)
+class Prize:
+    hand: str
+    multiple: int = 0  # a fixed prize: this many times the winner's own bet (S1)
+    percent: Fraction = Fraction(0)  # a percentage prize: this share of the main pot (S2)
+    cap: int | None = None  # S4: each winner's part at most this many times their bet
+
+
+@dataclass(frozen=True, slots=True)
+class Paytable:
+    name: str
+    evaluator: str
+    fixed: tuple[Prize, ...]  # S1: by multiple, smallest first
+    percent: tuple[Prize, ...]  # S2: by percentage, smallest first
+
+    @property
+    def hands(self) -> frozenset[str]:
+        return frozenset(prize.hand for prize in self.fixed + self.percent)
+
+
+def paytable(name: str, evaluator: str, prizes: Iterable[Prize]) -> Paytable:
+    """The prizes in the order they are paid (S1, S2)."""
+    listed = list(prizes)
+    fixed = sorted((p for p in listed if p.multiple), key=lambda p: p.multiple)
+    percent = sorted((p for p in listed if not p.multiple), key=lambda p: p.percent)
+    return Paytable(name, evaluator, tuple(fixed), tuple(percent))
+
+
+def percent(value: object) -> Fraction:
+    """A percentage as configured (``"12.5"``, ``10``) as an exact fraction of one."""
+    return Fraction(str(value)) / 100
+
+
+RULES_PAYTABLES = {
+    # P: the default poker paytable, as the rules page states it.
+    "scj-poker": paytable(
+        "scj-poker",
+        "poker",
+        [
+            Prize("FLUSH", 50),
+            Prize("FULL_HOUSE", 100),
+            Prize("FOUR_OF_A_KIND", 500),
+            Prize("STRAIGHT_FLUSH", percent=percent(10), cap=5000),
+            Prize("ROYAL_FLUSH", percent=percent(100)),
+        ],
+    ),
+    # P4: progressive blackjack, aces and sevens.
+    "bj-aces-sevens": paytable(
+        "bj-aces-sevens",
+        "blackjack",
+        [
+            Prize("TWO_ACES_SAME_SUIT", 10),
+            Prize("THREE_SEVENS", 25),
+            Prize("THREE_ACES", 50),
+            Prize("THREE_ACES_SAME_SUIT", 200),
+            Prize("THREE_SEVENS_SAME_SUIT", 500),
+            Prize("FOUR_ACES", percent=percent(10), cap=5000),
+            Prize("FOUR_ACES_SAME_SUIT", percent=percent(100)),
+        ],
+    ),
+}
+
+
+def read_paytable(data: str | Mapping[str, Any]) -> Paytable:
+    """A built-in paytable by name, or a configuration's own (``{"name", "evaluator",
+    "prizes": [{"hand", "multiple"} | {"hand", "percent", "cap_multiple"?}]}``)."""
+    if isinstance(data, str):
+        return RULES_PAYTABLES[data]
+    prizes = [
+        Prize(
+            str(entry["hand"]),
+            int(entry.get("multiple", 0)),
+            percent(entry.get("percent", 0)),
+            None if entry.get("cap_multiple") is None else int(entry["cap_multiple"]),
+        )
+        for entry in data["prizes"]
+    ]
+    return paytable(str(data["name"]), str(data.get("evaluator", "poker")), prizes)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The parts of a pot group's configuration the rules need, read from its own data."""
+
+    version: int
+    commission: Fraction  # C2
+    shares: tuple[tuple[str, Fraction], ...]  # C3: each pot's share, in configuration order
+    overflow: Mapping[str, tuple[Fraction, str]]  # C5: pot -> (its ceiling, where excess goes)
+    reserves: tuple[str, ...]  # S7, S8: the order the reserves pay shortfalls and refills
+    base: Fraction  # C4, S8
+    paytable: Paytable  # P, P4
+    limits: tuple[int, int, int]  # E1: minimum bet, maximum bet, credit value
+    mystery: tuple[str, int, int] | None  # X2: its pot, the lowest and the highest trigger
+
+
+def read_config(data: Mapping[str, Any]) -> Config:
+    """A configuration as the ledger states it (``PotGroupOpened``, ``ConfigProposed``,
+    ``ConfigActivated``: the pot's ``to_config`` shape) or as a golden round gives it."""
+    pots = list(data["pots"])
+    mystery = data.get("mystery")
+    spec = None if not mystery else (str(mystery["pot"]), int(mystery["min"]), int(mystery["max"]))
+    mystery_pot = None if spec is None else spec[0]
+    listed = [str(p["name"]) for p in pots if p["name"] not in (MAIN, mystery_pot)]
+    return Config(
+        version=int(data.get("version", 1)),
+        commission=percent(data.get("commission_percent", 0)),
+        shares=tuple((str(p["name"]), percent(p.get("percent", 0))) for p in pots),
+        overflow={
+            str(p["name"]): (Fraction(str(p["ceiling"])), str(p["overflow_to"]))
+            for p in pots
+            if p.get("ceiling") is not None and p.get("overflow_to")
+        },
+        reserves=tuple(str(name) for name in data.get("reserve_order", listed)),
+        base=Fraction(str(data.get("base", 0))),
+        paytable=read_paytable(data.get("paytable", "scj-poker")),
+        limits=(
+            int(data.get("min_bet", 1)),
+            int(data.get("max_bet", 10**12)),
+            int(data.get("credit_value", 1)),
+        ),
+        mystery=spec,
+    )
+
+
+# ------------------------------------------------------------------- rounds and refusals
+
+
+@dataclass(frozen=True, slots=True)
+class Dealt:
+    """One round as the floor played it: the game, the bets the gateway acknowledged at the lock
+    (whole pesos by seat), the seats that forfeited (E2, E3), the cards dealt to each seat and the
+    community cards. ``results_accepted``: whether the gateway accepted the results (None when
+    its answer was lost: they may or may not have been applied)."""
+
+    game: str
+    bets: Mapping[int, int]
+    hands: Mapping[int, Sequence[str]]
+    community: Sequence[str] = ()
+    forfeited: frozenset[int] = frozenset()
+    results_accepted: bool | None = True
+
+
+class Refused(ValueError):
+    """A round the rules refuse; ``reason`` as the engine names it (``DUPLICATE_CARD``, ...)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+
+
+def _check_cards(cards: Sequence[str], where: str) -> None:
+    for card in cards:
+        if not (isinstance(card, str) and len(card) == 2 and card[0] in RANKS and card[1] in SUITS):
+            raise Refused("INVALID_CARD", f"{card!r} at {where}")
+
+
+def check_results(dealt: Dealt) -> None:
+    """P3: seats with a bet, the game's number of cards, one deck for the poker games."""
+    game = GAMES[dealt.game]
+    seen: Counter[str] = Counter(dealt.community)
+    for seat in sorted(dealt.hands):
+        cards = dealt.hands[seat]
+        if not 1 <= seat <= game.seats:
+            raise Refused("SEAT_OUT_OF_RANGE", f"seat {seat} of {dealt.game}")
+        if seat not in dealt.bets:
+            raise Refused("NO_BET", f"a result for seat {seat}, which has no bet")
+        _check_cards(cards, f"seat {seat}")
+        if not game.own[0] <= len(cards) <= game.own[1]:
+            raise Refused("WRONG_CARD_COUNT", f"seat {seat} has {len(cards)} cards")
+        seen.update(cards)
+    _check_cards(dealt.community, "community")
+    if len(dealt.community) != game.community:
+        raise Refused("WRONG_CARD_COUNT", f"{len(dealt.community)} community cards")
+    twice = sorted(card for card, n in seen.items() if n > 1)
+    if game.one_deck and twice:
+        raise Refused("DUPLICATE_CARD", f"{twice} dealt twice from one deck")
+
+
+def check_bets(config: Config, bets: Mapping[int, int]) -> None:
+    """E1: every bet within the pot's limits, in whole credits (M1: whole pesos)."""
+    low, high, credit = config.limits
+    for seat, bet in sorted(bets.items()):
+        if type(bet) is not int or not low <= bet <= high or bet % credit:
+            raise Refused(
+                "BET_OUT_OF_LIMITS", f"seat {seat} bet {bet!r} ({low}-{high} by {credit})"
+            )
+
+
+# --------------------------------------------------------------- contributions (C, X2)
+
+
+def credit(config: Config, balances: dict[str, Fraction], pot: str, amount: Fraction) -> None:
+    """C5: a pot takes what fits under its ceiling; the excess goes on down its overflow chain."""
+    while pot in config.overflow:
+        ceiling, onward = config.overflow[pot]
+        room = max(ceiling - balances.get(pot, Fraction(0)), Fraction(0))
+        if amount <= room:
+            break
+        balances[pot] = balances.get(pot, Fraction(0)) + room
+        pot, amount = onward, amount - room
+    balances[pot] = balances.get(pot, Fraction(0)) + amount
+
+
+def collect(
+    config: Config,
+    balances: dict[str, Fraction],
+    bets: Mapping[int, int],
+    trigger: int | None = None,
+) -> int | None:
+    """C1-C3, C5: collect a lock's bets into ``balances``, one at a time from seat 1, each less
+    the commission and shared by the pots' percentages. X2: with the mystery prize's revealed
+    ``trigger``, the seat whose bet takes the mystery pot to it or past it wins it; its pot pays
+    the trigger. Returns that seat (None: no mystery prize at this lock)."""
+    winner = None
+    for seat in sorted(bets):
+        net = bets[seat] * (1 - config.commission)
+        for pot, share in config.shares:
+            if share:
+                credit(config, balances, pot, net * share)
+        mystery = config.mystery
+        if winner is None and trigger is not None and mystery is not None:
+            winner = seat if balances.get(mystery[0], Fraction(0)) >= trigger else None
+    if winner is not None and trigger is not None and config.mystery is not None:
+        balances[config.mystery[0]] -= trigger
+    return winner
+
+
+# --------------------------------------------------------------------- resolution (S)
+
+
+@dataclass(frozen=True, slots=True)
+class Award:
+    seat: int
+    prize: str
+    amount: int  # whole pesos (M1)
+    funded: Funding  # S7: the accounts that pay it, in order
+    why: str  # the arithmetic, for a report
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    awards: tuple[Award, ...]  # in the order they are paid (S1, S2, S5)
+    refill: Funding  # S8: what topped the main pot up to its base
+    config: Config  # in force after the round (C7)
+    house: Fraction  # what the house advanced in the round (S7, S8)
+
+
+def take(config: Config, balances: dict[str, Fraction], amount: Fraction) -> Funding:
+    """S7: a prize from the main pot, then the reserves in their order, then the house."""
+    funded: list[tuple[str, Fraction]] = []
+    for pot in (MAIN, *config.reserves):
+        part = min(balances.get(pot, Fraction(0)), amount)
+        if part > 0:
+            balances[pot] -= part
+            amount -= part
+            funded.append((f"pot:{pot}", part))
+    if amount > 0:
+        funded.append(("house", amount))
+    return tuple(funded)
+
+
+def winners(table: Paytable, dealt: Dealt) -> dict[str, list[int]]:
+    """Per hand the paytable pays, the seats holding it, lowest first (P3: the own cards and the
+    community cards; E2, E3: not a forfeited seat; E4: the dealer's hand plays no part)."""
+    evaluate = HANDS[GAMES[dealt.game].evaluator]
+    found: dict[str, list[int]] = {}
+    for seat in sorted(dealt.hands):
+        if seat in dealt.forfeited:
+            continue
+        hand = evaluate([*dealt.hands[seat], *dealt.community])
+        if hand is not None and hand in table.hands:
+            found.setdefault(hand, []).append(seat)
+    return found
+
+
+def fixed_prizes(
+    config: Config, balances: dict[str, Fraction], dealt: Dealt, won: Mapping[str, list[int]]
+) -> list[Award]:
+    """S1: each fixed prize on the winner's own bet, smallest prize first, from seat 1 (S5)."""
+    awards = []
+    for prize in config.paytable.fixed:
+        for seat in won.get(prize.hand, ()):
+            amount = prize.multiple * dealt.bets[seat]
+            funded = take(config, balances, Fraction(amount))
+            awards.append(
+                Award(
+                    seat, prize.hand, amount, funded, f"{prize.multiple} x bet {dealt.bets[seat]}"
+                )
+            )
+    return awards
+
+
+def percentage_prizes(
+    config: Config, balances: dict[str, Fraction], dealt: Dealt, won: Mapping[str, list[int]]
+) -> list[Award]:
+    """S2: each percentage prize on what the main pot holds now, rounded down (S6), in equal
+    parts with the whole remainder to the seat nearest seat 1 (S3), each part capped (S4)."""
+    awards = []
+    for prize in config.paytable.percent:
+        seats = won.get(prize.hand)
+        if not seats:
+            continue
+        main = balances.get(MAIN, Fraction(0))
+        pool = math.floor(main * prize.percent)
+        part, remainder = divmod(pool, len(seats))
+        why = f"{prize.percent * 100}% of the main pot {money_text(main)} = {pool}"
+        for seat in seats:
+            amount = part + (remainder if seat == seats[0] else 0)
+            note = f"{why}, seats {seats}"
+            if prize.cap is not None and amount > prize.cap * dealt.bets[seat]:
+                amount = prize.cap * dealt.bets[seat]
+                note += f", capped at {prize.cap} x bet {dealt.bets[seat]}"
+            awards.append(
+                Award(seat, prize.hand, amount, take(config, balances, Fraction(amount)), note)
+            )
+    return awards
+
+
+def top_up(config: Config, balances: dict[str, Fraction]) -> Funding:
+    """S8: the main pot back up to its base from the reserves in their order, then the house."""
+    missing = config.base - balances.get(MAIN, Fraction(0))
+    if missing <= 0:
+        return ()
+    funded: list[tuple[str, Fraction]] = []
+    for pot in config.reserves:
+        part = min(balances.get(pot, Fraction(0)), missing)
+        if part > 0:
+            balances[pot] -= part
+            missing -= part
+            funded.append((f"pot:{pot}", part))
+    if missing > 0:
+        funded.append(("house", missing))
+    balances[MAIN] = config.base
+    return tuple(funded)
+
+
+def resolve(
+    config: Config, pending: Sequence[Config], balances: dict[str, Fraction], dealt: Dealt
+) -> Outcome:
+    """One round's prizes, from the balances before it (updated in place); raises
+    :class:`Refused` for a result the rules refuse."""
+    check_results(dealt)
+    won = winners(config.paytable, dealt)
+    awards = fixed_prizes(config, balances, dealt, won)
+    awards += percentage_prizes(config, balances, dealt, won)
+    jackpot = any(p.percent == 1 and won.get(p.hand) for p in config.paytable.percent)
+    after, refill = config, Funding()
+    if jackpot or (awards and balances.get(MAIN, Fraction(0)) < config.base):  # a reset
+        after = pending[-1] if pending else config  # C7: the newest pending version
+        refill = top_up(after, balances)
+    paid = [f for award in awards for f in award.funded] + list(refill)
+    house = sum((amount for source, amount in paid if source == "house"), Fraction(0))
+    return Outcome(tuple(awards), refill, after, house)
+
+
+def money_text(amount: Fraction) -> str:
+    """An exact amount of pesos as a decimal (``"1000.75"``), or a fraction if it is not one."""
+    whole, rest = divmod(amount, 1)
+    if not rest:
+        return str(int(whole))
+    scaled = rest * 10**12
+    if scaled.denominator != 1:
+        return str(amount)
+    return f"{int(whole)}.{str(int(scaled)).rjust(12, '0').rstrip('0')}"
+
+
+def mystery_commitment(trigger: int, salt_hex: str) -> str:
+    """X2: the published commitment of a hidden trigger: sha256 of its decimal digits and salt."""
+    return hashlib.sha256(str(trigger).encode("ascii") + bytes.fromhex(salt_hex)).hexdigest()
+
+
+# ------------------------------------------------------------------------- the ledger
+
+CHECKPOINT = pot_pb2.LEDGER_ENTRY_TYPE_CHECKPOINT
+# Entries that move no money and are not the pot's own: checkpoints, the payout service's.
+SKIPPED = frozenset(
+    {
+        CHECKPOINT,
+        pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_ORDERED,
+        pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_AWAITING_APPROVAL,
+        pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_APPROVED,
+        pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID,
+        pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED,
+    }
+)
+
+
+def funding(entry: pot_pb2.LedgerEntry) -> Funding:
+    """An entry's transfers as (source, exact pesos), in order."""
+    return tuple(
+        (t.source, Fraction(t.amount.numerator, t.amount.denominator or 1)) for t in entry.transfers
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerAward:
+    award_id: str
+    seat: int
+    prize: str
+    amounts: frozenset[int]  # the entry's amount and its detail's: one value in a sound ledger
+    funded: Funding
+
+
+@dataclass
+class RoundInLedger:
+    """A round being settled in the ledger: the balances and configuration before it, its awards."""
+
+    before: dict[str, Fraction]
+    config: Config
+    pending: tuple[Config, ...]
+    awards: list[LedgerAward] = field(default_factory=list)
+    refill: Funding = ()
+
+
+def compare_round(
+    where: str, predicted: Outcome, awards: Sequence[LedgerAward], refill: Funding
+) -> list[tuple[str, str, str]]:
+    """(kind, award id, what differs) for every award of the ledger that is not the rules' one,
+    every award the rules give that the ledger lacks, and a refill that is not the rules'."""
+    found: list[tuple[str, str, str]] = []
+    ledger = {(a.seat, a.prize): a for a in awards}
+    for award in predicted.awards:
+        name = f"{where}/{award.seat}/{award.prize}"
+        got = ledger.get((award.seat, award.prize))
+        if got is None:
+            found.append(("missing", name, f"the rules give {award.amount} ({award.why})"))
+        elif got.amounts != {award.amount}:
+            amounts = "/".join(str(n) for n in sorted(got.amounts))
+            text = f"ledger {amounts}, the rules {award.amount} ({award.why})"
+            found.append(("amount", got.award_id, text))
+        elif got.funded != award.funded:
+            text = f"paid from {_funds(got.funded)}, the rules: from {_funds(award.funded)} (S7)"
+            found.append(("funding", got.award_id, text))
+    expected = [(a.seat, a.prize) for a in predicted.awards]
+    for paid_award in awards:
+        if (paid_award.seat, paid_award.prize) not in expected:
+            amounts = "/".join(str(n) for n in sorted(paid_award.amounts))
+            found.append(("unexpected", paid_award.award_id, f"{amounts}; the rules: nothing"))
+    paid = [(a.seat, a.prize) for a in awards]
+    if sorted(paid) == sorted(expected) and paid != expected:  # S1, S2, S5
+        found.append(("order", where, f"paid in the order {paid}, the rules' order {expected}"))
+    if refill != predicted.refill:
+        text = f"refilled from {_funds(refill)}, the rules: from {_funds(predicted.refill)} (S8)"
+        found.append(("refill", where, text))
+    return found
+
+
+def _funds(funded: Funding) -> str:
+    return ", ".join(f"{source} {money_text(amount)}" for source, amount in funded) or "nothing"
+
+
+@dataclass
+class GroupInLedger:
+    """One pot group as the oracle follows its ledger."""
+
+    balances: dict[str, Fraction] = field(default_factory=dict)
+    config: Config | None = None
+    pending: list[Config] = field(default_factory=list)
+    commitment: str = ""  # X2: the commitment of the hidden trigger in force
+    locked_in_cycle: bool = False  # a lock was collected since that commitment
+    cycle_peak: Fraction | None = None  # the mystery pot after the cycle's locks that paid nothing
+    lock: tuple[dict[str, Fraction], dict[int, int]] | None = None  # the last lock: before, bets
+    rounds: dict[RoundKey, RoundInLedger] = field(default_factory=dict)
+
+    def pots(self) -> dict[str, Fraction]:
+        """Each pot's balance by name (``balances`` holds every account, ``pot:<name>`` too)."""
+        return {k.removeprefix("pot:"): v for k, v in self.balances.items() if k.startswith("pot:")}
+
+
+class LedgerOracle:
+    """Follows a ledger entry by entry (per pot group, in ledger order) and compares every award
+    with what the rules give for the round as the floor dealt it (``dealt``, by round key).
+
+    A lock's collection is checked against C2, C3, C5; a mystery prize against its revealed
+    trigger (X2: the amount, the commitment published before the hit, the seat whose bet crossed
+    it, no earlier lock of the cycle reaching it); a settled round's awards, their order, their
+    funding and the refill after them against :func:`resolve`. :meth:`report` also counts the
+    rounds with bets whose results the gateway accepted and the ledger never settled.
+    """
+
+    def __init__(self, dealt: Mapping[RoundKey, Dealt]) -> None:
+        self.dealt = dealt
+        self.groups: dict[str, GroupInLedger] = {}
+        self.settled: Counter[RoundKey] = Counter()
+        self.counts: Counter[str] = Counter()
+        self.mismatches: Counter[str] = Counter()
+        self.examples: dict[str, list[str]] = {}
+        self.wrong_awards: set[str] = set()
+
+    def add(self, entry: pot_pb2.LedgerEntry) -> None:
+        """One ledger entry; it sees the balances before its own transfers."""
+        if entry.type in SKIPPED:
+            return
+        group = self.groups.setdefault(entry.pot_group_id, GroupInLedger())
+        detail = json.loads(entry.detail_json or "{}")
+        if group.config is None and entry.type != pot_pb2.LEDGER_ENTRY_TYPE_POT_GROUP_OPENED:
+            self._mismatch("unjudged", entry.entry_id, "an entry before its group was opened")
+        else:
+            self._entry(group, entry, detail)
+        for transfer in entry.transfers:  # every account, pots and others, by the ledger
+            amount = Fraction(transfer.amount.numerator, transfer.amount.denominator or 1)
+            balances = group.balances
+            balances[transfer.source] = balances.get(transfer.source, Fraction(0)) - amount
+            balances[transfer.target] = balances.get(transfer.target, Fraction(0)) + amount
+
+    def _entry(self, group: GroupInLedger, entry: pot_pb2.LedgerEntry, detail: Any) -> None:
+        match entry.type:
+            case pot_pb2.LEDGER_ENTRY_TYPE_POT_GROUP_OPENED:
+                group.config = self._config(detail["config"], entry)
+            case pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_PROPOSED:
+                group.pending.append(self._config(detail["config"], entry))
+            case pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED:
+                group.config, group.pending = self._config(detail["config"], entry), []
+            case pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_COMMITTED:
+                group.commitment = str(detail["commitment"])
+                group.locked_in_cycle, group.cycle_peak = False, None
+            case pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED:
+                self._collected(group, entry, detail)
+            case pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED:
+                self._mystery(group, entry, detail)
+            case pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED:
+                amounts = frozenset({int(entry.amount), int(detail["amount_pesos"])})
+                self._round(group, entry).awards.append(
+                    LedgerAward(
+                        str(detail["award_id"]),
+                        int(detail["seat"]),
+                        str(detail["prize"]),
+                        amounts,
+                        funding(entry),
+                    )
+                )
+            case pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED:
+                self._round(group, entry).refill = funding(entry)
+            case pot_pb2.LEDGER_ENTRY_TYPE_ROUND_SETTLED:
+                self._settled(group, entry)
+
+    def _config(self, data: Mapping[str, Any], entry: pot_pb2.LedgerEntry) -> Config:
+        config = read_config(data)
+        rules = RULES_PAYTABLES.get(config.paytable.name)
+        if rules is not None and rules != config.paytable:
+            text = f"paytable {config.paytable.name} is not the one of the rules (P, P4)"
+            self._mismatch("paytable", f"{entry.pot_group_id} v{config.version}", text)
+        return config
+
+    def _round(self, group: GroupInLedger, entry: pot_pb2.LedgerEntry) -> RoundInLedger:
+        key = (entry.pot_group_id, entry.table_id, entry.round_id)
+        if key not in group.rounds:
+            assert group.config is not None
+            group.rounds[key] = RoundInLedger(group.pots(), group.config, tuple(group.pending))
+        return group.rounds[key]
+
+    def _collected(self, group: GroupInLedger, entry: pot_pb2.LedgerEntry, detail: Any) -> None:
+        """C1-C3, C5: the lock's commission and pot increments against the model's."""
+        assert group.config is not None
+        bets = {int(seat): int(pesos) for seat, pesos in detail.get("bets", [])}
+        before = dict(group.balances)
+        mystery = group.config.mystery
+        if mystery is not None and group.locked_in_cycle:  # X2: the previous lock paid nothing
+            peak = before.get(f"pot:{mystery[0]}", Fraction(0))
+            group.cycle_peak = max(peak, group.cycle_peak or peak)
+        group.locked_in_cycle = True
+        pots = group.pots()
+        group.lock = (pots, bets)
+        model = dict(pots)
+        collect(group.config, model, bets)
+        wanted = {f"pot:{pot}": model[pot] - pots.get(pot, Fraction(0)) for pot in model}
+        wanted["commission"] = sum(bets.values()) * group.config.commission
+        got: dict[str, Fraction] = {}
+        for transfer, (source, amount) in zip(entry.transfers, funding(entry), strict=True):
+            if source == "bets":
+                got[transfer.target] = got.get(transfer.target, Fraction(0)) + amount
+        self.counts["collections_checked"] += 1
+        if {k: v for k, v in wanted.items() if v} != {k: v for k, v in got.items() if v}:
+            where = f"{entry.pot_group_id}/{entry.table_id}/{entry.round_id}"
+            text = f"collected {_named(got)}, the rules: {_named(wanted)} (C2, C3, C5)"
+            self._mismatch("collection", where, text)
+
+    def _mystery(self, group: GroupInLedger, entry: pot_pb2.LedgerEntry, detail: Any) -> None:
+        """X2: the mystery prize against its revealed trigger and the lock that paid it."""
+        award_id = str(detail["award_id"])
+        self.counts["awards_checked"] += 1
+        self.counts["mystery_checked"] += 1
+        for problem in self._mystery_problems(group, entry, detail):
+            self._mismatch("mystery", award_id, problem)
+
+    def _mystery_problems(
+        self, group: GroupInLedger, entry: pot_pb2.LedgerEntry, detail: Any
+    ) -> list[str]:
+        assert group.config is not None
+        spec = group.config.mystery
+        if spec is None or group.lock is None:
+            return ["a mystery prize without a mystery pot or a lock (X1, X2)"]
+        pot, low, high = spec
+        trigger = int(detail["trigger_pesos"])
+        problems = []
+        if not low <= trigger <= high:
+            problems.append(f"trigger {trigger} outside {low}-{high}")
+        if {int(entry.amount), int(detail["amount_pesos"])} != {trigger}:
+            problems.append(f"paid {entry.amount}, the revealed trigger is {trigger}")
+        published = mystery_commitment(trigger, str(detail["salt_hex"]))
+        if not published == detail["commitment"] == group.commitment:
+            problems.append("the trigger and salt do not match the commitment published before")
+        if group.cycle_peak is not None and group.cycle_peak >= trigger:
+            problems.append(f"an earlier lock took the pot to {money_text(group.cycle_peak)}")
+        before, bets = group.lock
+        seat = collect(group.config, dict(before), bets, trigger)
+        if seat != int(detail["seat"]) or seat != entry.seat:
+            problems.append(f"paid to seat {entry.seat}; the bet that crossed it is seat {seat}")
+        if funding(entry) != ((f"pot:{pot}", Fraction(trigger)),):
+            problems.append(f"paid from {_funds(funding(entry))}, not the mystery pot {pot}")
+        return problems
+
+    def _settled(self, group: GroupInLedger, entry: pot_pb2.LedgerEntry) -> None:
+        """The round's awards and refill against the rules' for the round the floor dealt."""
+        key = (entry.pot_group_id, entry.table_id, entry.round_id)
+        settling = self._round(group, entry)
+        del group.rounds[key]
+        where = "/".join(key)
+        self.settled[key] += 1
+        if self.settled[key] > 1:
+            self._mismatch("settled_twice", where, f"settled {self.settled[key]} times")
+        self.counts["awards_checked"] += len(settling.awards)
+        dealt = self.dealt.get(key)
+        if dealt is None:
+            self.counts["rounds_not_dealt"] += 1
+            for award in settling.awards:
+                self._mismatch("not_dealt", award.award_id, "a prize of a round never dealt")
+            return
+        try:
+            outcome = resolve(settling.config, settling.pending, dict(settling.before), dealt)
+        except Refused as error:
+            self._mismatch("refused", where, f"the rules refuse the round as dealt: {error}")
+            return
+        self.counts["rounds_checked"] += 1
+        self.counts["awards_predicted"] += len(outcome.awards)
+        for kind, name, text in compare_round(where, outcome, settling.awards, settling.refill):
+            self._mismatch(kind, name, text)
+        if entry.config_version != outcome.config.version:
+            text = f"version {entry.config_version} after it, the rules: {outcome.config.version}"
+            self._mismatch("config", where, text + " (C7)")
+
+    def _mismatch(self, kind: str, name: str, text: str) -> None:
+        self.mismatches[kind] += 1
+        if kind in AWARD_KINDS:
+            self.wrong_awards.add(name)
+        examples = self.examples.setdefault(kind, [])
+        if len(examples) < EXAMPLES:
+            examples.append(f"{name}: {text}")
+
+    def never_settled(self) -> list[str]:
+        """Rounds with bets whose results the gateway accepted and the ledger never settled."""
+        return sorted(
+            "/".join(key)
+            for key, dealt in self.dealt.items()
+            if dealt.results_accepted is True and dealt.bets and key not in self.settled
+        )
+
+    def report(self) -> dict[str, Any]:
+        """What was compared and what disagreed, by kind with examples; ``ok`` only if rounds
+        were compared and nothing disagreed."""
+        never = self.never_settled()
+        mismatches = Counter(self.mismatches)
+        examples = {kind: list(found) for kind, found in self.examples.items()}
+        if never:
+            mismatches["never_settled"] = len(never)
+            examples["never_settled"] = never[:EXAMPLES]
+        counted = ("rounds_checked", "awards_checked", "awards_predicted", "mystery_checked")
+        return {
+            **{name: self.counts[name] for name in counted},
+            "collections_checked": self.counts["collections_checked"],
+            "rounds_not_dealt": self.counts["rounds_not_dealt"],
+            "awards_mismatched": len(self.wrong_awards),
+            "mismatches": sum(mismatches.values()),
+            "by_kind": dict(sorted(mismatches.items())),
+            "examples": dict(sorted(examples.items())),
+            "ok": self.counts["rounds_checked"] > 0 and not mismatches,
+        }
+
+
+# Mismatches that name one award (the others name a round, a lock or a configuration).
+AWARD_KINDS = frozenset({"missing", "amount", "funding", "unexpected", "mystery", "not_dealt"})
+
+
+def _named(amounts: Mapping[str, Fraction]) -> str:
+    return ", ".join(f"{k} {money_text(v)}" for k, v in sorted(amounts.items()) if v) or "nothing"

@@ -1,0 +1,641 @@
+"""The round oracle (issue 24 item 1): every award predicted from the cards dealt, by the rules.
+
+``loadtest.oracle`` is an independent model of docs/rules.md (it imports nothing of
+``jackpot.domain``). Shown here: its hands agree with the engine's over random cards (P, P2,
+P4); it gives every golden round's expected outcome, refusals included (tests/golden); it agrees
+with every award of a real pot processor's ledger (checkpoints, a mystery pot, resets, a
+configuration activated at a reset); and it refuses copies of that ledger that every other judge
+passes: a split one peso off between its two winners (money conserved, the audit clean), the odd
+peso to the wrong seat (S3), a prize from the wrong pot (S7), an award for a forfeited seat
+(E2, E3), a mystery prize to the wrong seat (X2), a refill from the wrong pot (S8), ... The books
+(``loadtest.books``) fail on such a ledger through the path ``judge`` takes.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import random
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from loadtest import oracle
+from loadtest.books import (
+    LedgerBooks,
+    add_entry,
+    books_verdict,
+    compare_awards,
+    compare_bets,
+    with_oracle,
+)
+from loadtest.oracle import Dealt, LedgerOracle, RoundKey, read_config
+from loadtest.rounds import CONFIG, CREDIT_VALUE, MAX_BET, MIN_BET
+
+from jackpot.domain.cards import CARD_CODES, Game
+from jackpot.domain.hands import categorise
+from jackpot.platform.codec import game_from_proto, game_to_proto
+from jackpot.pot import commands
+from jackpot.pot.ledger_audit import GroupAudit
+from jackpot.v1 import pot_pb2, table_events_pb2
+from tests.unit.test_restore import GROUP, Floor, played
+
+GOLDEN = sorted((Path(__file__).parents[1] / "golden").glob("*.json"))
+DECK = sorted(CARD_CODES)
+Ledger = list[pot_pb2.LedgerEntry]
+PRIZE = pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED
+
+
+def test_the_oracle_is_written_apart_from_the_domain() -> None:
+    """An independent model: loadtest/oracle.py imports nothing of the product but the ledger's
+    message types (never jackpot.domain's engine, paytables, hands or money)."""
+    tree = ast.parse(Path(oracle.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert {m for m in imported if m and m.split(".")[0] in ("jackpot", "loadtest")} == {
+        "jackpot.v1"
+    }
+
+
+# ------------------------------------------------------------------------- hands (P, P4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(DECK), min_size=5, max_size=5, unique=True))
+def test_P_P2_poker_hands_agree_with_the_engine(cards: list[str]) -> None:
+    assert oracle.poker_hand(cards) == categorise("poker", [CARD_CODES[c] for c in cards])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([c for c in DECK if c[0] in "A7"] + ["2C", "KD"]), min_size=2, max_size=4
+    )
+)
+def test_P4_blackjack_hands_agree_with_the_engine(cards: list[str]) -> None:
+    assert oracle.blackjack_hand(cards) == categorise("blackjack", [CARD_CODES[c] for c in cards])
+
+
+def test_P_P4_the_rules_paytables_in_their_order_of_payment() -> None:
+    poker = oracle.RULES_PAYTABLES["scj-poker"]
+    assert [(p.hand, p.multiple) for p in poker.fixed] == [
+        ("FLUSH", 50),
+        ("FULL_HOUSE", 100),
+        ("FOUR_OF_A_KIND", 500),
+    ]
+    assert [(p.hand, p.percent, p.cap) for p in poker.percent] == [
+        ("STRAIGHT_FLUSH", Fraction(1, 10), 5000),
+        ("ROYAL_FLUSH", Fraction(1), None),
+    ]
+    blackjack = oracle.RULES_PAYTABLES["bj-aces-sevens"]
+    assert [p.multiple for p in blackjack.fixed] == [10, 25, 50, 200, 500]
+    assert [p.hand for p in blackjack.percent] == ["FOUR_ACES", "FOUR_ACES_SAME_SUIT"]
+
+
+# ---------------------------------------------------------------------- the golden rounds
+
+
+def golden_config(scenario: Mapping[str, Any], reserves: list[str]) -> dict[str, Any]:
+    """A golden round's configuration (tests/golden/README.md): its ``config`` or a group whose
+    main pot takes everything, the base from ``pot.base``, the reserves in ``pot.reserves``'s
+    order (without the mystery pot) unless it names ``reserve_order``."""
+    raw = dict(scenario.get("config") or {"pots": [{"name": "main", "percent": 100}]})
+    mystery = raw.get("mystery")
+    raw.setdefault("reserve_order", [n for n in reserves if not mystery or n != mystery["pot"]])
+    raw["pots"] = raw["pots"] + [
+        {"name": n, "percent": 0} for n in reserves if n not in {p["name"] for p in raw["pots"]}
+    ]
+    return {**raw, "base": scenario["pot"].get("base", 0), "paytable": scenario["paytable"]}
+
+
+def golden_outcome(scenario: Mapping[str, Any]) -> dict[str, Any]:
+    """The oracle's outcome of one golden round, in the shape of its ``expect``."""
+    pot = scenario["pot"]
+    reserves = [(r["name"], Fraction(str(r["balance"]))) for r in pot.get("reserves", [])]
+    balances = {"main": Fraction(str(pot["main"])), **dict(reserves)}
+    data = golden_config(scenario, [name for name, _ in reserves])
+    config = read_config(data)
+    newer = scenario.get("pending_config")
+    pending = [] if newer is None else [read_config({**data, **newer})]
+    results = scenario["round"]["results"]
+    dealt = Dealt(
+        scenario["game"],
+        {r["seat"]: r["bet"] for r in results},
+        {r["seat"]: r["cards"] for r in results},
+        scenario["round"].get("community", []),
+        frozenset(r["seat"] for r in results if r.get("forfeited")),
+    )
+    awards = []
+    if "config" in scenario:  # C1: the lock collects the bets first (and may hit X2)
+        oracle.check_bets(config, dealt.bets)
+        trigger = pot.get("mystery_trigger")
+        seat = oracle.collect(config, balances, dealt.bets, trigger)
+        if seat is not None:
+            awards.append({"seat": seat, "prize": "MYSTERY", "amount": trigger})
+    outcome = oracle.resolve(config, pending, balances, dealt)
+    awards += [{"seat": a.seat, "prize": a.prize, "amount": a.amount} for a in outcome.awards]
+    found: dict[str, Any] = {
+        "awards": awards,
+        "main": balances["main"],
+        "reserves": [balances[name] for name, _ in reserves],
+        "house_advance": outcome.house,
+    }
+    if pending:
+        found["config_version"] = outcome.config.version
+    return found
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_the_oracle_gives_every_golden_round(path: Path) -> None:
+    scenario = json.loads(path.read_text())
+    expect = scenario["expect"]
+    if "error" in expect:
+        with pytest.raises(oracle.Refused) as refused:
+            golden_outcome(scenario)
+        assert refused.value.reason == expect["error"]
+        return
+    found = golden_outcome(scenario)
+    assert found["awards"] == expect["awards"]
+    assert found["main"] == Fraction(expect["main"])
+    assert found["reserves"] == [Fraction(r) for r in expect.get("reserves", [])]
+    assert found["house_advance"] == Fraction(expect["house_advance"])
+    assert found.get("config_version") == expect.get("config_version")
+
+
+def test_a_golden_round_told_wrong_disagrees() -> None:
+    """The golden check can fail: the two royals of round 02 with the odd peso to seat 5."""
+    scenario = json.loads((GOLDEN[1]).read_text())
+    assert GOLDEN[1].stem == "02-two-royals-odd-peso"
+    wrong = [dict(a) for a in scenario["expect"]["awards"]]
+    wrong[0]["amount"] -= 1
+    wrong[1]["amount"] += 1
+    assert golden_outcome(scenario)["awards"] == scenario["expect"]["awards"] != wrong
+
+
+# -------------------------------------------------------------- a real processor's ledger
+
+
+def dealt_of(events: Iterable[table_events_pb2.TableEvent]) -> dict[RoundKey, Dealt]:
+    """The rounds the table events played, as the floor simulator records them."""
+    bets: dict[RoundKey, dict[int, int]] = {}
+    forfeited: dict[RoundKey, set[int]] = {}
+    dealt: dict[RoundKey, Dealt] = {}
+    for event in events:
+        key = (event.pot_group_id, event.table_id, event.round_id)
+        match event.WhichOneof("payload"):
+            case "round_locked":
+                bets[key] = {b.seat: b.bet for b in event.round_locked.bets}
+            case "seat_forfeited":
+                forfeited.setdefault(key, set()).add(event.seat_forfeited.seat)
+            case "round_result":
+                dealt[key] = Dealt(
+                    game_from_proto(event.game).value,
+                    bets.get(key, {}),
+                    {h.seat: tuple(h.cards) for h in event.round_result.hands},
+                    tuple(event.round_result.community_cards),
+                    frozenset(forfeited.get(key, ())),
+                )
+    return dealt
+
+
+def judged(ledger: Iterable[pot_pb2.LedgerEntry], dealt: Mapping[RoundKey, Dealt]) -> Any:
+    follower = LedgerOracle(dealt)
+    for entry in ledger:
+        follower.add(entry)
+    return follower.report()
+
+
+@pytest.fixture(scope="module")
+def floor() -> tuple[Ledger, dict[RoundKey, Dealt]]:
+    """Three tables on a group with an overflowing reserve, a mystery pot, royal flushes and a
+    configuration that waits for a reset; a checkpoint every 40 entries."""
+    played_floor, _ = played(40, checkpoint_entries=40)  # 40 rounds a table
+    return played_floor.ledger, dealt_of(played_floor.events)
+
+
+def test_the_oracle_agrees_with_every_award_of_the_pot_processors_ledger(
+    floor: tuple[Ledger, dict[RoundKey, Dealt]],
+) -> None:
+    ledger, dealt = floor
+    kinds = [entry.type for entry in ledger]
+    assert pot_pb2.LEDGER_ENTRY_TYPE_CHECKPOINT in kinds  # skipped: they move no money
+    assert pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED in kinds  # C7 at a reset
+    assert pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED in kinds  # S8
+    report = judged(ledger, dealt)
+    assert report["ok"] is True, report
+    assert report["rounds_checked"] == len(dealt) == 120
+    awards = sum(t in (PRIZE, pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED) for t in kinds)
+    assert report["awards_checked"] == awards
+    assert report["mystery_checked"] == kinds.count(pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED) > 0
+    assert report["awards_predicted"] == kinds.count(PRIZE) > 0
+    assert report["collections_checked"] == 120
+
+
+def test_an_oracle_that_saw_no_round_does_not_pass() -> None:
+    """No check passes by not running: a ledger with no settled round is not ok."""
+    report = judged([], {})
+    assert (report["rounds_checked"], report["mismatches"], report["ok"]) == (0, 0, False)
+
+
+# ------------------------------------------------------------ a split, and copies of it
+
+TABLE = "T01"
+SPLIT_ROUND = "R-split"
+
+
+@dataclass
+class Table:
+    """One table of the group, numbering its events as a gateway does."""
+
+    table_id: str
+    game: Game
+    sequence: int = 0
+
+    def link(self) -> table_events_pb2.TableEvent:
+        link = table_events_pb2.LinkTable(
+            table_id=self.table_id,
+            game=game_to_proto(self.game),
+            site="SIM",
+            min_bet=MIN_BET,
+            max_bet=MAX_BET,
+            credit_value=CREDIT_VALUE,
+        )
+        return commands.link_table(GROUP, link)
+
+    def _event(self, round_id: str, **payload: Any) -> table_events_pb2.TableEvent:
+        self.sequence += 1
+        game = game_to_proto(self.game)
+        return commands.table_event(GROUP, self.table_id, round_id, self.sequence, game, **payload)
+
+    def round(
+        self,
+        round_id: str,
+        bets: dict[int, int],
+        hands: dict[int, list[str]],
+        folds: Iterable[int] = (),
+    ) -> list[table_events_pb2.TableEvent]:
+        """A round's lock, its folds and its result."""
+        events = [self._event(round_id, round_locked=commands.locked(bets))]
+        for seat in folds:
+            fold = table_events_pb2.SeatForfeited(
+                seat=seat, reason=table_events_pb2.FORFEIT_REASON_FOLD
+            )
+            events.append(self._event(round_id, seat_forfeited=fold))
+        events.append(self._event(round_id, round_result=commands.result(hands)))
+        return events
+
+
+def played_rounds(
+    config: Mapping[str, Any], table: Table, rounds: Iterable[list[table_events_pb2.TableEvent]]
+) -> tuple[Ledger, dict[RoundKey, Dealt]]:
+    """A group opened with ``config``, ``table`` linked, the rounds played by the real pot
+    processor: its ledger, and the rounds as the floor would have recorded them."""
+    events = [commands.create_group(GROUP, config, requested_by="ana", reason="open"), table.link()]
+    played_floor = Floor()
+    played_floor.play([*events, *(event for round_ in rounds for event in round_)])
+    return played_floor.ledger, dealt_of(played_floor.events)
+
+
+@pytest.fixture(scope="module")
+def split() -> tuple[Ledger, dict[RoundKey, Dealt]]:
+    """A flush, then two straight flushes (seats 2 and 5) sharing 10 % of an odd main pot."""
+    table = Table(TABLE, Game.CARIBBEAN)
+    flush = table.round(
+        "R-flush",
+        {1: 2000, 3: 1000},
+        {1: ["2H", "5H", "9H", "JH", "KH"], 3: ["2C", "3D", "7S", "8C", "QD"]},
+    )
+    two_straight_flushes = table.round(
+        SPLIT_ROUND,
+        {2: 3000, 5: 2000, 6: 1000},  # the main pot 503,675 after the refill: its 10 % is odd
+        {
+            2: ["5H", "6H", "7H", "8H", "9H"],
+            5: ["5S", "6S", "7S", "8S", "9S"],
+            6: ["AD", "AC", "KD", "KC", "2D"],
+        },
+    )
+    return played_rounds(CONFIG, table, [flush, two_straight_flushes])
+
+
+def test_P4_S7_S8_a_blackjack_ledger_agrees_with_the_oracle() -> None:
+    """Three sevens of one suit that the main pot cannot pay (S7: the reserve, then the house),
+    four aces of one suit on the emptied pot (a reset, S8), aces from a multi-deck shoe (P4)."""
+    table = Table("BJ1", Game.BLACKJACK)
+    rounds = [
+        table.round("R1", {1: 5000, 2: 1000}, {1: ["7H", "7H", "7H"], 2: ["AS", "AS", "AS", "AS"]}),
+        table.round(
+            "R2",
+            {3: 2000, 4: 1000, 5: 1000},
+            {3: ["AH", "AH"], 4: ["AC", "AD", "AH"], 5: ["AS", "KD"]},
+        ),
+    ]
+    ledger, dealt = played_rounds({**CONFIG, "paytable": "bj-aces-sevens"}, table, rounds)
+    prizes = [(e.seat, e.prize, e.amount) for e in ledger if e.type == PRIZE]
+    assert prizes == [
+        (1, "THREE_SEVENS_SAME_SUIT", 2_500_000),
+        (2, "FOUR_ACES_SAME_SUIT", 0),
+        (3, "TWO_ACES_SAME_SUIT", 20_000),
+        (4, "THREE_ACES", 50_000),
+    ]
+    house = [e for e in ledger if e.type == PRIZE and any(t.source == "house" for t in e.transfers)]
+    assert house, "the shortfall reaches the house"
+    report = judged(ledger, dealt)
+    assert report["ok"] is True, report
+    assert (report["rounds_checked"], report["awards_checked"]) == (2, 4)
+
+
+def award_entries(ledger: Ledger, round_id: str) -> list[pot_pb2.LedgerEntry]:
+    return [e for e in ledger if e.type == PRIZE and e.round_id == round_id]
+
+
+def award_id(entry: pot_pb2.LedgerEntry) -> str:
+    return str(json.loads(entry.detail_json)["award_id"])
+
+
+def copied(ledger: Ledger) -> Ledger:
+    return [pot_pb2.LedgerEntry.FromString(entry.SerializeToString()) for entry in ledger]
+
+
+def add_pesos(entry: pot_pb2.LedgerEntry, pesos: int) -> None:
+    """An award entry that many pesos more (its amount, its detail and the transfer from the
+    main pot): the rest of the ledger is left as it was."""
+    detail = json.loads(entry.detail_json)
+    detail["amount_pesos"] += pesos
+    entry.detail_json = json.dumps(detail, sort_keys=True, separators=(",", ":"))
+    entry.amount += pesos
+    moved = entry.transfers[0].amount
+    assert entry.transfers[0].source == "pot:main"
+    amount = Fraction(moved.numerator, moved.denominator) + pesos
+    moved.numerator, moved.denominator = amount.numerator, amount.denominator
+
+
+def audit_problems(ledger: Ledger) -> list[str]:
+    """What ``jackpot audit`` finds in a ledger (M2, R2, sequences), its hash chain aside."""
+    audit = GroupAudit(GROUP)
+    for entry in ledger:
+        audit.add(entry)
+    problems = list(audit.problems)
+    commission, awarded = audit.accounts["commission"], audit.accounts["awards"]
+    if audit.collected + audit.house_advances != commission + sum(audit.pots.values()) + awarded:
+        problems.append("M2")
+    return problems
+
+
+def test_the_split_round_pays_the_odd_peso_to_the_seat_nearest_seat_1(
+    split: tuple[Ledger, dict[RoundKey, Dealt]],
+) -> None:
+    ledger, dealt = split
+    seat_2, seat_5 = award_entries(ledger, SPLIT_ROUND)
+    assert (seat_2.seat, seat_5.seat) == (2, 5)
+    assert seat_2.amount == seat_5.amount + 1  # S3: an odd pool
+    report = judged(ledger, dealt)
+    assert report["ok"] is True, report
+    assert (report["rounds_checked"], report["awards_checked"]) == (2, 3)
+
+
+@pytest.mark.parametrize(
+    ("name", "changes"),
+    [
+        # one peso moved from one winner of the split to the other: money conserved
+        ("one peso moved between the two winners", (+1, -1)),
+        ("the odd peso to the wrong seat (S3)", (-1, +1)),
+    ],
+)
+def test_the_books_refuse_a_split_that_conserves_money_but_is_not_the_rules(
+    split: tuple[Ledger, dict[RoundKey, Dealt]], name: str, changes: tuple[int, int]
+) -> None:
+    ledger, dealt = split
+    tampered = copied(ledger)
+    entries = award_entries(tampered, SPLIT_ROUND)
+    for entry, pesos in zip(entries, changes, strict=True):
+        add_pesos(entry, pesos)
+    # every other judge passes it: money conserved, each pot as before, the audit clean
+    assert audit_problems(ledger) == audit_problems(tampered) == []
+    assert sum(e.amount for e in entries) == sum(
+        e.amount for e in award_entries(ledger, SPLIT_ROUND)
+    )
+    report = judged(tampered, dealt)
+    assert report["ok"] is False, name
+    assert report["by_kind"] == {"amount": 2}
+    assert report["awards_mismatched"] == 2
+    wrong = {award_id(e) for e in entries}
+    assert {example.split(": ")[0] for example in report["examples"]["amount"]} == wrong
+    # the books without the oracle pass it; with it, they refuse it (and pass the true ledger)
+    assert books_ok(tampered, dealt) == (True, False)
+    assert books_ok(ledger, dealt) == (True, True)
+
+
+def fake_books(ledger: Ledger, dealt: Mapping[RoundKey, Dealt]) -> LedgerBooks:
+    books = LedgerBooks(oracle=LedgerOracle(dealt))
+    for entry in ledger:
+        add_entry(books, entry)
+    return books
+
+
+def books_ok(ledger: Ledger, dealt: Mapping[RoundKey, Dealt]) -> tuple[bool, bool]:
+    """The books of ``judge`` over this ledger (every award with its one payout, the floor's
+    bets accepted, the audit clean): whether they pass without the oracle, and with it."""
+    books = fake_books(ledger, dealt)
+    accepted = {key: dict(d.bets) for key, d in dealt.items() if d.bets}
+    collected = sum(sum(bets.values()) for bets in accepted.values())
+    totals = {
+        "rounds": len(dealt),
+        "bets_accepted": collected,
+        "collected": collected,
+        "lost": 0,
+        "duplicated": 0,
+        "audit_ok": True,
+        "audit_problems": [],
+        "awards": {},
+        "audit_chain": {"ok": True},
+    }
+    verdict = books_verdict(
+        totals,
+        compare_bets(accepted, books.collections),
+        compare_awards(books.awards, dict.fromkeys(books.awards, 1)),
+    )
+    assert books.oracle is not None
+    return verdict["books_ok"], with_oracle(verdict, books.oracle.report())["books_ok"]
+
+
+# ----------------------------------------------------------- more ledgers the rules refuse
+
+Mutation = Callable[[Ledger, dict[RoundKey, Dealt]], None]
+
+
+def _entries(ledger: Ledger, kind: int) -> list[pot_pb2.LedgerEntry]:
+    return [entry for entry in ledger if entry.type == kind]
+
+
+def _from_reserve(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """S7: the flush paid from the reserve though the main pot could pay it."""
+    entry = award_entries(ledger, "R-flush")[0]
+    entry.transfers[0].source = "pot:reserve1"
+
+
+def _forfeited_winner(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """E3: seat 5 folded at the table; the ledger paid its straight flush all the same."""
+    key = (GROUP, TABLE, SPLIT_ROUND)
+    dealt[key] = replace(dealt[key], forfeited=frozenset({5}))
+
+
+def _award_dropped(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    ledger.remove(award_entries(ledger, SPLIT_ROUND)[1])
+
+
+def _order_swapped(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """S5: seat 5 paid before seat 2."""
+    first, second = award_entries(ledger, SPLIT_ROUND)
+    at = ledger.index(first)
+    ledger[at], ledger[at + 1] = second, first
+
+
+def _never_dealt(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    del dealt[(GROUP, TABLE, SPLIT_ROUND)]
+
+
+def _never_settled(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """A round the gateway accepted whole (bets and results) that the ledger never settled."""
+    dealt[(GROUP, TABLE, "R-lost")] = Dealt("caribbean", {1: 1000}, {1: ("2C",) * 5})
+
+
+def _duplicate_card(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """P3: the floor dealt a card twice, yet the ledger settled the round."""
+    key = (GROUP, TABLE, "R-flush")
+    hands = {**dealt[key].hands, 3: ("2H", "3D", "7S", "8C", "QD")}
+    dealt[key] = replace(dealt[key], hands=hands)
+
+
+def _collected_to_reserve(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """C3: one peso of the main pot's share credited to the reserve (money conserved)."""
+    entry = _entries(ledger, pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED)[0]
+    to_main, to_reserve = (
+        t for t in entry.transfers if t.source == "bets" and t.target != "commission"
+    )
+    for transfer, pesos in ((to_main, -1), (to_reserve, +1)):
+        amount = Fraction(transfer.amount.numerator, transfer.amount.denominator) + pesos
+        transfer.amount.numerator, transfer.amount.denominator = (
+            amount.numerator,
+            amount.denominator,
+        )
+
+
+SPLIT_MUTATIONS: dict[str, tuple[Mutation, str]] = {
+    "S7 from the wrong pot": (_from_reserve, "funding"),
+    "E3 a forfeited seat paid": (_forfeited_winner, "unexpected"),
+    "an award missing": (_award_dropped, "missing"),
+    "S5 paid out of order": (_order_swapped, "order"),
+    "a round the floor never dealt": (_never_dealt, "not_dealt"),
+    "a round never settled": (_never_settled, "never_settled"),
+    "P3 a card dealt twice": (_duplicate_card, "refused"),
+    "C3 a share to the wrong pot": (_collected_to_reserve, "collection"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPLIT_MUTATIONS))
+def test_the_oracle_refuses_a_ledger_that_is_not_the_rules(
+    split: tuple[Ledger, dict[RoundKey, Dealt]], name: str
+) -> None:
+    ledger, dealt = split
+    tampered, told = copied(ledger), dict(dealt)
+    mutate, kind = SPLIT_MUTATIONS[name]
+    mutate(tampered, told)
+    report = judged(tampered, told)
+    assert report["ok"] is False
+    assert kind in report["by_kind"], report
+    assert report["examples"][kind]
+    assert books_ok(tampered, told)[1] is False
+
+
+def _mystery_seat(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """X2: the mystery prize paid to another seat than the one whose bet crossed the trigger."""
+    entry = _entries(ledger, pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED)[0]
+    detail = json.loads(entry.detail_json)
+    detail["seat"] = entry.seat = 7 if entry.seat != 7 else 1
+    entry.detail_json = json.dumps(detail, sort_keys=True)
+
+
+def _mystery_trigger(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """X2: a revealed trigger that is not the one committed to before the hit."""
+    entry = _entries(ledger, pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED)[0]
+    detail = json.loads(entry.detail_json)
+    detail["trigger_pesos"] += 1
+    entry.detail_json = json.dumps(detail, sort_keys=True)
+
+
+def _refill_by_house(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """S8: the house advanced the refill though the reserve could pay it."""
+    for entry in _entries(ledger, pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED):
+        if entry.transfers[0].source == "pot:reserve1":
+            entry.transfers[0].source = "house"
+            return
+    raise AssertionError("no refill from the reserve")
+
+
+def _config_not_activated(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """C7: the round that reset the main pot says the old version is still in force."""
+    activated = _entries(ledger, pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED)[0]
+    settled = next(
+        e
+        for e in ledger[ledger.index(activated) :]
+        if e.type == pot_pb2.LEDGER_ENTRY_TYPE_ROUND_SETTLED
+    )
+    settled.config_version -= 1
+
+
+FLOOR_MUTATIONS: dict[str, tuple[Mutation, str]] = {
+    "X2 the mystery prize to another seat": (_mystery_seat, "mystery"),
+    "X2 a trigger not committed to": (_mystery_trigger, "mystery"),
+    "S8 the refill from the house": (_refill_by_house, "refill"),
+    "C7 the configuration not activated at the reset": (_config_not_activated, "config"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOOR_MUTATIONS))
+def test_the_oracle_refuses_a_floors_ledger_that_is_not_the_rules(
+    floor: tuple[Ledger, dict[RoundKey, Dealt]], name: str
+) -> None:
+    ledger, dealt = floor
+    tampered, told = copied(ledger), dict(dealt)
+    mutate, kind = FLOOR_MUTATIONS[name]
+    mutate(tampered, told)
+    report = judged(tampered, told)
+    assert report["ok"] is False
+    assert kind in report["by_kind"], report
+
+
+def test_a_paytable_named_like_the_rules_but_paying_otherwise_is_refused() -> None:
+    """P: a configuration that calls its paytable scj-poker must pay what the rules say."""
+    config = json.loads(json.dumps(played_config()))
+    config["paytable"]["prizes"][0]["multiple"] = 51
+    follower = LedgerOracle({})
+    follower.add(
+        pot_pb2.LedgerEntry(
+            pot_group_id=GROUP,
+            type=pot_pb2.LEDGER_ENTRY_TYPE_POT_GROUP_OPENED,
+            detail_json=json.dumps({"config": config}),
+        )
+    )
+    assert follower.report()["by_kind"] == {"paytable": 1}
+
+
+def played_config() -> dict[str, Any]:
+    played_floor, _ = played(2)
+    opened = _entries(played_floor.ledger, pot_pb2.LEDGER_ENTRY_TYPE_POT_GROUP_OPENED)[0]
+    return dict(json.loads(opened.detail_json)["config"])
+
+
+def test_random_floors_agree_with_the_oracle() -> None:
+    """S9: rounds of three tables interleaved on one group, seed after seed."""
+    from loadtest.rounds import interleaved_rounds
+
+    for seed in range(3):
+        played_floor, tables = played(20)
+        played_floor.play(list(interleaved_rounds(tables, 10, random.Random(seed))))
+        report = judged(played_floor.ledger, dealt_of(played_floor.events))
+        assert report["ok"] is True, report
