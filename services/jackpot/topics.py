@@ -25,7 +25,20 @@ TABLE_EVENTS = TopicSpec("jackpot.table-events.v1", 6, {"retention.ms": str(7 * 
 POT_UPDATES = TopicSpec("jackpot.pot-updates.v1", 6, {"retention.ms": str(86_400_000)})
 AWARDS = TopicSpec("jackpot.awards.v1", 6, FOREVER)
 LEDGER = TopicSpec("jackpot.ledger.v1", 6, FOREVER)
-POT_STATE = TopicSpec("jackpot.pot-state.v1", 6, COMPACTED)
+# A takeover reads its pot-state partition whole (read_compacted), and the cleaner never compacts
+# the active segment: segments roll every 10 minutes or 64 MiB and are cleaned once a tenth is
+# dirty, so a takeover reads about the last segment's snapshots, not a week of them (every batch
+# writes one per group changed: 12-18 KB, docs/capacity.md).
+POT_STATE = TopicSpec(
+    "jackpot.pot-state.v1",
+    6,
+    {
+        **COMPACTED,
+        "segment.ms": str(10 * 60_000),
+        "segment.bytes": str(64 * 2**20),
+        "min.cleanable.dirty.ratio": "0.1",
+    },
+)
 POT_CONFIG = TopicSpec("jackpot.pot-config.v1", 6, COMPACTED)
 PAYOUTS = TopicSpec("jackpot.payouts.v1", 6, {"cleanup.policy": "compact,delete", **FOREVER})
 DEAD_LETTER = TopicSpec("jackpot.dead-letter.v1", 1, FOREVER)
