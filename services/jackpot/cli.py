@@ -181,7 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     terminal.set_defaults(handler=_terminal)
 
     payouts = commands.add_parser(
-        "payouts", help="list payouts from the payouts topic; a supervisor approves or voids"
+        "payouts",
+        help="list the open payouts (and the last hour's settled ones); a supervisor approves or "
+        "voids",
     )
     payouts.add_argument("--pending", action="store_true", help="only the unpaid ones, with age")
     decision = payouts.add_mutually_exclusive_group()

@@ -41,6 +41,25 @@ POT_STATE = TopicSpec(
 )
 POT_CONFIG = TopicSpec("jackpot.pot-config.v1", 6, COMPACTED)
 PAYOUTS = TopicSpec("jackpot.payouts.v1", 6, {"cleanup.policy": "compact,delete", **FOREVER})
+# What is open of PAYOUTS (same partitions, same transactions; key award id, tombstone once
+# settled): what the payout service and the display start from. The log cleaner must remove
+# settled records promptly, as a restore reads the whole topic: a segment rolls after 10 min (the
+# active one is never cleaned), the cleaner runs once a tenth of the log is dirty, and a
+# tombstone is kept 10 min after cleaning, far longer than a restore may take (120 s), so a
+# reader in the middle of the topic never loses a deletion.
+OPEN_PAYOUTS = TopicSpec(
+    "jackpot.open-payouts.v1",
+    6,
+    {
+        "cleanup.policy": "compact",
+        "segment.ms": str(10 * 60_000),
+        "min.cleanable.dirty.ratio": "0.1",
+        "delete.retention.ms": str(10 * 60_000),
+    },
+)
+# The key of each partition's OpenPayoutsMark on OPEN_PAYOUTS (payout.proto); never an award id,
+# which has four "/".
+OPEN_PAYOUTS_MARK_KEY = b"#mark"
 DEAD_LETTER = TopicSpec("jackpot.dead-letter.v1", 1, FOREVER)
 # One partition: every chain keeps its order, and a chain head's offset needs no partition.
 AUDIT = TopicSpec("jackpot.audit.v1", 1, FOREVER)
@@ -57,6 +76,7 @@ ALL_TOPICS: tuple[TopicSpec, ...] = (
     POT_STATE,
     POT_CONFIG,
     PAYOUTS,
+    OPEN_PAYOUTS,
     DEAD_LETTER,
     AUDIT,
     AUDIT_HEADS,
@@ -73,3 +93,10 @@ def audit_heads_topic(audit_topic: str) -> str:
         return f"{base}-heads.{version}"
     return f"{audit_topic}-heads"
 
+
+def open_payouts_topic(payouts_topic: str) -> str:
+    """The open-payouts topic that goes with a payouts topic: its name with the last "payouts"
+    made "open-payouts" (jackpot.payouts.v1 -> jackpot.open-payouts.v1), so the payout service
+    and the display, given one payouts topic, agree on it."""
+    head, found, tail = payouts_topic.rpartition("payouts")
+    return f"{head}open-payouts{tail}" if found else f"{payouts_topic}.open"

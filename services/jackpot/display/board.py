@@ -11,7 +11,7 @@ next update.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -170,6 +170,23 @@ class Board:
         pending = tuple(sorted(others, key=lambda p: (p.order, p.award_id)))
         if pending != old.pending:
             self._set(replace(old, pending=pending))
+
+    def settled(self, award_id: str) -> None:
+        """A payout's tombstone (paid or voided, its group not named): off every sign."""
+        for sign in list(self.signs.values()):
+            if any(p.award_id == award_id for p in sign.pending):
+                kept = tuple(p for p in sign.pending if p.award_id != award_id)
+                self._set(replace(sign, pending=kept))
+
+    def replace_pending(self, pending: Mapping[str, Sequence[PendingPrize]]) -> None:
+        """Every group's pending prizes at once, as a restore read them: a prize not in
+        ``pending`` is no longer pending anywhere."""
+        for group_id in sorted({*self.signs, *pending}):
+            old = self.signs.get(group_id, Sign(group_id))
+            prizes = pending.get(group_id, ())
+            ordered = tuple(sorted(prizes, key=lambda p: (p.order, p.award_id)))
+            if ordered != old.pending and (group_id in self.signs or ordered):
+                self._set(replace(old, pending=ordered))
 
     def tick(self, now: float) -> None:
         """Close stale signs (D5) and take down expired winner banners (D2)."""

@@ -1,28 +1,41 @@
 """Kafka in: pot updates, awards and payouts onto the board, and the clock that closes stale signs.
 
-Pot updates and awards are followed from their end (only what is current matters); the payouts
-topic (compacted, key award id) is read from its beginning at every start, so the pending prizes
-are rebuilt without any state of the display's own.
+Pot updates and awards are followed from their end (only what is current matters). The pending
+prizes are rebuilt at every start and reconnect without any state of the display's own, from the
+open-payouts topic (compacted, key award id, only what is open: :func:`follow_payouts`), then
+followed from exactly where that read ended, so nothing written in between is missed. The payouts
+topic (the whole history) is read instead only while the open-payouts topic is incomplete (a
+partition without its ``#mark``: the payout service has not started on it yet).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import structlog
+from aiokafka import TopicPartition
 from google.protobuf.message import DecodeError
 
 from jackpot.display import metrics
 from jackpot.display.board import Board, PendingPrize, Winner
 from jackpot.display.settings import DisplaySettings
 from jackpot.domain.money import MINOR_PER_PESO
-from jackpot.platform.kafka import follow_latest
+from jackpot.platform.kafka import KafkaConnection, follow_latest, stop_client
 from jackpot.platform.tracing import Headers, batch_span, traceparent
+from jackpot.topics import OPEN_PAYOUTS_MARK_KEY
 from jackpot.v1 import payout_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.display")
 UPDATE_SPAN = "display.update"  # a pot update read (jackpot.platform.tracing)
+RESTORE_SECONDS = 120.0  # a restore of the pending prizes that takes longer is retried
+RETRY_SECONDS = 1.0  # after a failed restore or follow (broker away), and while no topic exists
+# A follow restores again this often: a tombstone the cleaner removed while this display was cut
+# off (delete.retention.ms) cannot leave a prize pending for good, and a restore costs only what
+# is open.
+RESYNC_SECONDS = 600.0
 
 
 def apply_record(
@@ -95,14 +108,21 @@ def traced(update: pot_pb2.PotUpdate, headers: Headers | None) -> None:
 
 def apply_payout(board: Board, payout: payout_pb2.Payout) -> None:
     """A payout's latest state onto its group's signs (pending while awaiting approval)."""
+    pending = pending_prize(payout)
+    if pending is not None:
+        board.payout(pending[0], pending[1], pending[2])
+
+
+def pending_prize(payout: payout_pb2.Payout) -> tuple[str, PendingPrize, bool] | None:
+    """(pot group, the prize, awaiting approval) of a payout; None for one the signs refuse."""
     if not (payout.pot_group_id and payout.award_id) or payout.amount < 0:
         log.warning("display_record_refused", topic="payouts", award=payout.award_id)
-        return
+        return None
     prize = PendingPrize(
         payout.award_id, payout.table_id, payout.seat, payout.prize, payout.amount, payout.order
     )
     awaiting = payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL
-    board.payout(payout.pot_group_id, prize, awaiting)
+    return payout.pot_group_id, prize, awaiting
 
 
 async def follow(board: Board, settings: DisplaySettings) -> None:
@@ -118,16 +138,142 @@ async def follow(board: Board, settings: DisplaySettings) -> None:
     )
 
 
-async def follow_payouts(board: Board, settings: DisplaySettings) -> None:
-    """Follow the payouts from the topic's beginning: the latest state of each award rebuilds the
-    pending prizes after any start or reconnect."""
-    await follow_latest(
-        settings.bootstrap_servers,
-        [settings.payouts_topic],
-        lambda record: apply_record(board, record.topic, record.value or b"", settings),
-        settings.kafka_security.client_options(),
-        from_beginning=True,
+@dataclass(slots=True)
+class PendingRead:
+    """The pending prizes read from one payouts topic (open payouts, or the whole history), to
+    the end offsets the read began with: where the follow starts."""
+
+    topic: str
+    partitions: list[int] = field(default_factory=list)
+    ends: dict[int, int] = field(default_factory=dict)
+    marked: set[int] = field(default_factory=set)  # partitions with the payout service's mark
+    pending: dict[str, tuple[str, PendingPrize]] = field(default_factory=dict)  # by award id
+    read: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Every partition carries its mark: the payout service writes this topic."""
+        return bool(self.partitions) and self.marked == set(self.partitions)
+
+    def add(self, partition: int, key: bytes | None, value: bytes | None) -> None:
+        self.read += 1
+        if key == OPEN_PAYOUTS_MARK_KEY:
+            self.marked.add(partition)
+        elif value is None:  # a tombstone: settled
+            self.pending.pop((key or b"").decode(errors="replace"), None)
+        else:
+            try:
+                found = pending_prize(payout_pb2.Payout.FromString(value))
+            except DecodeError:
+                log.warning("display_record_malformed", topic=self.topic)
+                return
+            if found is not None and found[2]:
+                self.pending[found[1].award_id] = (found[0], found[1])
+            elif found is not None:
+                self.pending.pop(found[1].award_id, None)
+
+    def by_group(self) -> dict[str, list[PendingPrize]]:
+        groups: dict[str, list[PendingPrize]] = {}
+        for group, prize in self.pending.values():
+            groups.setdefault(group, []).append(prize)
+        return groups
+
+
+async def read_pending(connection: KafkaConnection, topic: str) -> PendingRead:
+    """Every record of ``topic`` to the end offsets it has now, into the pending prizes."""
+    found = PendingRead(topic)
+    counted = metrics.RESTORE_RECORDS.labels(topic=topic)
+    async with connection.reader(topic) as reader:
+        found.partitions = list(reader.partitions)
+        _, found.ends = await reader.bounds()
+        async for record in reader.records(end=found.ends, deadline_seconds=RESTORE_SECONDS):
+            found.add(record.partition, record.key, record.value)
+            counted.inc()
+    return found
+
+
+def apply_open_record(board: Board, key: bytes | None, value: bytes | None) -> None:
+    """One record of the open-payouts (or payouts) topic onto the board, as it is followed."""
+    if key == OPEN_PAYOUTS_MARK_KEY:
+        return
+    if value is None:
+        board.settled((key or b"").decode(errors="replace"))
+        return
+    try:
+        apply_payout(board, payout_pb2.Payout.FromString(value))
+    except DecodeError:
+        log.warning("display_record_malformed", topic="payouts")
+
+
+async def restore_pending(
+    board: Board, settings: DisplaySettings, connection: KafkaConnection
+) -> PendingRead:
+    """The pending prizes from the open payouts (the payouts topic whole only while those are
+    incomplete), put on the board at once in place of what it showed."""
+    found = await read_pending(connection, settings.open_payouts_topic)
+    if not found.complete:
+        log.info(
+            "display_open_payouts_incomplete",
+            topic=found.topic,
+            partitions=len(found.partitions),
+            marked=len(found.marked),
+        )
+        found = await read_pending(connection, settings.payouts_topic)
+    board.replace_pending(found.by_group())
+    log.info(
+        "display_payouts_restored",
+        topic=found.topic,
+        records=found.read,
+        pending=len(found.pending),
     )
+    return found
+
+
+async def follow_from(
+    board: Board,
+    connection: KafkaConnection,
+    topic: str,
+    start: Mapping[int, int],
+    seconds: float | None = None,
+) -> None:
+    """Follow ``topic`` from ``start`` (the restore's end offsets), for ``seconds`` or forever."""
+    if not start:  # no such topic yet: look again
+        await asyncio.sleep(RETRY_SECONDS)
+        return
+    consumer = connection.consumer(request_timeout_ms=5000)
+    await consumer.start()
+    loop = asyncio.get_running_loop()
+    until = float("inf") if seconds is None else loop.time() + seconds
+    try:
+        partitions = [TopicPartition(topic, p) for p in start]
+        consumer.assign(partitions)
+        for tp in partitions:
+            consumer.seek(tp, start[tp.partition])
+        while loop.time() < until:
+            batch = await consumer.getmany(timeout_ms=250)
+            for records in batch.values():
+                for record in records:
+                    apply_open_record(board, record.key, record.value)
+    finally:
+        await stop_client(consumer)
+
+
+async def follow_payouts(board: Board, settings: DisplaySettings) -> None:
+    """The pending prizes: restored (:func:`restore_pending`), then followed from the restore's
+    end offsets; restored again every ``RESYNC_SECONDS`` (the open payouts only: the history is
+    followed until a failure) and after any failure (the broker away), so a settlement whose
+    tombstone the log cleaner removed meanwhile still leaves the signs."""
+    connection = KafkaConnection.of(settings)
+    while True:
+        try:
+            found = await restore_pending(board, settings, connection)
+            resync = RESYNC_SECONDS if found.topic == settings.open_payouts_topic else None
+            await follow_from(board, connection, found.topic, found.ends, resync)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.warning("display_payouts_retry", error=repr(error))
+            await asyncio.sleep(RETRY_SECONDS)
 
 
 async def clock(board: Board, period: float = 0.25) -> None:

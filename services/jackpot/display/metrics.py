@@ -13,3 +13,9 @@ RESYNCS = Counter(
     "jackpot_display_resyncs_total", "Signs dropped for being too slow (they resync on reconnect)"
 )
 STALE_SIGNS = Gauge("jackpot_display_stale_signs", "Pot groups shown closed for lack of updates")
+RESTORE_RECORDS = Counter(
+    "jackpot_display_restore_records_total",
+    "Records read to rebuild the pending prizes at a start or reconnect, by topic (the open "
+    "payouts; the whole payouts topic only while those are incomplete)",
+    ["topic"],
+)

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from jackpot.platform.settings import Bool, Env, Port, ServiceSettings
-from jackpot.topics import AWARDS, PAYOUTS, POT_UPDATES
+from jackpot.topics import AWARDS, PAYOUTS, POT_UPDATES, open_payouts_topic
 
 
 class DisplaySettings(ServiceSettings):
@@ -51,8 +51,15 @@ class DisplaySettings(ServiceSettings):
     pot_updates_topic: str = Field(POT_UPDATES.name, description="input: pot updates")
     awards_topic: str = Field(AWARDS.name, description="input: awards (winner banners)")
     payouts_topic: str = Field(
-        PAYOUTS.name, description="input: payouts (prizes pending approval), read from the start"
+        PAYOUTS.name,
+        description="input: payouts (prizes pending approval); the signs start from its "
+        "open-payouts topic, and read this one whole only while that one is incomplete",
     )
+
+    @property
+    def open_payouts_topic(self) -> str:
+        """What is open of the payouts topic (jackpot.topics.open_payouts_topic)."""
+        return open_payouts_topic(self.payouts_topic)
 
     @field_validator("http")
     @classmethod

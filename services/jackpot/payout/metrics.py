@@ -26,3 +26,13 @@ SERVING = Gauge(
     "jackpot_payout_serving",
     "1 while this instance owns the payouts (every awards partition, none fenced), 0 standing by",
 )
+RESTORED = Counter(
+    "jackpot_payout_restored_payouts_total",
+    "Payouts a takeover restored from the open-payouts topic (open, or settled within the keep "
+    "time): what a start costs, whatever the history",
+)
+CATCH_UP_RECORDS = Counter(
+    "jackpot_payout_catch_up_records_total",
+    "Payouts-topic records a takeover read after its last checkpoint (the whole partition once, "
+    "on the first start of a deployment that had no open-payouts topic)",
+)

@@ -2,20 +2,30 @@
 
 Awards go through the one exactly-once processor (``jackpot.platform.exactly_once``), partitioned
 like the pot: awards are keyed by pot group, so one awards partition *p* owns an award, and every
-record of its payout is written to jackpot.payouts.v1 partition *p* (key award id, compacted). An
-instance given *p* first fences *p*'s previous owner (transactional id ``<prefix>-<p>``), then
-restores *p*'s payouts from the payouts topic to its end, then consumes: nothing a stalled old
-instance does can commit behind the restore's back, so the book never shows a paid prize as open.
+record of its payout is written to jackpot.payouts.v1 partition *p* (key award id, compacted, the
+history) and, in the same transaction, to jackpot.open-payouts.v1 partition *p*: the payout while
+it is open (and for ``settled_kept_seconds`` after it is paid or voided), then a tombstone, and
+the partition's :class:`~jackpot.v1.payout_pb2.OpenPayoutsMark` (key ``#mark``). An instance
+given *p* first fences *p*'s previous owner (transactional id ``<prefix>-<p>``), then restores
+*p* from the open-payouts topic (what is open: settled payouts cost a start nothing), catches up
+from the payouts partition after the mark's checkpoint (:meth:`PayoutPartition.verify_restored`;
+the whole partition once, on the first start of a deployment that had no open payouts), then
+consumes from the mark's awards offset or the group's, whichever is further: nothing a stalled
+old instance does can commit behind the restore's back, so the book never shows a paid prize as
+open.
 One instance owns every partition and the others stand by
 (:class:`jackpot.platform.assignors.SingleOwnerAssignor`): a dealer terminal can then always find
 all of its table's prizes on one instance. An instance that owns nothing, or was fenced (a zombie
 that froze and came back), steps aside: it serves no payouts, ends its terminals' streams and
 refuses every call with :class:`NotServedHere`, naming the owner the group told it of.
 
-Each batch of awards becomes payouts written, with a ledger entry per transition and the consumed
-offsets, in one transaction; an award id already known is never paid out again. Supervisor and
-terminal transitions are submitted to the processor: decided and written under its lock, on the
-producer of the award's partition, so two confirmations of one payment cannot both pass.
+Each batch of awards becomes payouts written, with a ledger entry per transition, the mark and the
+consumed offsets, in one transaction; an award id in the book (open, or settled within the keep
+time) is never paid out again, and an award consumed is never read again: its offset is committed
+with its payout, to the group and to the mark alike, so neither a restart nor a reset or expired
+group offset re-reads a settled award. Supervisor and terminal transitions are submitted to the
+processor: decided and written under its lock, on the producer of the award's partition, so two
+confirmations of one payment cannot both pass.
 """
 
 from __future__ import annotations
@@ -23,8 +33,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import structlog
 from aiokafka.structs import ConsumerRecord
@@ -42,12 +52,18 @@ from jackpot.platform.exactly_once import (
     NotOwned,
     OutputRecord,
     ProcessorConfig,
+    ProcessorError,
 )
+from jackpot.platform.kafka import KafkaConnection, ensure_topics, topic_partitions
 from jackpot.platform.metrics import ProcessorMetrics
+from jackpot.topics import OPEN_PAYOUTS, OPEN_PAYOUTS_MARK_KEY
 from jackpot.v1 import payout_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.payout")
 Listener = Callable[[str], None]
+TICK_SECONDS = 1.0  # how often a partition writes what is due without input (catch-up, expiry)
+CATCH_UP_SECONDS = 120.0  # the payouts-topic read of a takeover (the processor's restore's too)
+EXPIRED_PER_TICK = 500  # tombstones of settled payouts per transaction at most
 
 
 class NotServedHere(RuntimeError):
@@ -84,9 +100,26 @@ class PayoutBook:
         self._terminals: Counter[str] = Counter()  # connected dealer terminals by table
 
     def put(self, partition: int, payout: Payout) -> None:
-        self.payouts[payout.award_id] = payout
-        self.partition_of[payout.award_id] = partition
-        self._notify({payout.table_id})
+        self.put_many(partition, [payout])
+
+    def put_many(self, partition: int, payouts: Iterable[Payout]) -> None:
+        """Payouts of ``partition`` at their latest state, the tables told once."""
+        tables = set()
+        for payout in payouts:
+            self.payouts[payout.award_id] = payout
+            self.partition_of[payout.award_id] = partition
+            tables.add(payout.table_id)
+        self._notify(tables)
+
+    def drop(self, award_ids: Iterable[str]) -> None:
+        """Settled payouts past their keep time: no longer in the book."""
+        tables = set()
+        for award_id in award_ids:
+            payout = self.payouts.pop(award_id, None)
+            self.partition_of.pop(award_id, None)
+            if payout is not None:
+                tables.add(payout.table_id)
+        self._notify(tables)
 
     def forget(self, partition: int) -> None:
         """The partition moved to another instance: its payouts are no longer ours to show."""
@@ -151,10 +184,30 @@ class PayoutBatch:
     payouts: list[Payout] = field(default_factory=list)
     records: list[OutputRecord] = field(default_factory=list)
     duplicates: int = 0
+    dropped: set[str] = field(default_factory=set)  # tombstoned on the open-payouts topic
+    mark: payout_pb2.OpenPayoutsMark | None = None
+    caught_up: bool = False  # carries the takeover's catch-up writes
+
+
+@dataclass(slots=True)
+class CatchUp:
+    """What a takeover read from the payouts partition after the mark's checkpoint: the latest
+    state of each award to keep (open, or settled within the keep time), the restored awards it
+    settled for good, and the highest payment order seen."""
+
+    now_ns: int
+    keep: dict[str, Payout] = field(default_factory=dict)
+    gone: set[str] = field(default_factory=set)
+    last_order: int = 0
+    read: int = 0
 
 
 class PayoutPartition:
-    """The payouts of one awards partition: the pure handler the processor drives."""
+    """The payouts of one awards partition: the pure handler the processor drives.
+
+    It holds what is open (and settled within ``settled_kept_seconds``), never the history: that
+    stays on the payouts topic and the ledger. Its open-payouts topic partition is its changelog.
+    """
 
     def __init__(self, partition: int, settings: PayoutSettings, book: PayoutBook) -> None:
         self.partition = partition
@@ -164,27 +217,127 @@ class PayoutPartition:
         self.next_order = 1
         self._next_offset = 0
         self._committed_offset = 0
+        self._mark = payout_pb2.OpenPayoutsMark(next_order=1)  # the last one committed
+        self._marked = False  # the open-payouts partition has a mark
+        self._unseeded = False  # restored without a mark, and not caught up yet
+        self._caught_up = False  # verify_restored read the payouts partition to its end
+        self._payouts_reflected = 0  # every payouts record before it is on the open topic
+        self._pending: dict[str, bytes | None] = {}  # catch-up writes not committed yet
+        self._keep_ns = int(settings.settled_kept_seconds * 1e9)
 
     @property
     def next_offset(self) -> int:
         return self._next_offset
 
     def restore(self, changelog: Mapping[bytes, bytes], committed: int | None) -> int | None:
-        """Every payout of the partition at its latest state; consume from the committed offset."""
+        """The open payouts of the partition and its mark; consume from the mark's awards offset
+        or the committed one, whichever is further (both are written with every award batch)."""
+        restored = []
+        mark: payout_pb2.OpenPayoutsMark | None = None
         for key, value in changelog.items():
             try:
-                payout = from_proto(payout_pb2.Payout.FromString(value))
+                if key == OPEN_PAYOUTS_MARK_KEY:
+                    mark = payout_pb2.OpenPayoutsMark.FromString(value)
+                else:
+                    restored.append(from_proto(payout_pb2.Payout.FromString(value)))
             except (DecodeError, ValueError):
                 log.error("payout_record_unreadable", partition=self.partition, key=key)
-                continue
-            self._keep(payout)
-        self._next_offset = self._committed_offset = committed or 0
-        log.info("payouts_restored", partition=self.partition, payouts=len(self.payouts))
-        return committed
+        self._keep_all(restored)
+        if mark is not None:
+            self._mark, self._marked = mark, True
+            self.next_order = max(self.next_order, mark.next_order)
+        self._unseeded = mark is None
+        self._payouts_reflected = self._mark.payouts_offset
+        start = max(committed or 0, self._mark.awards_offset)
+        self._next_offset = self._committed_offset = start
+        metrics.RESTORED.inc(len(restored))
+        log.info(
+            "payouts_restored",
+            partition=self.partition,
+            payouts=len(restored),
+            marked=mark is not None,
+            awards_offset=start,
+            payouts_offset=self._mark.payouts_offset,
+        )
+        return None if committed is None and not self._mark.awards_offset else start
+
+    async def verify_restored(self) -> str:
+        """After the fence: read the payouts partition from the mark's checkpoint to its end and
+        take what the open-payouts topic does not reflect yet (written by the next transaction):
+        normally the payouts of the last checkpoint period, and whatever an older version (which
+        writes no open payouts) wrote meanwhile; without a mark (the first start of a deployment
+        that had no open-payouts topic) the whole partition, once. "" when the partition may
+        run."""
+        start = self._mark.payouts_offset
+        topic = self.settings.payouts_topic
+        async with KafkaConnection.of(self.settings).reader(topic) as reader:
+            if self.partition not in reader.partitions:
+                return f"{topic} has no partition {self.partition}"
+            _, ends = await reader.bounds([self.partition])
+            end = ends[self.partition]
+            if end < start:
+                log.warning("payouts_before_checkpoint", partition=self.partition, end=end)
+            found = CatchUp(time.time_ns())
+            async for record in reader.records(
+                {self.partition: start}, ends, deadline_seconds=CATCH_UP_SECONDS
+            ):
+                self.catch_up(found, record.key, record.value)
+        self.take(found)
+        self._payouts_reflected = end
+        self._unseeded, self._caught_up = False, True
+        metrics.CATCH_UP_RECORDS.inc(found.read)
+        log.info(
+            "payouts_caught_up",
+            partition=self.partition,
+            records=found.read,
+            start=start,
+            end=end,
+            writes=len(self._pending),
+        )
+        return ""
+
+    def catch_up(self, found: CatchUp, key: bytes | None, value: bytes | None) -> None:
+        """One payouts record of the catch-up, in offset order: the latest state wins."""
+        found.read += 1
+        try:
+            payout = from_proto(payout_pb2.Payout.FromString(value or b""))
+        except (DecodeError, ValueError):
+            log.error("payout_record_unreadable", partition=self.partition, key=key)
+            return
+        if not payout.award_id or not payout.history:
+            return
+        found.last_order = max(found.last_order, payout.order)
+        if self._kept(payout, found.now_ns):
+            found.keep[payout.award_id] = payout
+            found.gone.discard(payout.award_id)
+        else:
+            found.keep.pop(payout.award_id, None)
+            if payout.award_id in self.payouts:
+                found.gone.add(payout.award_id)
+
+    def take(self, found: CatchUp) -> None:
+        """The catch-up's payouts into the book, and the open-topic writes they need."""
+        for award_id in found.gone:
+            del self.payouts[award_id]
+            self._pending[award_id] = None
+        self.book.drop(found.gone)
+        changed = [p for a, p in found.keep.items() if self.payouts.get(a) != p]
+        for payout in changed:
+            self._pending[payout.award_id] = to_proto(payout).SerializeToString()
+        self._keep_all(changed)
+        self.next_order = max(self.next_order, found.last_order + 1)
+
+    def reflected_to(self, payouts_end: int) -> None:
+        """Every payouts record before ``payouts_end`` is on the open-payouts topic (the owner
+        read it after its catch-up): the next mark may say so. Ignored before a catch-up."""
+        if self._caught_up:
+            self._payouts_reflected = max(self._payouts_reflected, payouts_end)
 
     def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> PayoutBatch:
         """One payout per award id never seen; a refused award becomes a dead letter."""
         batch = PayoutBatch()
+        if self._unseeded:
+            return batch  # renewed before its first catch-up: tick() stops the service
         seen: set[str] = set()
         now = time.time_ns()
         order = self.next_order
@@ -193,21 +346,7 @@ class PayoutPartition:
             try:
                 award = _award(record.value)
             except DomainError as refused:
-                log.error("award_refused", reason=refused.reason.value, detail=refused.detail)
-                letter = dead_letter(
-                    "payout",
-                    refused.reason,
-                    refused.detail,
-                    record.value or b"",
-                    topic=record.topic,
-                    partition=record.partition,
-                    offset=record.offset,
-                )
-                batch.records.append(
-                    OutputRecord(
-                        self.settings.dead_letter_topic, letter.SerializeToString(), b"payout"
-                    )
-                )
+                batch.records.append(self._dead_letter(refused, record))
                 continue
             if award.award_id in self.payouts or award.award_id in seen:
                 batch.duplicates += 1
@@ -215,39 +354,78 @@ class PayoutPartition:
             seen.add(award.award_id)
             self._add(batch, self._order(award, order, now))
             order += 1
-        return batch
+        return self._finish(batch, order)
+
+    def _dead_letter(
+        self, refused: DomainError, record: ConsumerRecord[bytes, bytes]
+    ) -> OutputRecord:
+        log.error("award_refused", reason=refused.reason.value, detail=refused.detail)
+        letter = dead_letter(
+            "payout",
+            refused.reason,
+            refused.detail,
+            record.value or b"",
+            topic=record.topic,
+            partition=record.partition,
+            offset=record.offset,
+        )
+        return OutputRecord(self.settings.dead_letter_topic, letter.SerializeToString(), b"payout")
 
     def transition(self, award_id: str, change: Callable[[Payout], Payout]) -> PayoutBatch:
         """A batch moving one payout; ``change`` raises DomainError to refuse."""
+        self._require_seeded()
         current = self.payouts.get(award_id)
         if current is None:
             raise DomainError(Reason.INVALID_STATE, f"no payout for award {award_id!r}")
         batch = PayoutBatch()
         self._add(batch, change(current))
-        return batch
+        return self._finish(batch)
 
-    def tick(self) -> None:
-        return None
+    def tick(self) -> PayoutBatch | None:
+        """What is due without input: the catch-up's writes and the mark after a takeover or a
+        checkpoint, and tombstones of payouts settled longer ago than the keep time."""
+        self._require_seeded()
+        batch = PayoutBatch()
+        for award_id in self._expired(time.time_ns()):
+            batch.records.append(self._open_record(award_id, None))
+            batch.dropped.add(award_id)
+        due = not self._marked or self._mark.payouts_offset != self._payouts_reflected
+        if not (batch.records or self._pending or due):
+            return None
+        return self._finish(batch)
 
     def commit(self, batch: PayoutBatch) -> None:
         """Committed: now it is true."""
         self._committed_offset = self._next_offset
         metrics.DUPLICATE_AWARDS.inc(batch.duplicates)
+        if batch.caught_up:
+            self._pending.clear()
+        if batch.mark is not None:
+            self._mark, self._marked = batch.mark, True
         for payout in batch.payouts:
-            self._keep(payout)
-            metrics.TRANSITIONS.labels(payout.state.value).inc()
-            if payout.state is PayoutState.PAID:
-                metrics.PAID.inc()
-            log.info(
-                "payout_transition",
-                award=payout.award_id,
-                table=payout.table_id,
-                round=payout.round_id,
-                pot_group=payout.pot_group_id,
-                partition=self.partition,
-                state=payout.state.value,
-                by=payout.history[-1].by,
-            )
+            self.next_order = max(self.next_order, payout.order + 1)
+            if payout.award_id not in batch.dropped:
+                self._keep_all([payout])
+            self._log_transition(payout)
+        gone = [a for a in batch.dropped if a in self.payouts]
+        for award_id in gone:
+            del self.payouts[award_id]
+        self.book.drop(gone)
+
+    def _log_transition(self, payout: Payout) -> None:
+        metrics.TRANSITIONS.labels(payout.state.value).inc()
+        if payout.state is PayoutState.PAID:
+            metrics.PAID.inc()
+        log.info(
+            "payout_transition",
+            award=payout.award_id,
+            table=payout.table_id,
+            round=payout.round_id,
+            pot_group=payout.pot_group_id,
+            partition=self.partition,
+            state=payout.state.value,
+            by=payout.history[-1].by,
+        )
 
     def rollback(self) -> None:
         # Payouts change only in commit: going back is going back to the committed offset.
@@ -256,10 +434,29 @@ class PayoutPartition:
     def close(self) -> None:
         self.book.forget(self.partition)
 
-    def _keep(self, payout: Payout) -> None:
-        self.payouts[payout.award_id] = payout
-        self.next_order = max(self.next_order, payout.order + 1)
-        self.book.put(self.partition, payout)
+    def _require_seeded(self) -> None:
+        if self._unseeded:
+            # Only a producer renewal restores without verify_restored: without a mark, the
+            # payouts topic was never read, so the book may lack open payouts. A restart takes
+            # the partition over again, and reads it.
+            raise ProcessorError(
+                f"payouts partition {self.partition} was restored without its open payouts "
+                "(a producer renewal before the first catch-up): restart"
+            )
+
+    def _kept(self, payout: Payout, now_ns: int) -> bool:
+        """Open, or settled less than the keep time ago: on the open topic and in the book."""
+        return payout.state in OPEN or payout.history[-1].at_ns + self._keep_ns > now_ns
+
+    def _expired(self, now_ns: int) -> list[str]:
+        expired = [a for a, p in self.payouts.items() if not self._kept(p, now_ns)]
+        return expired[:EXPIRED_PER_TICK]
+
+    def _keep_all(self, payouts: list[Payout]) -> None:
+        for payout in payouts:
+            self.payouts[payout.award_id] = payout
+            self.next_order = max(self.next_order, payout.order + 1)
+        self.book.put_many(self.partition, payouts)
 
     def _order(self, award: pot_pb2.Award, order: int, now: int) -> Payout:
         return order_payout(
@@ -276,17 +473,27 @@ class PayoutPartition:
             at_ns=now,
         )
 
+    def _open_record(self, award_id: str, value: bytes | None) -> OutputRecord:
+        return OutputRecord(
+            self.settings.open_payouts_topic, value, award_id.encode(), self.partition
+        )
+
     def _add(self, batch: PayoutBatch, payout: Payout) -> None:
-        """The payout's record pinned to this partition (its changelog), and its ledger entry."""
+        """The payout's records pinned to this partition (payouts, and open payouts: its state
+        while kept, else a tombstone), and its ledger entry."""
         batch.payouts.append(payout)
+        value = to_proto(payout).SerializeToString()
+        kept = self._kept(payout, time.time_ns())
+        if not kept:
+            batch.dropped.add(payout.award_id)
+        else:
+            batch.dropped.discard(payout.award_id)
         batch.records.append(
             OutputRecord(
-                self.settings.payouts_topic,
-                to_proto(payout).SerializeToString(),
-                payout.award_id.encode(),
-                self.partition,
+                self.settings.payouts_topic, value, payout.award_id.encode(), self.partition
             )
         )
+        batch.records.append(self._open_record(payout.award_id, value if kept else None))
         batch.records.append(
             OutputRecord(
                 self.settings.ledger_topic,
@@ -295,6 +502,27 @@ class PayoutPartition:
             )
         )
 
+    def _finish(self, batch: PayoutBatch, next_order: int | None = None) -> PayoutBatch:
+        """The catch-up's writes first (the batch's own records are newer), the mark last."""
+        if self._pending:
+            pending = [self._open_record(a, v) for a, v in self._pending.items()]
+            batch.records[:0] = pending
+            batch.caught_up = True
+        batch.mark = payout_pb2.OpenPayoutsMark(
+            awards_offset=self._next_offset,
+            next_order=max(self.next_order, next_order or 0),
+            payouts_offset=self._payouts_reflected,
+        )
+        batch.records.append(
+            OutputRecord(
+                self.settings.open_payouts_topic,
+                batch.mark.SerializeToString(),
+                OPEN_PAYOUTS_MARK_KEY,
+                self.partition,
+            )
+        )
+        return batch
+
 
 def processor_config(settings: PayoutSettings) -> ProcessorConfig:
     """The exactly-once processor's configuration from the payout's settings."""
@@ -302,7 +530,7 @@ def processor_config(settings: PayoutSettings) -> ProcessorConfig:
         "payout",
         settings,
         input_topic=settings.awards_topic,
-        changelog_topic=settings.payouts_topic,
+        changelog_topic=settings.open_payouts_topic,
     )
 
 
@@ -324,6 +552,7 @@ class PayoutService:
             processor_config(settings),
             lambda p: PayoutPartition(p, settings, self.book),
             processor_metrics or ProcessorMetrics(),
+            tick_seconds=TICK_SECONDS,
             on_ownership=self._on_ownership,
             assignor=self.assignor,
         )
@@ -371,8 +600,54 @@ class PayoutService:
             await flipped.wait()
 
     async def run(self) -> None:
-        """Fence, restore, consume, transact until :meth:`stop` (ProcessorError if it cannot)."""
-        await self.processor.run()
+        """Fence, restore, consume, transact until :meth:`stop` (ProcessorError if it cannot);
+        meanwhile checkpoint the owned partitions (:meth:`checkpoints`)."""
+        await self._ensure_open_payouts_topic()
+        checkpoints = asyncio.create_task(self.checkpoints())
+        try:
+            await self.processor.run()
+        finally:
+            checkpoints.cancel()
+            await asyncio.gather(checkpoints, return_exceptions=True)
+
+    async def _ensure_open_payouts_topic(self) -> None:
+        """With ``create_topics``: the open-payouts topic, partitioned as the payouts topic (its
+        records are pinned to the same partition numbers)."""
+        settings = self.settings
+        if not settings.create_topics:
+            return
+        topics = [settings.payouts_topic, settings.open_payouts_topic]
+        counts = await topic_partitions(settings.kafka_options(), topics)
+        if settings.open_payouts_topic in counts:
+            return
+        partitions = counts.get(settings.payouts_topic, OPEN_PAYOUTS.partitions)
+        await ensure_topics(
+            settings.bootstrap_servers,
+            [replace(OPEN_PAYOUTS, name=settings.open_payouts_topic, partitions=partitions)],
+            **settings.kafka_security.client_options(),
+        )
+
+    async def checkpoints(self) -> None:
+        """Every ``checkpoint_seconds``: the end offsets of the owned payouts partitions, read
+        now, are reflected on the open-payouts topic (every payouts record of a caught-up owner
+        is written with its open one), so each partition's next mark says so, and a takeover
+        reads only the payouts written since (:meth:`PayoutPartition.verify_restored`)."""
+        connection = KafkaConnection.of(self.settings)
+        while True:
+            await asyncio.sleep(self.settings.checkpoint_seconds)
+            owned = self.processor.owned_partitions
+            if not owned:
+                continue
+            try:
+                async with connection.reader(self.settings.payouts_topic) as reader:
+                    _, ends = await reader.bounds(owned)
+            except Exception as error:  # the next period tries again; a takeover reads more
+                log.warning("payouts_checkpoint_failed", error=repr(error))
+                continue
+            for partition, end in ends.items():
+                handler = self.processor.handler(partition)
+                if handler is not None:
+                    handler.reflected_to(end)
 
     async def stop(self) -> None:
         await self.processor.stop()

@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from jackpot.platform.settings import Bool, Env, NoEnv, Port, ServiceSettings, default_instance_id
-from jackpot.topics import AWARDS, DEAD_LETTER, LEDGER, PAYOUTS
+from jackpot.topics import AWARDS, DEAD_LETTER, LEDGER, PAYOUTS, open_payouts_topic
 
 
 class PayoutSettings(ServiceSettings):
@@ -67,7 +67,24 @@ class PayoutSettings(ServiceSettings):
     ] = Field(None, repr=False, description="dealer terminal credentials by table id")
     create_topics: Bool = Field(True, description="create missing topics at start")
     awards_topic: str = Field(AWARDS.name, description="input: awards (pot service)")
-    payouts_topic: str = Field(PAYOUTS.name, description="the payouts' compacted state")
+    payouts_topic: str = Field(
+        PAYOUTS.name,
+        description="every payout's latest state, kept forever (compacted); what is open of it "
+        "is the open-payouts topic named after it (jackpot.topics.open_payouts_topic)",
+    )
+    settled_kept_seconds: float = Field(
+        3600.0,
+        ge=0,
+        description="a paid or voided payout stays in the book and on the open-payouts topic "
+        "this long, so an award seen again meanwhile is refused even across a restart; then a "
+        "tombstone (0: at once)",
+    )
+    checkpoint_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="how often the owner records how far the payouts topic is reflected on the "
+        "open-payouts topic (a takeover reads the payouts written since)",
+    )
     ledger_topic: str = Field(LEDGER.name, description="output: paid and voided payouts")
     dead_letter_topic: str = Field(DEAD_LETTER.name, description="refused awards, with the reason")
     session_timeout_ms: int = Field(
@@ -104,6 +121,11 @@ class PayoutSettings(ServiceSettings):
             )
         credentials = {str(k): str(v) for k, v in loaded.items()}
         return {**data, "terminal_credentials": credentials}
+
+    @property
+    def open_payouts_topic(self) -> str:
+        """What is open of the payouts topic: the processor's changelog (restored at takeover)."""
+        return open_payouts_topic(self.payouts_topic)
 
     def transactional_id(self, partition: int) -> str:
         return f"{self.transactional_id_prefix}-{partition}"

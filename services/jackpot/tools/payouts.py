@@ -1,4 +1,6 @@
-"""`jackpot payouts`: what is unpaid and for how long (from the payouts topic), and a supervisor's
+"""`jackpot payouts`: what is unpaid and for how long (from the open-payouts topic: what is open,
+and what was settled within the payout service's keep time, never the whole history, which the
+payouts topic and the ledger keep for `jackpot report` and `jackpot audit`), and a supervisor's
 approvals and voids (through the payout service's gRPC API, with the caller's certificate).
 
     jackpot payouts [--pending]
@@ -20,7 +22,6 @@ import getpass
 import time
 
 import grpc
-from aiokafka import AIOKafkaConsumer
 
 from jackpot.domain.payout import OPEN
 from jackpot.payout.client import PayoutTargets, call_owner
@@ -28,32 +29,49 @@ from jackpot.payout.codec import from_proto
 from jackpot.payout.service import PayoutBook
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.exactly_once import read_compacted
-from jackpot.platform.kafka import stop_client, topic_partitions
+from jackpot.platform.kafka import KafkaConnection, stop_client, topic_partitions
 from jackpot.platform.settings import settings_or_exit
+from jackpot.topics import OPEN_PAYOUTS_MARK_KEY
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
 LOAD_SECONDS = 60.0
 
 
 async def load(settings: PayoutSettings) -> PayoutBook:
-    """Every payout at its latest state, read from the whole compacted payouts topic."""
-    topic = settings.payouts_topic
-    counts = await topic_partitions(settings.kafka_options(), [topic])
-    if topic not in counts:
-        raise SystemExit(f"the payouts topic {topic} does not exist")
-    consumer = AIOKafkaConsumer(
-        **settings.kafka_options(), group_id=None, isolation_level="read_committed"
-    )
-    await consumer.start()
-    try:
-        latest = await read_compacted(consumer, topic, list(range(counts[topic])), LOAD_SECONDS)
-    finally:
-        await stop_client(consumer)
+    """The open payouts (and those settled within the keep time) at their latest state, from
+    the open-payouts topic; from the whole payouts topic only while the open one is incomplete
+    (a partition without its mark: the payout service has not started on it yet)."""
+    payouts, open_payouts = settings.payouts_topic, settings.open_payouts_topic
+    counts = await topic_partitions(settings.kafka_options(), [payouts, open_payouts])
+    if payouts not in counts:
+        raise SystemExit(f"the payouts topic {payouts} does not exist")
+    latest = await _latest(settings, open_payouts, counts.get(open_payouts, 0))
+    if not latest or not all(OPEN_PAYOUTS_MARK_KEY in records for records in latest.values()):
+        latest = await _latest(settings, payouts, counts[payouts])
     book = PayoutBook()
     for partition, records in latest.items():
-        for value in records.values():
-            book.put(partition, from_proto(payout_pb2.Payout.FromString(value)))
+        book.put_many(
+            partition,
+            (
+                from_proto(payout_pb2.Payout.FromString(value))
+                for key, value in records.items()
+                if key != OPEN_PAYOUTS_MARK_KEY
+            ),
+        )
     return book
+
+
+async def _latest(
+    settings: PayoutSettings, topic: str, partitions: int
+) -> dict[int, dict[bytes, bytes]]:
+    if not partitions:
+        return {}
+    consumer = KafkaConnection.of(settings).consumer()
+    await consumer.start()
+    try:
+        return await read_compacted(consumer, topic, list(range(partitions)), LOAD_SECONDS)
+    finally:
+        await stop_client(consumer)
 
 
 def render(book: PayoutBook, pending_only: bool, now_ns: int | None = None) -> list[str]:

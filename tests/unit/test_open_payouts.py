@@ -1,0 +1,225 @@
+"""The open-payouts topic without Kafka (issue 23): what the payout handler writes to it, restores
+from it and catches up from the payouts topic, and how the display's signs read it.
+
+The integration side (20,000 settled awards, real restarts, the log cleaner) is
+tests/integration/test_open_payouts.py.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from jackpot.display.board import Board, PendingPrize
+from jackpot.display.feed import PendingRead, apply_open_record
+from jackpot.domain.errors import DomainError
+from jackpot.domain.payout import Payout, PayoutState, Transition, pay, void
+from jackpot.payout.codec import to_proto
+from jackpot.payout.service import CatchUp, PayoutBatch, PayoutBook, PayoutPartition
+from jackpot.payout.settings import PayoutSettings
+from jackpot.platform.exactly_once import ProcessorError
+from jackpot.topics import OPEN_PAYOUTS_MARK_KEY, open_payouts_topic
+from jackpot.v1 import payout_pb2, pot_pb2
+
+SETTINGS = PayoutSettings(approval_threshold=1_000_000, settled_kept_seconds=3600)
+HOUR_NS = 3600 * 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    value: bytes
+    key: bytes | None = None
+
+
+def award(award_id: str, amount: int = 100_000) -> bytes:
+    return pot_pb2.Award(
+        award_id=award_id,
+        pot_group_id="g",
+        table_id="T1",
+        round_id="R1",
+        seat=2,
+        prize="FLUSH",
+        amount=amount,
+    ).SerializeToString()
+
+
+def payout(award_id: str, *states: PayoutState, at_ns: int, order: int = 1) -> Payout:
+    return Payout(
+        award_id,
+        "g",
+        "T1",
+        "R1",
+        2,
+        "FLUSH",
+        100_000,
+        (),
+        order,
+        tuple(Transition(s, "someone", at_ns + i) for i, s in enumerate(states)),
+    )
+
+
+def encoded(item: Payout) -> bytes:
+    return to_proto(item).SerializeToString()
+
+
+def mark(**fields: int) -> bytes:
+    return payout_pb2.OpenPayoutsMark(**fields).SerializeToString()
+
+
+def open_records(batch: PayoutBatch) -> list[tuple[bytes | None, bytes | None]]:
+    """(key, value) of what the batch writes to the open-payouts topic, in order."""
+    return [(r.key, r.value) for r in batch.records if r.topic == SETTINGS.open_payouts_topic]
+
+
+def handler(settings: PayoutSettings = SETTINGS) -> PayoutPartition:
+    return PayoutPartition(0, settings, PayoutBook())
+
+
+def awards(first: int, *values: bytes) -> Any:
+    """Award records at offsets from ``first`` (what the processor hands ``apply``)."""
+    return [Record(SETTINGS.awards_topic, 0, first + i, v) for i, v in enumerate(values)]
+
+
+def consume(partition: PayoutPartition, first: int, *values: bytes) -> PayoutBatch:
+    batch = partition.apply(awards(first, *values))
+    partition.commit(batch)
+    return batch
+
+
+def test_the_open_topic_is_named_after_the_payouts_topic() -> None:
+    assert open_payouts_topic("jackpot.payouts.v1") == "jackpot.open-payouts.v1"
+    assert open_payouts_topic("demo-1.payouts") == "demo-1.open-payouts"
+    assert open_payouts_topic("elsewhere") == "elsewhere.open"
+    assert SETTINGS.open_payouts_topic == "jackpot.open-payouts.v1"
+
+
+def test_an_award_batch_writes_each_open_payout_and_the_mark_last() -> None:
+    partition = handler()
+    batch = consume(partition, 40, award("a1"), award("a2", amount=2_000_000))
+    written = open_records(batch)
+    assert [k for k, _ in written] == [b"a1", b"a2", OPEN_PAYOUTS_MARK_KEY]
+    assert payout_pb2.Payout.FromString(written[1][1] or b"").state == (
+        payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL
+    )
+    written_mark = payout_pb2.OpenPayoutsMark.FromString(written[-1][1] or b"")
+    assert (written_mark.awards_offset, written_mark.next_order) == (42, 3)
+    assert {r.partition for r in batch.records if r.topic == SETTINGS.open_payouts_topic} == {0}
+
+
+def test_a_settled_payout_is_kept_for_the_keep_time_then_tombstoned() -> None:
+    partition = handler()
+    consume(partition, 0, award("a1"))
+    paid = partition.transition("a1", lambda p: pay(p, "dealer", time.time_ns()))
+    partition.commit(paid)
+    assert open_records(paid)[0][1] is not None  # its final state, kept
+    assert partition.book.payouts["a1"].state is PayoutState.PAID
+    assert partition.tick() is None  # nothing due: not expired yet
+    with pytest.raises(DomainError):
+        partition.transition("a1", lambda p: pay(p, "dealer", time.time_ns()))
+
+    restored = handler()
+    long_ago = time.time_ns() - 2 * HOUR_NS
+    settled = payout("a1", PayoutState.ORDERED, PayoutState.PAID, at_ns=long_ago)
+    restored.restore({b"a1": encoded(settled), OPEN_PAYOUTS_MARK_KEY: mark(next_order=2)}, 1)
+    expiry = restored.tick()
+    assert expiry is not None
+    assert open_records(expiry) == [
+        (b"a1", None),
+        (OPEN_PAYOUTS_MARK_KEY, expiry.records[-1].value),
+    ]
+    restored.commit(expiry)
+    assert restored.book.payouts == {}
+
+
+def test_with_no_keep_time_a_settlement_writes_a_tombstone_and_leaves_the_book() -> None:
+    partition = handler(SETTINGS.replace(settled_kept_seconds=0))
+    consume(partition, 0, award("a1"))
+    voided = partition.transition("a1", lambda p: void(p, "sup", "misread", time.time_ns()))
+    partition.commit(voided)
+    assert open_records(voided)[0] == (b"a1", None)
+    assert partition.book.payouts == {}
+    assert [r.topic for r in voided.records].count(SETTINGS.payouts_topic) == 1  # history kept
+
+
+def test_a_restore_resumes_the_awards_and_the_payment_order_from_the_mark() -> None:
+    partition = handler()
+    start = partition.restore({OPEN_PAYOUTS_MARK_KEY: mark(awards_offset=120, next_order=57)}, 90)
+    assert start == 120  # the group's offset is behind (reset, or expired): never re-read
+    assert handler().restore({}, None) is None  # nothing ever: from the beginning
+    batch = consume(partition, 120, award("a9"))
+    assert partition.book.payouts["a9"].order == 57  # nothing open held order 56
+    assert payout_pb2.OpenPayoutsMark.FromString(batch.records[-1].value or b"").next_order == 58
+
+
+def test_a_catch_up_takes_what_the_open_topic_does_not_reflect() -> None:
+    now = time.time_ns()
+    partition = handler()
+    shown_open = payout("a1", PayoutState.ORDERED, at_ns=now, order=1)
+    partition.restore({b"a1": encoded(shown_open), OPEN_PAYOUTS_MARK_KEY: mark(next_order=2)}, 5)
+    found = CatchUp(now)
+    history = [
+        payout("a1", PayoutState.ORDERED, PayoutState.PAID, at_ns=now - 2 * HOUR_NS, order=1),
+        payout("a2", PayoutState.ORDERED, PayoutState.PAID, at_ns=now - 3 * HOUR_NS, order=7),
+        payout("a3", PayoutState.AWAITING_APPROVAL, at_ns=now, order=3),
+    ]
+    for item in history:  # paid long ago by an instance that wrote no open payouts, and a3
+        partition.catch_up(found, item.award_id.encode(), encoded(item))
+    partition.take(found)
+    assert set(partition.book.payouts) == {"a3"}
+    assert partition.next_order == 8  # past every order the payouts topic holds
+    partition.reflected_to(99)  # before verify_restored finished: ignored
+    batch = partition.tick()
+    assert batch is not None
+    assert open_records(batch)[:2] == [(b"a1", None), (b"a3", encoded(history[2]))]
+    partition.commit(batch)
+    assert partition.tick() is None  # written once
+
+
+def test_a_partition_renewed_before_its_first_catch_up_consumes_nothing_and_stops() -> None:
+    partition = handler()
+    partition.restore({}, 3)  # no mark, and the processor's renewal calls no verify_restored
+    assert partition.apply(awards(3, award("a1"))).records == []
+    assert partition.next_offset == 3
+    with pytest.raises(ProcessorError):
+        partition.tick()
+
+
+def prize(award_id: str, order: int = 1) -> PendingPrize:
+    return PendingPrize(award_id, "T1", 2, "ROYAL_FLUSH", 2_000_000, order)
+
+
+def test_a_restore_replaces_the_pending_prizes_and_a_tombstone_takes_one_down() -> None:
+    board = Board(stale_after=5, winner_seconds=5)
+    board.payout("g1", prize("old"), awaiting_approval=True)
+    board.replace_pending({"g2": [prize("b", 2), prize("a", 1)]})
+    assert board.signs["g1"].pending == ()  # settled while the display was away
+    assert [p.award_id for p in board.signs["g2"].pending] == ["a", "b"]
+    apply_open_record(board, b"a", None)
+    apply_open_record(board, OPEN_PAYOUTS_MARK_KEY, mark(next_order=3))
+    assert [p.award_id for p in board.signs["g2"].pending] == ["b"]
+
+
+def test_the_display_reads_the_open_topic_as_complete_only_with_every_mark() -> None:
+    read = PendingRead("open", partitions=[0, 1])
+    awaiting = payout_pb2.Payout(
+        award_id="a", pot_group_id="g", amount=5, state=payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL
+    )
+    approved = payout_pb2.Payout(
+        award_id="b", pot_group_id="g", amount=5, state=payout_pb2.PAYOUT_STATE_APPROVED
+    )
+    read.add(0, b"a", awaiting.SerializeToString())
+    read.add(1, b"b", approved.SerializeToString())
+    read.add(0, OPEN_PAYOUTS_MARK_KEY, mark())
+    assert not read.complete
+    read.add(1, OPEN_PAYOUTS_MARK_KEY, mark())
+    assert read.complete
+    assert set(read.pending) == {"a"}
+    read.add(0, b"a", None)
+    assert read.pending == {}
+    assert read.read == 5
