@@ -86,8 +86,8 @@ test-e2e: setup ## the whole floor as processes: headless demo, audit, nothing l
 test-cluster: setup ## fault tests against the local three-node cluster (slow)
 	$(PYTEST) -m cluster -q
 
-test: lint k8s-tools image ## lint + unit + proto + golden rounds + integration + cluster + k8s + image + e2e: what CI runs
-	$(PYTEST) -m unit -q
+test: lint k8s-tools image ## lint + unit (in a random order) + proto + golden rounds + integration + cluster + k8s + image + e2e: what CI runs
+	$(PYTEST) -m unit -q --random-order  # a new order each run; its seed is printed (issue 24)
 	$(PYTEST) -m proto -q tests/proto
 	$(BIN)/jackpot resolve --check --require-reasons $(SCENARIOS)/*.json
 	$(PYTEST) -m 'integration or cluster' -q

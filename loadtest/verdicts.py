@@ -10,8 +10,12 @@ own (tests/unit/test_chaos_verdicts.py):
   brokers becoming unreachable (``UNREACHABLE_FROM``: the moment the last broker process was
   confirmed stopped), and the floor be whole again within ``OUTAGE_RECOVERY_BOUND_SECONDS`` of the
   cluster's restart;
-- ``suite_verdict``: the suite passes only if every fault that ran passed, the books of every
-  floor hold, and no requested fault was skipped (unless skipping is allowed: ``--allow-skip``).
+- ``unrun_faults``: every fault of ``faults_requested`` must have run, at least once, with the
+  figures of its section of the report (``REQUESTED_SECTIONS``); a fault asked for and not
+  measured did not pass;
+- ``suite_verdict``: the suite passes only if every requested fault ran and passed, the books of
+  every floor hold, and no requested fault was skipped (unless skipping is allowed:
+  ``--allow-skip``).
 """
 
 from __future__ import annotations
@@ -143,6 +147,56 @@ def judge_outage(figures: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+# What each fault number of ``faults_requested`` leaves in the report when it ran: kills and
+# pauses under ``faults`` (each run at least once), the other faults a section of their own.
+# Fault 8 is every ``<service>_pause`` of ``faults`` (one per ``--pause``).
+REQUESTED_SECTIONS: dict[int, tuple[str, ...]] = {
+    1: ("faults.pot_kill_9",),
+    2: ("faults.broker_kill_9",),
+    3: ("cluster_outage",),
+    4: ("faults.gateway_kill_9",),
+    5: ("device_faults",),
+    6: ("faults.payout_kill_9", "faults.display_kill_9"),
+    7: ("site_cutoff",),
+    8: ("faults.*_pause",),
+}
+# The faults played on the main floor, whose books the report must then carry.
+MAIN_FLOOR_FAULTS = frozenset({1, 2, 3, 4, 5, 6, 8})
+
+
+def _section_ran(result: Mapping[str, Any], where: str) -> list[str]:
+    """The parts of one ``REQUESTED_SECTIONS`` entry that did not run ([] when it did)."""
+    if not where.startswith("faults."):
+        section = result.get(where)
+        return [] if isinstance(section, Mapping) and "status" in section else [where]
+    faults = result.get("faults") or {}
+    name = where.removeprefix("faults.")
+    if name == "*_pause":
+        pauses = {key: fault for key, fault in faults.items() if key.endswith("_pause")}
+        if not pauses:
+            return ["faults.*_pause (no pause in the report)"]
+        return [f"faults.{key}" for key, fault in sorted(pauses.items()) if not fault.get("count")]
+    return [] if (faults.get(name) or {}).get("count") else [where]
+
+
+def unrun_faults(result: Mapping[str, Any]) -> list[str]:
+    """Every requested fault that did not run, or ran zero times, one line each; a report with
+    no ``faults_requested`` is not judged to have run anything."""
+    if "faults_requested" not in result:
+        return ["faults_requested missing from the report"]
+    missing: list[str] = []
+    requested = sorted(result["faults_requested"])
+    for number in requested:
+        if number not in REQUESTED_SECTIONS:
+            missing.append(f"fault {number} (no such fault)")
+            continue
+        for where in REQUESTED_SECTIONS[number]:
+            missing += [f"fault {number} not run: {part}" for part in _section_ran(result, where)]
+    if MAIN_FLOOR_FAULTS.intersection(requested) and "books_ok" not in result:
+        missing.append("no books of the main floor")
+    return missing
+
+
 def statuses(result: Mapping[str, Any]) -> dict[str, str]:
     """The status of every fault and floor the report judged (faults not run left out)."""
     found: dict[str, str] = {}
@@ -159,8 +213,8 @@ def statuses(result: Mapping[str, Any]) -> dict[str, str]:
 
 
 def suite_verdict(result: Mapping[str, Any], allow_skip: bool = False) -> dict[str, Any]:
-    """``ok`` only if nothing failed and, unless ``allow_skip``, nothing requested was skipped
-    (a fault that did not run did not pass)."""
+    """``ok`` only if nothing failed, every requested fault ran (``unrun_faults``) and, unless
+    ``allow_skip``, nothing requested was skipped (a fault that did not run did not pass)."""
     found = statuses(result)
     skipped = {
         name: status.removeprefix("skipped: ")
@@ -172,4 +226,6 @@ def suite_verdict(result: Mapping[str, Any], allow_skip: bool = False) -> dict[s
     )
     if not allow_skip:
         failed += sorted(f"{name} (skipped)" for name in skipped)
+    # a skipped section is in the report (its skip is judged above); a missing one is not
+    failed += unrun_faults(result)
     return {"ok": not failed, "failed": failed, "skipped": skipped, "allow_skip": allow_skip}

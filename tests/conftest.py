@@ -9,15 +9,25 @@ The broker, in this order (issue #2):
 
 Tests are marked by tier: ``unit`` (no I/O), ``integration`` (real Kafka), ``cluster`` (the local
 three-node cluster). Tests under tests/unit are marked ``unit`` automatically.
+
+Order (issue 24 item 10): every test must pass in any selection and order. ``--random-order``
+(a seed, or none for a new one, printed in the header) shuffles the selected tests; ``make test``
+runs the unit tier so. After each test of the other tiers the garbage collector runs: what a
+test left to it (aiokafka's clients leave futures whose failure nobody awaited) is finalized
+within that test, never in the middle of a later one (on Python 3.11.7 a traceback formatted
+by a collection that interrupted an ``ast.parse`` makes that parse raise SystemError).
 """
 
 from __future__ import annotations
 
+import gc
 import os
+import random
 import subprocess
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,10 +39,60 @@ KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
 KAFKA_IMAGE = "apache/kafka:4.1.1"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--random-order",
+        nargs="?",
+        const="new",
+        default=None,
+        metavar="SEED",
+        help="run the selected tests in a shuffled order (SEED repeats one; none: a new one)",
+    )
+
+
+ORDER_SEED = pytest.StashKey[int]()
+
+
+def order_seed(config: pytest.Config) -> int | None:
+    """The seed of this session's shuffled order, or None for the written order."""
+    chosen = config.getoption("--random-order")
+    if chosen is None:
+        return None
+    if ORDER_SEED not in config.stash:
+        new = random.SystemRandom().randrange(10**6)
+        config.stash[ORDER_SEED] = new if chosen == "new" else int(chosen)
+    return config.stash[ORDER_SEED]
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    seed = order_seed(config)
+    return None if seed is None else f"random order: seed {seed} (again: --random-order={seed})"
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The seed again at the end, where ``-q`` shows it too: a failure in one order repeats."""
+    seed = order_seed(config)
+    if seed is not None:
+        terminalreporter.write_line(f"random order: seed {seed} (again: --random-order={seed})")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/unit/" in str(item.path).replace(os.sep, "/"):
             item.add_marker(pytest.mark.unit)
+    seed = order_seed(config)
+    if seed is not None:
+        random.Random(seed).shuffle(items)
+
+
+@pytest.fixture(autouse=True)
+def collect_what_the_test_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test of the tiers with real clients (not ``unit``: thousands of pure tests
+    leave nothing, and the collection costs), the garbage collector runs, so that whatever the
+    test left to it is finalized within the test (module docstring)."""
+    yield
+    if request.node.get_closest_marker("unit") is None:
+        gc.collect()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -26,7 +26,12 @@ from jackpot.gateway.settings import GatewaySettings, TableSettings, Topics
 from jackpot.gateway.spool import Spool
 from jackpot.platform.audit import AuditLog
 from jackpot.platform.grpc_server import GrpcServer
-from jackpot.platform.kafka import committed_consumer, ensure_topics, idempotent_producer
+from jackpot.platform.kafka import (
+    KafkaConnection,
+    ensure_topics,
+    idempotent_producer,
+    read_records,
+)
 from jackpot.topics import TopicSpec
 from jackpot.v1 import pot_pb2, table_events_pb2
 from tests.polling import eventually
@@ -214,19 +219,33 @@ class Device(DeviceClient):
         super().__init__(target, table_id, game, CREDENTIAL)
 
 
-async def read_topic(bootstrap: str, topic: str, expected: int, quiet_ms: int = 3000) -> list[Any]:
-    consumer = committed_consumer(bootstrap, topic, group_id=None)
-    await consumer.start()
-    records: list[Any] = []
-    try:
-        while len(records) < expected:
-            batch = await consumer.getmany(timeout_ms=quiet_ms)
-            if not batch:
-                break
-            for partition_records in batch.values():
-                records.extend(partition_records)
-    finally:
-        await consumer.stop()
+async def read_topic(
+    bootstrap: str, topic: str, expected: int | None = None, quiet_ms: int = 3000
+) -> list[Any]:
+    """Every committed record of ``topic``, read to its end offsets (issue 24 item 4: a read
+    that stopped at the expected count could not see a duplicate).
+
+    With ``expected``, the topic is read again (to its end offsets of then) until it holds at
+    least that many records or has not grown for ``quiet_ms``; what is returned is still
+    everything to the end offsets, so a caller asserting the exact count sees one too many.
+    Without it, one read to the end offsets of now (what was written before the call)."""
+    connection = KafkaConnection({"bootstrap_servers": bootstrap})
+    if expected is None:
+        return [record async for record in read_records(connection, topic, None, 60)]
+    loop = asyncio.get_running_loop()
+    quiet = quiet_ms / 1000
+    seen = {"count": -1, "since": loop.time()}
+
+    async def enough() -> tuple[list[Any]] | None:
+        records = [record async for record in read_records(connection, topic, None, 60)]
+        now = loop.time()
+        if len(records) != seen["count"]:
+            seen.update(count=len(records), since=now)
+        if len(records) >= expected or now - seen["since"] >= quiet:
+            return (records,)  # a tuple: truthy even when nothing was written
+        return None
+
+    (records,) = await eventually(enough, f"{topic} still growing", within=120, step=0.1)
     return records
 
 

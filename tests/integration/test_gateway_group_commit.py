@@ -2,11 +2,15 @@
 
 Eight table controllers hammer one real gateway process (real Kafka behind it) so that its spool
 writer is always committing a group of several tables' events; the process is killed with SIGKILL
-at a random moment, three times, on the same spool. After each kill the spool, opened as the next
-start would open it, must hold for every table exactly what its device was told, and nothing it
-was not: the last event the device heard "accepted" for, or (when a reply was still owed) that
-event's successor the device had sent; never anything later, never anything earlier (an
-accepted event is durable, and nothing the device did not send is on disk).
+at a random moment (seeded: ``SEED``, or ``JACKPOT_TEST_SEED``; a failure names it), three times,
+on the same spool. Each kill must land as the fault it is meant to be: it is what ended the
+process (SIGKILL, not an exit of its own before it), and devices were owed replies at that
+moment (events sent and not answered: the spool writer had a group to commit). After each kill
+the spool, opened as the next start would open it, must hold for every table exactly what its
+device was told, and nothing it was not: the last event the device heard "accepted" for, or
+(when a reply was still owed) that event's successor the device had sent; never anything later,
+never anything earlier (an accepted event is durable, and nothing the device did not send is on
+disk).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import random
 import signal
 import socket
@@ -33,11 +38,13 @@ from tests.integration.gateway_harness import (
     settings_for,
     wait_health,
 )
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
 TABLES = [f"CAR-{n}" for n in range(1, 9)]
 KILLS = 3
+SEED = int(os.environ.get("JACKPOT_TEST_SEED", "24"))  # the kills' moments
 
 
 @dataclass
@@ -93,6 +100,45 @@ async def play(device: Device, told: Told) -> None:
             steps = []
 
 
+async def play_then_kill(
+    config: Path, target: str, told: dict[str, Told], moment: float, seen: str
+) -> dict[str, int]:
+    """Start the gateway process, play every table until each had 5 more events accepted, then
+    ``moment`` seconds later (a random point of the commit cycle) kill -9 it. The replies owed
+    at the kill: table -> the sequence sent and not answered."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "jackpot.cli", "gateway", "--config", str(config),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    devices = {t: Device(target, t, Game.CARIBBEAN) for t in TABLES}
+    try:
+        await wait_health(target, api="jackpot.v1.TableDeviceService", within=60)
+        before = {t: told[t].accepted_count for t in TABLES}
+        players = [asyncio.create_task(play(devices[t], told[t])) for t in TABLES]
+
+        def playing_on() -> bool:
+            assert not any(p.done() for p in players), [p.exception() for p in players]
+            return min(told[t].accepted_count - before[t] for t in TABLES) >= 5
+
+        await eventually(playing_on, f"{seen}: the devices stalled", 60)
+        await asyncio.sleep(moment)  # the moment of the fault, not a wait for a result
+        assert process.returncode is None, f"{seen}: the gateway exited before its kill"
+        process.send_signal(signal.SIGKILL)
+        owed = {t: n for t in TABLES if (n := told[t].in_flight) is not None}
+        assert await process.wait() == -signal.SIGKILL, f"{seen}: not ended by the kill"
+        for player in players:
+            player.cancel()
+        await asyncio.gather(*players, return_exceptions=True)
+        return owed
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        for device in devices.values():
+            with contextlib.suppress(Exception):
+                await device.close()
+
+
 async def test_kill_9_in_the_middle_of_a_group_commit_keeps_exactly_what_was_accepted(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
@@ -116,44 +162,20 @@ async def test_kill_9_in_the_middle_of_a_group_commit_keeps_exactly_what_was_acc
     }
     path = tmp_path / "gateway.json"
     path.write_text(json.dumps(config))
-    rng = random.Random()
+    rng = random.Random(SEED)
     told = {t: Told() for t in TABLES}
-    kills_with_replies_owed = 0
-    for _ in range(KILLS):
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "jackpot.cli", "gateway", "--config", str(path),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-        )  # fmt: skip
-        devices = {t: Device(target, t, Game.CARIBBEAN) for t in TABLES}
-        try:
-            await wait_health(target, api="jackpot.v1.TableDeviceService", within=60)
-            before = {t: told[t].accepted_count for t in TABLES}
-            players = [asyncio.create_task(play(devices[t], told[t])) for t in TABLES]
-            deadline = asyncio.get_running_loop().time() + 60
-            while min(told[t].accepted_count - before[t] for t in TABLES) < 5:
-                assert asyncio.get_running_loop().time() < deadline, "the devices stalled"
-                assert not any(p.done() for p in players), [p.exception() for p in players]
-                await asyncio.sleep(0.05)
-            await asyncio.sleep(rng.uniform(0.0, 0.5))  # a random point of the commit cycle
-            process.send_signal(signal.SIGKILL)
-            await process.wait()
-            for player in players:
-                player.cancel()
-            await asyncio.gather(*players, return_exceptions=True)
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-            for device in devices.values():
-                with contextlib.suppress(Exception):
-                    await device.close()
+    for kill in range(1, KILLS + 1):
+        seen = f"kill {kill} of {KILLS}, seed {SEED}"
+        owed = await play_then_kill(path, target, told, rng.uniform(0.0, 0.5), seen)
         spool = Spool(settings.spool_path)
         try:
             stored = {t: s["last_sequence"] for t, s in spool.table_states().items()}
         finally:
             spool.close()
-        kills_with_replies_owed += any(told[t].in_flight is not None for t in TABLES)
+        # the fault landed: the kill cut into events sent and not yet answered
+        assert owed, f"{seen}: no device was owed a reply at the kill (it tested nothing)"
         for table in TABLES:
             allowed = {told[table].accepted, told[table].in_flight}
-            assert stored.get(table, 0) in allowed, (table, stored.get(table), told[table])
-    assert kills_with_replies_owed >= 1, "no kill hit the gateway with a reply owed"
+            assert stored.get(table, 0) in allowed, (seen, table, stored.get(table), told[table])
+        durable_unanswered = sorted(t for t, n in owed.items() if stored.get(t) == n)
+        print(f"{seen}: {len(owed)} replies owed, {len(durable_unanswered)} of them on disk")

@@ -21,6 +21,7 @@ from jackpot.platform.kafka import (
 )
 from jackpot.v1 import common_pb2, table_events_pb2
 from tests.conftest import TopicFactory
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -106,11 +107,21 @@ async def test_transactions_commit_and_abort_under_read_committed(
     assert [r.value for r in records] == [b"committed-1", b"committed-2"]
 
 
+# follow_latest's idle restart, here: ten beat intervals of silence. A producer pausing that long
+# between beats would legitimately see the follower rebuilt (and a beat sent meanwhile missed):
+# the bound is the idle time, not how many beats may be lost.
+BEAT_SECONDS = 0.1
+IDLE_RESTART_SECONDS = 10 * BEAT_SECONDS
+BEATS = 40
+
+
 async def test_a_silent_follower_is_rebuilt_and_still_hears_what_comes_next(
     kafka_bootstrap: str, make_topic: TopicFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """follow_latest's idle restart (a consumer silent after a broker restart keeps tables
-    closed): rebuilt after the idle time, it loses nothing produced once it is following."""
+    closed): rebuilt after the idle time, it loses nothing produced once it is following: every
+    one of the 40 beats is heard, once (a follower from the end misses what was written before
+    it found the end, so the beats start once a first record was heard)."""
     topic = await make_topic(partitions=1)
     heard: list[bytes] = []
     follower = asyncio.create_task(
@@ -119,29 +130,35 @@ async def test_a_silent_follower_is_rebuilt_and_still_hears_what_comes_next(
             [topic],
             lambda record: heard.append(record.value or b""),
             {},
-            idle_restart_seconds=0.5,
+            idle_restart_seconds=IDLE_RESTART_SECONDS,
         )
     )
-    loop = asyncio.get_running_loop()
+    output: list[str] = []
+
+    def rebuilt() -> int:
+        output.append(capsys.readouterr().out)
+        return "".join(output).count("kafka_follow_idle_restart")
+
     try:
-        output = ""
-        deadline = loop.time() + 15
-        while output.count("kafka_follow_idle_restart") < 2:  # quiet: rebuilt a few times
-            assert loop.time() < deadline, f"rebuilt {output.count('idle_restart')} times in 15 s"
-            await asyncio.sleep(0.1)
-            output += capsys.readouterr().out
+        await eventually(lambda: rebuilt() >= 2, "not rebuilt twice while quiet", 15, 0.1)
         producer = idempotent_producer(kafka_bootstrap)
         await producer.start()
         try:
-            for _ in range(40):  # a beat every 100 ms, as the pot's heartbeats (pacing the load)
+
+            async def following() -> bool:  # a record heard: it found the end and reads on
+                await producer.send_and_wait(topic, b"ready")
+                return b"ready" in heard
+
+            await eventually(following, "the rebuilt follower heard nothing", 10, BEAT_SECONDS)
+            restarts = rebuilt()
+            for _ in range(BEATS):  # a beat every 100 ms, as the pot's heartbeats (the pace)
                 await producer.send_and_wait(topic, b"beat")
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(BEAT_SECONDS)
         finally:
             await producer.stop()
-        deadline = loop.time() + 10
-        while len(heard) < 30:
-            assert loop.time() < deadline, f"heard {len(heard)} of 40 beats"
-            await asyncio.sleep(0.05)
+        await eventually(lambda: heard.count(b"beat") >= BEATS, f"not all {BEATS} beats heard", 10)
+        assert heard.count(b"beat") == BEATS, f"{heard.count(b'beat')} beats heard of {BEATS}"
+        assert rebuilt() == restarts, "rebuilt while the beats came: a beat could be missed"
     finally:
         follower.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -34,6 +34,7 @@ from tests.integration.gateway_harness import (
 from tests.integration.test_display import artifacts, free_port
 from tests.integration.test_payout import Running, award, ledger_types, payout_settings, publish
 from tests.integration.test_security import audit_entries
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 __all__ = ["artifacts"]  # the fixture, imported for these tests
@@ -65,6 +66,15 @@ class Floor:
                 return refused.code, json.loads(refused.read())
 
         return await asyncio.to_thread(send)
+
+    async def get(self, path: str) -> tuple[int, dict[str, Any]]:
+        """GET the page's API from another thread."""
+
+        def fetch() -> tuple[int, dict[str, Any]]:
+            with urllib.request.urlopen(self.url + path.lstrip("/"), timeout=30) as answer:
+                return answer.status, json.loads(answer.read())
+
+        return await asyncio.to_thread(fetch)
 
 
 @pytest.fixture
@@ -113,6 +123,8 @@ async def locked_round(device: Device, round_id: str, bets: dict[int, int]) -> N
 
 
 async def paid_entries(settings: PayoutSettings, award_id: str, expected: int) -> int:
+    """The PAID entries of ``award_id`` in the ledger read to its end offsets, which must hold
+    exactly ``expected`` entries in all (a duplicate of any entry fails; issue 24 item 4)."""
     entries = await ledger_types(settings, expected)
     return sum(
         1
@@ -184,6 +196,28 @@ async def test_D3_the_terminal_shows_a_locked_rounds_bets_and_a_double_click_pay
     assert ("confirm_payment", "applied", small.award_id) in outcomes
     assert ("confirm_payment", "refused", small.award_id) in outcomes
     assert ("confirm_payment", "refused", elsewhere.award_id) in outcomes
+
+
+async def test_two_concurrent_confirmations_at_the_terminals_api_pay_once(floor: Floor) -> None:
+    """Issue 24 item 5: a double click that the page did not stop (two `POST /api/paid` of one
+    prize at the same moment, as two tabs or a retrying client would send): one is answered
+    paid, the other refused; the ledger, read to its end, holds one PAID."""
+    prize = award("R6", 2, "FLUSH", 40_000, table=TABLE)
+    await publish(floor.payout, prize)
+
+    async def shown() -> bool:
+        _, state = await floor.get("/api/state")
+        links = state["links"]
+        listed = [p["award_id"] for p in state["payouts"] if p["payable"]]
+        return links["payout"]["up"] and links["gateway"]["up"] and prize.award_id in listed
+
+    await eventually(shown, "the prize never shown payable on the terminal", 20)
+    body = {"award_id": prize.award_id}
+    answers = await asyncio.gather(floor.post("/api/paid", body), floor.post("/api/paid", body))
+    assert sorted(status for status, _ in answers) == [200, 409], answers
+    [refusal] = [answer for status, answer in answers if status == 409]
+    assert "refused" in refusal["message"], refusal
+    assert await paid_entries(floor.payout, prize.award_id, 2) == 1  # ORDERED, PAID: no more
 
 
 async def test_D3_a_prize_awaiting_approval_is_locked_on_the_terminal_until_approved(
@@ -375,11 +409,9 @@ async def test_the_demos_dealer_and_supervisor_use_the_terminals_api(floor: Floo
         asyncio.create_task(simulator._supervisor()),
     ]
     try:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 30
-        while simulator.stats.payouts_paid < 1:
-            assert loop.time() < deadline, "the simulated dealer never paid the prize"
-            await asyncio.sleep(0.1)
+        await eventually(
+            lambda: simulator.stats.payouts_paid >= 1, "the simulated dealer never paid", 30
+        )
     finally:
         simulator.stop()
         for part in parts:

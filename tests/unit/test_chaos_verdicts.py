@@ -1,5 +1,6 @@
-"""The fault suite's judging (issue 13 item 7): skipped faults, books per bet and pot group,
-fault 3's closing bound, and the kills' recovery bounds.
+"""The fault suite's judging (issue 13 item 7): skipped faults, requested faults that never ran
+(issue 24 item 2), books per bet and pot group, fault 3's closing bound, and the kills' recovery
+bounds.
 
 Pure functions of ``loadtest.verdicts``, ``loadtest.books`` and ``loadtest.chaos`` over the
 figures a run measures; no floor runs here.
@@ -20,6 +21,7 @@ from loadtest.verdicts import (
     judge_kills,
     judge_outage,
     suite_verdict,
+    unrun_faults,
 )
 
 from jackpot.v1 import pot_pb2
@@ -28,8 +30,11 @@ POKER, BLACKJACK = "scl-poker", "scl-blackjack"
 
 
 def passing_report(**sections: Any) -> dict[str, Any]:
-    """A report in which every fault that ran passed and the books hold."""
+    """A report in which every fault that ran passed and the books hold: faults 1, 4 and 5
+    requested, and 3 and 7 when their sections are given."""
+    extra = [n for n, name in ((3, "cluster_outage"), (7, "site_cutoff")) if name in sections]
     report: dict[str, Any] = {
+        "faults_requested": sorted([1, 4, 5, *extra]),
         "faults": {
             "pot_kill_9": judge_kills("pot_kill_9", [1.2, 0.8]),
             "gateway_kill_9": judge_kills("gateway_kill_9", [3.0]),
@@ -76,6 +81,101 @@ def test_a_report_where_everything_ran_and_passed_is_ok() -> None:
     assert "broker_kill_9" not in suite_verdict(report)["failed"]
     report["books_ok"] = False
     assert suite_verdict(report, allow_skip=True)["failed"] == ["books"]
+
+
+# ------------------------------------------------------- requested faults that never ran
+
+
+def every_fault_report() -> dict[str, Any]:
+    """A report asking for every fault (1 to 8), each of which ran and passed."""
+    report = passing_report(site_cutoff={"status": "passed"}, cluster_outage=outage())
+    report["faults"].update(
+        broker_kill_9=judge_kills("broker_kill_9", [10.0, 12.0]),
+        payout_kill_9=judge_kills("payout_kill_9", [1.5]),
+        display_kill_9=judge_kills("display_kill_9", [2.0]),
+        pot_pause=judge_kills("pot_pause", [1.0]),
+        payout_pause=judge_kills("payout_pause", [2.0]),
+    )
+    report["faults_requested"] = [1, 2, 3, 4, 5, 6, 7, 8]
+    return report
+
+
+def test_a_report_where_every_requested_fault_ran_and_passed_is_ok() -> None:
+    report = every_fault_report()
+    assert unrun_faults(report) == []
+    assert suite_verdict(report)["ok"] is True, suite_verdict(report)["failed"]
+
+
+def test_a_report_asking_for_faults_1_and_6_with_nothing_measured_fails() -> None:
+    report = {"faults_requested": [1, 6], "books_ok": True}
+    verdict = suite_verdict(report, allow_skip=True)  # not run is not a skip: never excused
+    assert verdict["ok"] is False
+    assert verdict["failed"] == [
+        "fault 1 not run: faults.pot_kill_9",
+        "fault 6 not run: faults.payout_kill_9",
+        "fault 6 not run: faults.display_kill_9",
+    ]
+
+
+def test_a_requested_fault_that_ran_zero_times_fails() -> None:
+    report = passing_report()
+    report["faults"]["pot_kill_9"] = judge_kills("pot_kill_9", [])  # status "not run"
+    verdict = suite_verdict(report, allow_skip=True)
+    assert verdict["ok"] is False
+    assert verdict["failed"] == ["fault 1 not run: faults.pot_kill_9"]
+
+
+@pytest.mark.parametrize(
+    ("fault", "drop", "reason"),
+    [
+        (1, "faults.pot_kill_9", "fault 1 not run: faults.pot_kill_9"),
+        (2, "faults.broker_kill_9", "fault 2 not run: faults.broker_kill_9"),
+        (3, "cluster_outage", "fault 3 not run: cluster_outage"),
+        (4, "faults.gateway_kill_9", "fault 4 not run: faults.gateway_kill_9"),
+        (5, "device_faults", "fault 5 not run: device_faults"),
+        (6, "faults.display_kill_9", "fault 6 not run: faults.display_kill_9"),
+        (7, "site_cutoff", "fault 7 not run: site_cutoff"),
+        (8, "faults.payout_pause", "fault 8 not run: faults.payout_pause"),
+    ],
+)
+def test_each_requested_fault_missing_from_the_report_fails_the_suite(
+    fault: int, drop: str, reason: str
+) -> None:
+    report = every_fault_report()
+    if drop.startswith("faults."):
+        # a fault measured zero times: its entry is there, with a count of 0
+        name = drop.removeprefix("faults.")
+        report["faults"][name] = judge_kills(name, [])
+    else:
+        del report[drop]
+    verdict = suite_verdict(report, allow_skip=True)
+    assert verdict["ok"] is False
+    assert verdict["failed"] == [reason]
+    # the same report, not asking for that fault, passes: the request is what is judged
+    report["faults_requested"].remove(fault)
+    assert suite_verdict(report, allow_skip=True)["ok"] is True
+
+
+def test_fault_8_asked_for_with_no_pause_in_the_report_fails() -> None:
+    report = passing_report()
+    report["faults_requested"].append(8)
+    assert unrun_faults(report) == ["fault 8 not run: faults.*_pause (no pause in the report)"]
+
+
+def test_a_report_without_faults_requested_or_with_an_unknown_fault_fails() -> None:
+    report = passing_report()
+    del report["faults_requested"]
+    assert suite_verdict(report)["failed"] == ["faults_requested missing from the report"]
+    report["faults_requested"] = [1, 4, 5, 9]
+    assert suite_verdict(report)["failed"] == ["fault 9 (no such fault)"]
+
+
+def test_main_floor_faults_without_the_main_floors_books_fail() -> None:
+    report = passing_report()
+    del report["books_ok"]
+    assert suite_verdict(report)["failed"] == ["no books of the main floor"]
+    # fault 7 alone plays on a floor of its own, judged in its own section
+    assert unrun_faults({"faults_requested": [7], "site_cutoff": {"status": "passed"}}) == []
 
 
 # ------------------------------------------------------------------- books, bet by bet

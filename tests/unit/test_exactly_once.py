@@ -8,17 +8,27 @@ partition again (the renewal fences like a takeover), any other error aborts on 
 and re-reads from the commit point; a fenced
 producer halts the partition; a submitted change that is refused, or whose transaction fails,
 leaves the handler at its last commit; a change for a partition not owned is refused.
+
+The producer's fatal state is aiokafka's own: a real ``TransactionManager`` (the private
+``AIOKafkaProducer._txn_manager`` that ``fatal_cause`` reads) put into its fatal state the way
+aiokafka's sender does (issue 24 item 7); a test fails loudly when an aiokafka outside the range
+pinned in pyproject.toml no longer has it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import aiokafka
 import pytest
-from aiokafka import TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import (
     IllegalOperation,
     KafkaConnectionError,
@@ -27,14 +37,23 @@ from aiokafka.errors import (
     ProducerFenced,
     UnknownProducerId,
 )
+from aiokafka.producer.message_accumulator import MessageBatch
+from aiokafka.producer.transaction_manager import TransactionManager, TransactionState
+from packaging.requirements import Requirement
+from packaging.version import Version
 
 from jackpot.platform.exactly_once import (
+    TXN_MANAGER_ATTRIBUTE,
     ExactlyOnceProcessor,
     NotCommitted,
     NotOwned,
     OutputRecord,
     Owned,
     ProcessorConfig,
+    ProcessorError,
+    fatal_cause,
+    retire_producer,
+    settle_failures,
 )
 from jackpot.platform.metrics import ProcessorMetrics
 
@@ -102,22 +121,17 @@ class Counter:
         self.journal.append("close")
 
 
-@dataclass
-class TransactionState:
-    """What aiokafka's transaction manager says of a producer's transaction: failed fatally
-    with ``cause``, or not (None)."""
-
-    cause: BaseException | None
-
-    def is_fatal_error(self) -> bool:
-        return self.cause is not None
-
-    def wait_for_transaction_end(self) -> asyncio.Future[None]:
-        ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self.cause is not None:
-            ended.set_exception(self.cause)
-            ended.exception()  # retrieved: the processor reads it, asyncio need not warn
-        return ended
+def transaction_manager(fatal: BaseException | None = None) -> TransactionManager:
+    """aiokafka's own transaction manager, as a transactional producer holds it once started
+    (its id and epoch given: READY) and in a transaction; with ``fatal``, failed fatally as
+    aiokafka's sender fails it when its task dies (``Sender._fail_all``: ``fatal_error``)."""
+    manager = TransactionManager("tx-test", 60_000)
+    manager.set_pid_and_epoch(1, 0)
+    manager.begin_transaction()
+    if fatal is not None:
+        manager.fatal_error(fatal)
+        manager.wait_for_transaction_end().exception()  # retrieved: no asyncio warning
+    return manager
 
 
 @dataclass
@@ -128,7 +142,7 @@ class FakeProducer:
     fail_send: BaseException | None = None
     calls: list[str] = field(default_factory=list)
     sent: list[tuple[str, bytes | None]] = field(default_factory=list)
-    _txn_manager: TransactionState = field(default_factory=lambda: TransactionState(None))
+    _txn_manager: TransactionManager = field(default_factory=transaction_manager)
 
     async def begin_transaction(self) -> None:
         self.calls.append("begin")
@@ -324,7 +338,7 @@ async def test_a_transaction_fenced_while_its_records_are_sent_halts_the_partiti
     eos, owned, _ = await owning(3)
     producer: FakeProducer = owned.producer  # type: ignore[assignment]
     producer.fail_send = IllegalOperation("Can't send messages while not in transaction")
-    producer._txn_manager = TransactionState(ProducerFenced())
+    producer._txn_manager = transaction_manager(fatal=ProducerFenced())
     with pytest.raises(NotCommitted):
         await eos.submit(3, lambda handler: handler.add(5))
     assert owned.halted
@@ -351,7 +365,9 @@ async def test_a_producer_whose_sender_died_is_renewed_and_the_partition_restore
     eos, owned, made = await owning(3)
     producer: FakeProducer = owned.producer  # type: ignore[assignment]
     producer.fail_send = IllegalOperation("Can't send messages while not in transaction")
-    producer._txn_manager = TransactionState(KafkaError("Unexpected error during batch delivery"))
+    producer._txn_manager = transaction_manager(
+        fatal=KafkaError("Unexpected error during batch delivery")
+    )
     with pytest.raises(NotCommitted):
         await eos.submit(3, lambda handler: handler.add(5))
     assert made == ["new-3"]
@@ -359,3 +375,131 @@ async def test_a_producer_whose_sender_died_is_renewed_and_the_partition_restore
     assert not owned.halted
     assert eos._failure is None
     assert owned.handler.total == 40
+
+
+# ------------------------------------------------- aiokafka's private state (issue 24 item 7)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def pinned_aiokafka() -> Requirement:
+    """aiokafka's requirement in pyproject.toml."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    [found] = [r for r in map(Requirement, project["dependencies"]) if r.name == "aiokafka"]
+    return found
+
+
+def test_aiokafka_is_pinned_to_a_bounded_range_that_the_lock_and_the_venv_are_in() -> None:
+    """``fatal_cause`` reads a private attribute: an aiokafka release may drop it, so the range
+    is bounded above (a newer minor version must be let in on purpose, with this file's tests
+    run against it), and what is locked and installed lies inside."""
+    pinned = pinned_aiokafka()
+    assert any(s.operator in ("<", "<=", "==", "~=") for s in pinned.specifier), pinned
+    locked = [
+        line.split("==", 1)[1].strip()
+        for line in (REPO / "requirements.lock").read_text().splitlines()
+        if line.startswith("aiokafka==")
+    ]
+    assert len(locked) == 1, locked
+    assert Version(locked[0]) in pinned.specifier, (locked, str(pinned))
+    assert Version(aiokafka.__version__) in pinned.specifier, (aiokafka.__version__, str(pinned))
+
+
+async def test_a_transactional_producer_of_this_aiokafka_holds_the_transaction_manager() -> None:
+    """Fails loudly when aiokafka no longer keeps its transaction state where ``fatal_cause``
+    reads it (renamed, moved, or its fatal-state methods gone)."""
+    producer = AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", transactional_id="tx-guard")
+    try:
+        manager = getattr(producer, TXN_MANAGER_ATTRIBUTE, None)
+        assert isinstance(manager, TransactionManager), (
+            f"aiokafka {aiokafka.__version__}: AIOKafkaProducer.{TXN_MANAGER_ATTRIBUTE} is "
+            f"{manager!r}, not a TransactionManager: jackpot.platform.exactly_once.fatal_cause "
+            "can no longer tell a fenced producer from an abortable one"
+        )
+        assert manager.state is TransactionState.UNINITIALIZED
+        assert fatal_cause(producer) is None
+        manager.set_pid_and_epoch(7, 0)  # what the producer's start does on InitProducerId
+        manager.begin_transaction()
+        manager.fatal_error(ProducerFenced())  # what its sender does on ProducerFenced
+        manager.wait_for_transaction_end().exception()
+        assert manager.state is TransactionState.FATAL_ERROR
+        assert isinstance(fatal_cause(producer), ProducerFenced)
+    finally:
+        await producer.stop()
+
+
+async def test_fatal_cause_reads_a_real_managers_states_and_refuses_a_producer_without_one() -> (
+    None
+):
+    fenced, died = ProducerFenced(), KafkaError("Unexpected error during batch delivery")
+    healthy = FakeProducer("p", [])
+    assert fatal_cause(healthy) is None  # type: ignore[arg-type]
+    healthy._txn_manager.error_transaction(KafkaConnectionError())  # abortable, not fatal
+    healthy._txn_manager.wait_for_transaction_end().exception()
+    assert fatal_cause(healthy) is None  # type: ignore[arg-type]
+    for cause in (fenced, died):
+        producer = FakeProducer("p", [], _txn_manager=transaction_manager(fatal=cause))
+        assert fatal_cause(producer) is cause  # type: ignore[arg-type]
+    # the broken input: an aiokafka whose producer keeps no transaction manager there
+    with pytest.raises(ProcessorError, match=TXN_MANAGER_ATTRIBUTE):
+        fatal_cause(object())  # type: ignore[arg-type]
+
+
+# ------------------------------------------------ what a fenced producer leaves (issue 24 item 10)
+
+
+def fenced_with_a_batch_unsent(name: str) -> AIOKafkaProducer:
+    """A transactional producer as aiokafka's sender leaves it when the coordinator answers
+    ProducerFenced to its AddPartitionsToTxn: the batch it held back for that partition failed
+    (its message's future taken by the writer, as the processor's gather takes it), and the
+    transaction failed fatally (``Sender._fail_all``: ``fail_all``, then ``fatal_error``)."""
+    producer = AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", transactional_id=name)
+    manager = getattr(producer, TXN_MANAGER_ATTRIBUTE)
+    manager.set_pid_and_epoch(3, 0)
+    manager.begin_transaction()
+    accumulator = producer._message_accumulator
+    batch = MessageBatch(TopicPartition("out", 0), accumulator.create_builder(), 30, 0)
+    sent = batch.append(key=None, value=b"paid", timestamp_ms=None)
+    accumulator._batches[batch.tp].append(batch)
+    fenced = ProducerFenced()
+    accumulator.fail_all(fenced)
+    manager.fatal_error(fenced)
+    assert isinstance(sent.exception(), ProducerFenced)  # the writer heard it
+    return producer
+
+
+def never_retrieved(caplog: pytest.LogCaptureFixture) -> list[str]:
+    gc.collect()
+    return [r.getMessage() for r in caplog.records if "never retrieved" in r.getMessage()]
+
+
+async def test_a_retired_fenced_producer_leaves_no_failure_for_the_collector_to_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What a fenced payout left in one test (its transaction's waiter and an unsent batch's
+    drain waiter, failed and never awaited) was logged, traceback and all, by a collection in
+    a later test, inside its ast.parse: SystemError on Python 3.11.7. Retired by the
+    processor, the producer leaves nothing; the broken input, the same producer stopped
+    without it, shows what the collector then logs."""
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    producer = fenced_with_a_batch_unsent("tx-retired")
+    await retire_producer(producer)
+    del producer
+    assert never_retrieved(caplog) == []
+
+    broken = fenced_with_a_batch_unsent("tx-stopped")
+    await broken.stop()
+    del broken
+    logged = never_retrieved(caplog)
+    assert len(logged) == 2, logged  # the transaction's waiter and the batch's drain waiter
+    assert all("ProducerFenced" in line for line in logged), logged
+
+
+async def test_settle_failures_takes_each_failure_once_and_nothing_else() -> None:
+    producer = fenced_with_a_batch_unsent("tx-settled")
+    assert settle_failures(producer) == 2
+    assert settle_failures(producer) == 2  # taking again changes nothing
+    healthy = AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", transactional_id="tx-fine")
+    assert settle_failures(healthy) == 0  # no transaction yet: nothing failed
+    for client in (producer, healthy):
+        await client.stop()
