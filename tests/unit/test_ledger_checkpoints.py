@@ -201,3 +201,31 @@ def test_a_state_from_before_checkpoints_is_checked_whole_then_adopts_the_chain(
     assert partition._group_disagreement(GROUP, books) == ""
     assert runtime.ledger_chain == floor.processor.groups[GROUP].ledger_chain
     assert partition.processor.checkpoints_due() == [GROUP]
+
+
+def test_takeover_from_a_checkpoint_ignores_payments_of_awards_made_before_it(
+    floor: Floor,
+) -> None:
+    """An award paid days later, past the group's last checkpoint: the payout service's entry
+    is no part of the pot's state and must not halt the partition (found by make bench-history)."""
+    runtime = floor.processor.groups[GROUP]
+    last = checkpoint_positions(floor)[-1]
+    award = next(
+        e for e in floor.ledger[:last] if e.type == pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED
+    )
+    paid = pot_pb2.LedgerEntry(
+        entry_id=f"payout:{award.entry_id}:1",
+        pot_group_id=GROUP,
+        type=pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID,
+        amount=award.amount,
+        source_event_id=json.loads(award.detail_json)["award_id"],
+    )
+    books = TakeoverAudit({GROUP: runtime.checkpoint_sequence})
+    for entry, data in [*raw(floor)[last:], (paid, paid.SerializeToString())]:
+        books.add(entry, data)
+    audit = books.audits[GROUP]
+    assert audit.problems == []
+    assert (
+        disagreement(GROUP, runtime.group, runtime.ledger_sequence, audit, runtime.ledger_chain)
+        == ""
+    )
