@@ -229,3 +229,16 @@ def test_takeover_from_a_checkpoint_ignores_payments_of_awards_made_before_it(
         disagreement(GROUP, runtime.group, runtime.ledger_sequence, audit, runtime.ledger_chain)
         == ""
     )
+
+
+def test_overflow_is_counted_and_checkpointed_when_a_reserve_reaches_its_ceiling() -> None:
+    """C5: a reserve at its ceiling overflows to main; the audit counts the overflow the
+    collections carry and every checkpoint's figure agrees (the parse the audit skips only for
+    collections whose canonical detail says "overflow":[])."""
+    floor, _ = played(120, checkpoint_entries=EVERY, reserve_ceiling=50_000)
+    overflow = floor.processor.groups[GROUP].group.overflow
+    assert overflow > 0
+    audit = audit_entries(GROUP, raw(floor))
+    assert audit.problems == []
+    assert audit.overflow == overflow
+    assert audit.checkpoints > 2

@@ -69,17 +69,19 @@ class Floor:
 
 
 def played(
-    rounds: int = 60, checkpoint_entries: int = 10_000
+    rounds: int = 60, checkpoint_entries: int = 10_000, reserve_ceiling: int = 2_000_000
 ) -> tuple[Floor, list[SimulatedTable]]:
     rng = random.Random(14)
     tables = simulated_tables(GROUP, [Game.CARIBBEAN, Game.GO_POKER, Game.DRAW], rng)
     for table in tables:
         table.royal_rate = 0.05
     floor = Floor(checkpoint_entries)
-    v2 = {**MYSTERY_CONFIG, "version": 2, "base": 600_000}
+    config = {**MYSTERY_CONFIG, "pots": [dict(p) for p in MYSTERY_CONFIG["pots"]]}
+    config["pots"][1]["ceiling"] = reserve_ceiling
+    v2 = {**config, "version": 2, "base": 600_000}
     floor.play(
         [
-            commands.create_group(GROUP, MYSTERY_CONFIG, requested_by="ana", reason="open"),
+            commands.create_group(GROUP, config, requested_by="ana", reason="open"),
             *(t.link_command() for t in tables),
             *interleaved_rounds(tables, rounds // 2, rng),
             commands.propose_config(GROUP, v2, "ana", "approved 7"),

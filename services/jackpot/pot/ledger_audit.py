@@ -135,53 +135,64 @@ class GroupAudit:
         """One entry, in ledger order; ``raw`` (its bytes as the ledger holds them) lets the
         audit follow the hash chain and verify checkpoints."""
         self.entries += 1
-        if entry.type in PAYOUT_TYPES:
+        kind = entry.type
+        if kind in PAYOUT_TYPES:
             self._add_payout(entry)
             return
-        if entry.type == CHECKPOINT:
+        if kind == CHECKPOINT:
             self._check_checkpoint(entry)
         self.chain = None if raw is None or self.chain is None else chain_next(self.chain, raw)
-        if entry.ledger_sequence != self.last_sequence + 1:
+        sequence, entry_id = entry.ledger_sequence, entry.entry_id
+        if sequence != self.last_sequence + 1:
             self.problems.append(
-                f"ledger_sequence {entry.ledger_sequence} follows {self.last_sequence} "
-                f"(entry {entry.entry_id}): a gap or a duplicate"
+                f"ledger_sequence {sequence} follows {self.last_sequence} "
+                f"(entry {entry_id}): a gap or a duplicate"
             )
-        self.last_sequence = max(self.last_sequence, entry.ledger_sequence)
-        self._once(entry.entry_id, f"entry {entry.entry_id} appears twice")
+        self.last_sequence = max(self.last_sequence, sequence)
+        self._once(entry_id, f"entry {entry_id} appears twice")
         self.config_version = entry.config_version
+        moved_from_bets = self._transfers(entry, kind)
+        if kind == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED:
+            if moved_from_bets != entry.amount * MINOR_PER_PESO:
+                self.problems.append(
+                    f"entry {entry_id}: bets of {entry.amount} pesos but "
+                    f"{format_amount(moved_from_bets)} moved from bets"
+                )
+            text = entry.detail_json
+            if '"overflow":[]' not in text:  # canonical JSON: the common case needs no parse
+                overflow = json.loads(text).get("overflow", ())
+                self.overflow += sum(int(amount) for _, _, amount in overflow)
+        elif kind in AWARD_TYPES:
+            award_id = json.loads(entry.detail_json).get("award_id", "")
+            self._once(f"award:{award_id}", f"award {award_id} appears twice")
+            self.open_awards[award_id] = entry.amount
+            self.hits[entry.prize] += 1
+            self.wins[entry.prize] += entry.amount
+
+    def _transfers(self, entry: pot_pb2.LedgerEntry, kind: int) -> int:
+        """The entry's transfers into the accounts; the picopesos it moved from ``bets``."""
         moved_from_bets = 0
+        accounts = self.accounts
         for transfer in entry.transfers:
             try:
                 amount = records.minor_units(transfer.amount)
             except ValueError as error:
                 self.problems.append(f"entry {entry.entry_id}: {error}")
                 continue
+            source, target = transfer.source, transfer.target
             if amount <= 0:
                 self.problems.append(f"entry {entry.entry_id}: transfer of {amount} minor units")
-            if transfer.source.startswith("pot:") and entry.type not in POT_DEBIT_TYPES:
+            if source.startswith("pot:") and kind not in POT_DEBIT_TYPES:
                 self.problems.append(
-                    f"R2: {transfer.source} decreased by {format_amount(amount)} in entry "
-                    f"{entry.entry_id} ({pot_pb2.LedgerEntryType.Name(entry.type)}), which is "
+                    f"R2: {source} decreased by {format_amount(amount)} in entry "
+                    f"{entry.entry_id} ({pot_pb2.LedgerEntryType.Name(kind)}), which is "
                     "neither an award nor a reseed"
                 )
-            self.accounts[transfer.source] -= amount
-            self.accounts[transfer.target] += amount
-            if transfer.source == "bets":
+            accounts[source] -= amount
+            accounts[target] += amount
+            if source == "bets":
                 moved_from_bets += amount
-        if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED:
-            if moved_from_bets != entry.amount * MINOR_PER_PESO:
-                self.problems.append(
-                    f"entry {entry.entry_id}: bets of {entry.amount} pesos but "
-                    f"{format_amount(moved_from_bets)} moved from bets"
-                )
-            detail = json.loads(entry.detail_json)
-            self.overflow += sum(int(amount) for _, _, amount in detail.get("overflow", ()))
-        elif entry.type in AWARD_TYPES:
-            award_id = json.loads(entry.detail_json).get("award_id", "")
-            self._once(f"award:{award_id}", f"award {award_id} appears twice")
-            self.open_awards[award_id] = entry.amount
-            self.hits[entry.prize] += 1
-            self.wins[entry.prize] += entry.amount
+        return moved_from_bets
 
     def _check_checkpoint(self, entry: pot_pb2.LedgerEntry) -> None:
         """A checkpoint must state exactly this audit's figures and the chain before it."""
