@@ -12,7 +12,7 @@ KAFKA := deploy/local/kafka.sh
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= tests/golden
 
-.PHONY: help setup browser monitoring-tools monitor proto demo-report test-e2e loadtest chaos soak proto-lint proto-breaking proto-test lint test test-unit test-integration test-cluster bench \
+.PHONY: help setup browser monitoring-tools monitor proto demo-report test-e2e loadtest chaos soak proto-lint proto-breaking proto-test lint test test-unit test-integration test-cluster bench bench-history \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down kafka-secure-cluster-up \
         kafka-secure-cluster-down clean
 
@@ -99,6 +99,11 @@ bench: setup ## every benchmark in one run, one table of figures and ratios (abo
 	@[ -n "$${KAFKA_BOOTSTRAP_SERVERS:-}" ] || $(KAFKA) up
 	@mkdir -p build
 	$(BIN)/python -m loadtest.bench --json build/bench.json
+
+bench-history: setup ## pot takeover, start-up, audit, report, restore on 0, 1 and 7 days of 300 tables (HISTORY_ARGS='--days 30'; build/bench.json history.*)
+	@[ -n "$${KAFKA_BOOTSTRAP_SERVERS:-}" ] || $(KAFKA) up
+	@mkdir -p build
+	$(BIN)/python -m loadtest.history --json build/bench.json $(HISTORY_ARGS)
 
 chaos: setup ## fault suite: kill -9 of pot (20x), gateway, payout, display; 20 s pauses of pot and payout; device faults; site cut-off (root) (build/chaos/)
 	$(BIN)/python -m loadtest.chaos --device-faults 0.05 --site-cutoff 20 --pause pot:20 --pause payout:20
