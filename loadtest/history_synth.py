@@ -495,8 +495,12 @@ class GroupHistory:
             yield record
 
     def heartbeat(self, at_ns: int) -> None:
+        """The service's tick (``PotPartition.tick``): a heartbeat, and a checkpoint when one is
+        due (the group's first, or its last an interval old)."""
         self.clock.now_ns = at_ns
-        self._output(self.processor.heartbeat([self.group.group_id]))
+        processor = self.processor
+        beat = processor.heartbeat([self.group.group_id])
+        self._output(processor.checkpoint(processor.checkpoints_due(), beat))
 
     def _output(self, outputs: Outputs) -> None:
         if outputs.dead_letters or outputs.rejected:
