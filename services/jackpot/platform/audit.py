@@ -340,9 +340,15 @@ class AuditLog:
             if self.ready.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._queue.join(), drain_seconds)
-            self._writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._writer
+            # Cancel until it is done: a cancellation that lands as one of the resume's reads
+            # completes can be lost (Python 3.11's wait_for), and the writer would go on waiting.
+            while not self._writer.done():
+                self._writer.cancel()
+                await asyncio.wait({self._writer}, timeout=0.5)
+            if not self._writer.cancelled() and self._writer.exception() is not None:
+                log.warning(
+                    "audit_writer_failed", chain=self.chain, error=repr(self._writer.exception())
+                )
             left = deadline - loop.time()
             if self.ready.is_set() and not self._in_flight and left > 0:
                 try:
