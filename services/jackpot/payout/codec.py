@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jackpot.domain.payout import Payout, Transition
+from jackpot.domain.payout import Payout, Transition, order_payout
 from jackpot.platform.codec import (
     payout_ledger_type,
     payout_state_from_proto,
@@ -77,3 +77,23 @@ def ledger_entry(payout: Payout) -> pot_pb2.LedgerEntry:
     entry.occurred_at.FromNanoseconds(step.at_ns)
     entry.recorded_at.FromNanoseconds(step.at_ns)
     return entry
+
+
+def payout_for_award(
+    award: pot_pb2.Award, order: int, approval_threshold: int, at_ns: int
+) -> Payout:
+    """The payout a new award gets (``order_payout``): the payout service's, and the history
+    bench's synthesis of it."""
+    return order_payout(
+        award_id=award.award_id,
+        pot_group_id=award.pot_group_id,
+        table_id=award.table_id,
+        round_id=award.round_id,
+        seat=award.seat,
+        prize=award.prize,
+        amount=award.amount,
+        cards=tuple(award.cards),
+        order=order,
+        approval_threshold=approval_threshold,
+        at_ns=at_ns,
+    )

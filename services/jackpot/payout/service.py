@@ -41,9 +41,9 @@ from aiokafka.structs import ConsumerRecord
 from google.protobuf.message import DecodeError
 
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.payout import OPEN, Payout, PayoutState, approve, order_payout, pay, void
+from jackpot.domain.payout import OPEN, Payout, PayoutState, approve, pay, void
 from jackpot.payout import metrics
-from jackpot.payout.codec import from_proto, ledger_entry, to_proto
+from jackpot.payout.codec import from_proto, ledger_entry, payout_for_award, to_proto
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.assignors import SingleOwnerAssignor
 from jackpot.platform.deadletter import dead_letter
@@ -459,19 +459,7 @@ class PayoutPartition:
         self.book.put_many(self.partition, payouts)
 
     def _order(self, award: pot_pb2.Award, order: int, now: int) -> Payout:
-        return order_payout(
-            award_id=award.award_id,
-            pot_group_id=award.pot_group_id,
-            table_id=award.table_id,
-            round_id=award.round_id,
-            seat=award.seat,
-            prize=award.prize,
-            amount=award.amount,
-            cards=tuple(award.cards),
-            order=order,
-            approval_threshold=self.settings.approval_threshold,
-            at_ns=now,
-        )
+        return payout_for_award(award, order, self.settings.approval_threshold, now)
 
     def _open_record(self, award_id: str, value: bytes | None) -> OutputRecord:
         return OutputRecord(
