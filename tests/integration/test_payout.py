@@ -644,7 +644,29 @@ async def paid_on_owner(
         if session.ended.done():
             targets.moved(session.ended.result())
         remaining = max(0.0, deadline - time.monotonic())
-        session = await shown_on_owner(targets, session.table_id, award_id, remaining, dealer)
+        session = await screen_on_owner(targets, session.table_id, remaining, dealer)
+        if award_id not in session.open_ids():
+            return session  # the confirmation was paid before its session ended: not open now
+
+
+async def screen_on_owner(
+    targets: PayoutTargets, table_id: str, within: float, dealer: str = "d1"
+) -> TerminalSession:
+    """A terminal session at the owner that received its first screen (the table's open
+    prizes), reconnecting as a dealer terminal does while a rebalance ends sessions."""
+    deadline = time.monotonic() + within
+    while True:
+        session = TerminalSession(targets.current, table_id, dealer)
+        await session.start()
+        await eventually(
+            lambda s=session: bool(s.shown) or s.ended.done(),
+            f"no screen from {targets.current}",
+            max(0.0, deadline - time.monotonic()),
+        )
+        if not session.ended.done():
+            return session
+        targets.moved(session.ended.result())
+        await session.stop()
 
 
 async def sent_to_owner(address: str, table_id: str, within: float) -> grpc.aio.AioRpcError:
