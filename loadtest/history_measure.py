@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -50,6 +51,8 @@ PAYOUT_SERVICE = "jackpot.v1.PayoutService"
 START_TIMEOUT_SECONDS = 180.0
 TAKEOVER_TIMEOUT_SECONDS = 900.0
 WORK_SECONDS = 3.0  # the first pot instance works this long before it is killed
+# what jackpot audit and jackpot report say their worker processes peaked at (--jobs)
+WORKERS_RSS = re.compile(r"workers' peak RSS (\d+) MB")
 RESUME_SNIPPET = """
 import asyncio, json, os, sys, time
 from jackpot.platform.audit import AuditLog
@@ -216,15 +219,18 @@ def peak_rss_mb(pid: int) -> float | None:
 
 
 def timed_tool(run: Run, name: str, args: Sequence[str]) -> dict[str, Any]:
-    """A tool to its end: wall seconds, peak RSS (the child's own, from wait4), exit status."""
+    """A tool to its end: wall seconds, peak RSS (its own, from wait4, plus what its worker
+    processes say they peaked at, summed: ``--jobs``), exit status."""
     started = time.perf_counter()
     process = spawn(run, name, args, tool_env(run))
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
+    log = (run.logs / f"{run.spawned:02d}-{name}.log").read_text(errors="replace")
+    workers = [float(mb) for mb in WORKERS_RSS.findall(log)]
     return {
         "seconds": round(seconds, 3),
-        "rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "rss_mb": round(usage.ru_maxrss / 1024 + sum(workers[-1:]), 1),
         "exit": process.returncode,
     }
 

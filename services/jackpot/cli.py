@@ -51,6 +51,7 @@ def _audit(args: argparse.Namespace) -> int:
         args.pot_updates_topic or settings.pot_updates_topic,
         args.group,
         args.state,
+        args.jobs,
     )
 
 
@@ -72,6 +73,7 @@ def _report(args: argparse.Namespace) -> int:
         args.end,
         args.group,
         checkpoint_interval_seconds=settings.checkpoint_interval_seconds,
+        jobs=args.jobs,
     )
 
 
@@ -134,6 +136,25 @@ def _demo(args: argparse.Namespace) -> int:
 
         return print_commands(args.print_commands or None)
     return demo_main(args.duration, args.report, args.tables, args.rig_rate, args.rounds_per_minute)
+
+
+def _jobs(text: str) -> int:
+    jobs = int(text)
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"--jobs must be 1 or more, not {jobs}")
+    return jobs
+
+
+def _add_jobs(parser: argparse.ArgumentParser) -> None:
+    from jackpot.tools.partitions import default_jobs
+
+    parser.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=default_jobs(),
+        metavar="N",
+        help="processes reading the ledger's partitions side by side (default: one per core)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -262,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="incremental: audit only what follows the clean audit saved in FILE, and save this "
         "one there when everything matches (absent FILE: a full audit that starts it)",
     )
+    _add_jobs(audit)
     audit.add_argument(
         "--chain",
         action="store_true",
@@ -293,6 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--bootstrap-servers", help="default: JACKPOT_BOOTSTRAP_SERVERS")
     report.add_argument("--ledger-topic", help="default: JACKPOT_LEDGER_TOPIC")
+    _add_jobs(report)
     report.set_defaults(handler=_report)
 
     restore = commands.add_parser(

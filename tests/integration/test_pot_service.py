@@ -39,7 +39,7 @@ from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.processor import InputRecord, PotProcessor
 from jackpot.pot.service import PotService
 from jackpot.pot.settings import PotSettings
-from jackpot.tools.audit import AuditState, audit
+from jackpot.tools.audit import AuditState, audit, audit_ledger
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, pot_pb2_grpc, table_events_pb2
 from tests.polling import eventually
 
@@ -453,7 +453,8 @@ async def test_an_incremental_audit_reads_only_what_follows_its_saved_state(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     """Issue 23: `jackpot audit --state FILE` goes on from the last clean audit; its verdict and
-    figures equal a full audit's, and a tampered saved state is refused by the entries after."""
+    figures equal a full audit's, and a tampered saved state is refused by the entries after; two
+    processes reading the partitions side by side (``--jobs 2``) give the same books."""
     settings = pot_settings(kafka_bootstrap, unique, partitions=2, max_batch_records=16)
     await create_topics(settings)
     events = scripted_events(group_names(2, 2), rounds_per_table=60, seed=8)
@@ -471,8 +472,14 @@ async def test_an_incremental_audit_reads_only_what_follows_its_saved_state(
         await wait_processed(settings)
         resumed_state = AuditState.load(state_file, settings.ledger_topic)
         before = sum(g.entries for g in resumed_state.groups.values())
-        resumed = await audit(*topics, state=resumed_state)
+        resumed = await audit(*topics, state=resumed_state, jobs=2)
         full = await audit(*topics)
+        side_by_side = await audit_ledger(*topics, jobs=2)
+    assert side_by_side.processes == 2
+    assert side_by_side.workers_rss_mb > 0  # it did run in worker processes
+    assert [g.figures() for g in side_by_side.groups] == [g.figures() for g in full]
+    assert [g.chain for g in side_by_side.groups] == [g.chain for g in full]
+    assert side_by_side.records == sum(g.entries for g in full)
     assert [g.problems for g in resumed] == [[] for _ in full]
     assert [g.figures() for g in resumed] == [g.figures() for g in full]
     assert [g.chain for g in resumed] == [g.chain for g in full]
@@ -482,7 +489,7 @@ async def test_an_incremental_audit_reads_only_what_follows_its_saved_state(
     group = sorted(tampered["groups"])[0]
     tampered["groups"][group]["accounts"]["commission"] += 1  # one picopeso
     state_file.write_text(json.dumps(tampered))
-    refused = await audit(*topics, state=AuditState.load(state_file, settings.ledger_topic))
+    refused = await audit(*topics, state=AuditState.load(state_file, settings.ledger_topic), jobs=2)
     problems = next(g.problems for g in refused if g.group_id == group)
     assert any("checkpoint" in p or "M2" in p for p in problems), problems
 

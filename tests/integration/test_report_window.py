@@ -64,6 +64,14 @@ async def test_one_day_of_four_reads_the_day_and_equals_the_whole_ledger(
         assert mine.awards == theirs.awards
         assert mine.main_series == theirs.main_series
     assert report.records_read < total * 0.45, (report.records_read, total)
+    # Two processes, a partition each (--jobs 2): the same books, the same records read.
+    side_by_side = await report_tool.report_from_kafka(options, topic, period, jobs=2)
+    assert side_by_side.workers_rss_mb > 0  # it did run in worker processes
+    assert side_by_side.records_read == report.records_read
+    for mine, theirs in zip(side_by_side.groups, report.groups, strict=True):
+        assert mine.reconciliation() == theirs.reconciliation()
+        assert mine.closing.figures() == theirs.closing.figures()
+        assert (mine.awards, mine.main_series) == (theirs.awards, theirs.main_series)
     print(f"\none day of four: {report.records_read} ledger records read, the topic holds {total}")
 
     # The command: exit 0, and the summary says what it read.

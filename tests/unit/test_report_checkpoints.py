@@ -73,9 +73,15 @@ class MemoryLedger:
         }
 
     async def records(
-        self, start: Mapping[int, int] | None = None, end: Mapping[int, int] | None = None
+        self,
+        start: Mapping[int, int] | None = None,
+        end: Mapping[int, int] | None = None,
+        *,
+        partitions: Iterable[int] | None = None,
     ) -> AsyncIterator[ConsumerRecord[bytes, bytes]]:
         begin = dict(start) if start is not None else {p: 0 for p in self.partitions}
+        if partitions is not None:
+            begin = {p: o for p, o in begin.items() if p in set(partitions)}
         self.reads.append(begin)
         stop = {p: min(len(self.log[p]), (end or {}).get(p, len(self.log[p]))) for p in begin}
         at = dict(begin)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
-from collections.abc import Mapping
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,21 +34,58 @@ from jackpot.v1 import pot_pb2
 RECENT_IDS = 100_000  # entry and award ids remembered to see a replay (bounded memory)
 GENESIS = bytes(32)  # the chain before a group's first entry
 CHECKPOINT = pot_pb2.LEDGER_ENTRY_TYPE_CHECKPOINT
-AWARD_TYPES = (
-    pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED,
-    pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED,
+BETS_COLLECTED = pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED
+AWARD_TYPES = frozenset(
+    {pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED, pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED}
 )
 # The only entries that may take money out of a pot (R2): a prize paid from it, and the S8 top-up
 # that moves reserves to the main pot after a reset. There is no correction entry.
-POT_DEBIT_TYPES = (*AWARD_TYPES, pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED)
+POT_DEBIT_TYPES = AWARD_TYPES | {pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED}
 # Written by the payout service: no ledger_sequence, no transfers (the money moved at award).
-PAYOUT_TYPES = (
-    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_ORDERED,
-    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_AWAITING_APPROVAL,
-    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_APPROVED,
-    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID,
-    pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED,
+PAYOUT_TYPES = frozenset(
+    {
+        pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_ORDERED,
+        pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_AWAITING_APPROVAL,
+        pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_APPROVED,
+        pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID,
+        pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED,
+    }
 )
+_OVERFLOW_KEY = '"overflow":'
+_DECODER = json.JSONDecoder()
+
+
+class RecentIds:
+    """The last ``limit`` ids seen, oldest first: membership and eviction in O(1).
+
+    (A dict evicted from its front is not: ``next(iter(d))`` walks the deleted slots before the
+    first live one, and an audit of a million entries slowed to a third of its speed.)"""
+
+    def __init__(self, ids: Iterable[str] = (), limit: int = RECENT_IDS) -> None:
+        self._order: deque[str] = deque()
+        self._members: set[str] = set()
+        self._limit = limit
+        for key in ids:
+            self.add(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._members
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def add(self, key: str) -> bool:
+        """Remember ``key``; False when it was already among the recent ids."""
+        if key in self._members:
+            return False
+        self._members.add(key)
+        self._order.append(key)
+        if len(self._order) > self._limit:
+            self._members.discard(self._order.popleft())
+        return True
 
 
 @dataclass
@@ -65,7 +102,7 @@ class GroupAudit:
     # Bounded whatever the history: awards neither paid nor voided (award id -> whole pesos),
     # and a window of the most recent entry and award ids (a replayed event repeats them).
     open_awards: dict[str, int] = field(default_factory=dict)
-    recent_ids: dict[str, None] = field(default_factory=dict)
+    recent_ids: RecentIds = field(default_factory=RecentIds)
     paid_count: int = 0
     paid_pesos: int = 0
     voided_count: int = 0
@@ -141,27 +178,27 @@ class GroupAudit:
             return
         if kind == CHECKPOINT:
             self._check_checkpoint(entry)
-        self.chain = None if raw is None or self.chain is None else chain_next(self.chain, raw)
+        chain = self.chain
+        self.chain = None if raw is None or chain is None else chain_next(chain, raw)
         sequence, entry_id = entry.ledger_sequence, entry.entry_id
         if sequence != self.last_sequence + 1:
             self.problems.append(
                 f"ledger_sequence {sequence} follows {self.last_sequence} "
                 f"(entry {entry_id}): a gap or a duplicate"
             )
-        self.last_sequence = max(self.last_sequence, sequence)
-        self._once(entry_id, f"entry {entry_id} appears twice")
+            sequence = max(self.last_sequence, sequence)
+        self.last_sequence = sequence
+        if not self.recent_ids.add(entry_id):
+            self.problems.append(f"entry {entry_id} appears twice")
         self.config_version = entry.config_version
         moved_from_bets = self._transfers(entry, kind)
-        if kind == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED:
+        if kind == BETS_COLLECTED:
             if moved_from_bets != entry.amount * MINOR_PER_PESO:
                 self.problems.append(
                     f"entry {entry_id}: bets of {entry.amount} pesos but "
                     f"{format_amount(moved_from_bets)} moved from bets"
                 )
-            text = entry.detail_json
-            if '"overflow":[]' not in text:  # canonical JSON: the common case needs no parse
-                overflow = json.loads(text).get("overflow", ())
-                self.overflow += sum(int(amount) for _, _, amount in overflow)
+            self.overflow += overflow_of(entry.detail_json)
         elif kind in AWARD_TYPES:
             award_id = json.loads(entry.detail_json).get("award_id", "")
             self._once(f"award:{award_id}", f"award {award_id} appears twice")
@@ -174,15 +211,20 @@ class GroupAudit:
         moved_from_bets = 0
         accounts = self.accounts
         for transfer in entry.transfers:
-            try:
-                amount = records.minor_units(transfer.amount)
-            except ValueError as error:
-                self.problems.append(f"entry {entry.entry_id}: {error}")
-                continue
+            exact = transfer.amount
+            numerator, denominator = exact.numerator, exact.denominator
+            if denominator == 1:  # whole pesos, as the pot writes them: no division
+                amount = numerator * MINOR_PER_PESO
+            else:
+                try:
+                    amount = records.minor_units(exact)
+                except ValueError as error:
+                    self.problems.append(f"entry {entry.entry_id}: {error}")
+                    continue
             source, target = transfer.source, transfer.target
             if amount <= 0:
                 self.problems.append(f"entry {entry.entry_id}: transfer of {amount} minor units")
-            if source.startswith("pot:") and kind not in POT_DEBIT_TYPES:
+            if kind not in POT_DEBIT_TYPES and source.startswith("pot:"):
                 self.problems.append(
                     f"R2: {source} decreased by {format_amount(amount)} in entry "
                     f"{entry.entry_id} ({pot_pb2.LedgerEntryType.Name(kind)}), which is "
@@ -225,11 +267,8 @@ class GroupAudit:
 
     def _once(self, key: str, problem: str) -> None:
         """A duplicate within the last RECENT_IDS ids is a problem (a replayed event)."""
-        if key in self.recent_ids:
+        if not self.recent_ids.add(key):
             self.problems.append(problem)
-        self.recent_ids[key] = None
-        if len(self.recent_ids) > RECENT_IDS:
-            del self.recent_ids[next(iter(self.recent_ids))]
 
     def _add_payout(self, entry: pot_pb2.LedgerEntry) -> None:
         """A payout lifecycle step: it moves no money; a payment or a void settles exactly one
@@ -305,6 +344,21 @@ class GroupAudit:
             )
 
 
+def overflow_of(detail_json: str) -> int:
+    """The picopesos a collection's detail says overflowed a capped pot (``"overflow"``: a list
+    of [from, to, amount]); only that list is parsed (canonical JSON: usually ``[]``)."""
+    at = detail_json.find(_OVERFLOW_KEY)
+    if at < 0:
+        return 0
+    at += len(_OVERFLOW_KEY)
+    while detail_json[at : at + 1] in (" ", "\n", "\t", "\r"):
+        at += 1
+    if detail_json.startswith("[]", at):
+        return 0
+    moves, _ = _DECODER.raw_decode(detail_json, at)
+    return sum(int(amount) for _, _, amount in moves)
+
+
 def chain_next(chain: bytes, raw_entry: bytes) -> bytes:
     """The hash chain after one more entry (its serialized bytes, as written to the ledger)."""
     return hashlib.sha256(chain + hashlib.sha256(raw_entry).digest()).digest()
@@ -372,7 +426,7 @@ def audit_from_dict(data: dict[str, Any]) -> GroupAudit:
         hits=Counter({k: int(v) for k, v in data["hits"].items()}),
         wins=Counter({k: int(v) for k, v in data["wins"].items()}),
         open_awards={k: int(v) for k, v in data["open_awards"].items()},
-        recent_ids=dict.fromkeys(str(i) for i in data["recent_ids"]),
+        recent_ids=RecentIds(str(i) for i in data["recent_ids"]),
         paid_count=int(data["paid_count"]),
         paid_pesos=int(data["paid_pesos"]),
         voided_count=int(data["voided_count"]),

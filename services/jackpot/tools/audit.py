@@ -26,8 +26,10 @@ end offsets are taken before and after the updates' and must agree); heartbeats 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +44,7 @@ from jackpot.pot.ledger_audit import (
     audit_from_dict,
     audit_to_dict,
 )
+from jackpot.tools.partitions import map_shares
 from jackpot.v1 import pot_pb2
 
 CUT_ATTEMPTS = 10
@@ -97,15 +100,40 @@ async def _consistent_cut(
     raise RuntimeError("the ledger kept growing: no consistent cut; stop the pot service")
 
 
+@dataclass
+class AuditRun:
+    """The groups an audit computed, and what it read to do so."""
+
+    groups: list[GroupAudit]
+    records: int = 0
+    processes: int = 1
+    workers_rss_mb: float = 0.0  # the worker processes' peak RSS, summed (0: none)
+
+
 async def audit(
     kafka_options: Mapping[str, Any],
     ledger_topic: str,
     updates_topic: str,
     only_groups: Sequence[str] = (),
     state: AuditState | None = None,
+    jobs: int = 1,
 ) -> list[GroupAudit]:
+    """Every pot group (or the named ones) recomputed from the ledger (:func:`audit_ledger`)."""
+    done = await audit_ledger(kafka_options, ledger_topic, updates_topic, only_groups, state, jobs)
+    return done.groups
+
+
+async def audit_ledger(
+    kafka_options: Mapping[str, Any],
+    ledger_topic: str,
+    updates_topic: str,
+    only_groups: Sequence[str] = (),
+    state: AuditState | None = None,
+    jobs: int = 1,
+) -> AuditRun:
     """Recompute every pot group (or only the named ones) from the ledger, streamed: memory is
-    one fetch plus each group's bounded books, whatever the ledger's length.
+    one fetch plus each group's bounded books, whatever the ledger's length; ``jobs`` processes
+    read the partitions side by side (:mod:`jackpot.tools.partitions`).
 
     ``kafka_options`` are the client options (bootstrap servers, security), as
     :meth:`jackpot.pot.settings.PotSettings.kafka_options` gives them. ``state``: go on from an
@@ -118,18 +146,22 @@ async def audit(
             if not reader.partitions:
                 raise LookupError(f"topic {reader.topic} does not exist")
         ends, update_ends = await _consistent_cut(ledger, up)
-        groups = state.groups
-        async for record in ledger.records(state.offsets or None, ends):
-            if record.value is None:
-                continue
-            entry = pot_pb2.LedgerEntry.FromString(record.value)
-            if only_groups and entry.pot_group_id not in only_groups:
-                continue
-            if record.key != entry.pot_group_id.encode():
-                raise RuntimeError(f"ledger entry {entry.entry_id} is keyed {record.key!r}")
-            group = groups.setdefault(entry.pot_group_id, GroupAudit(entry.pot_group_id))
-            group.add(entry, record.value)
-        state.offsets = dict(ends)
+        firsts, _ = await ledger.bounds()
+        todo = [p for p in ledger.partitions if ends[p] > max(firsts[p], state.offsets.get(p, 0))]
+        work = functools.partial(
+            audit_partitions,
+            dict(kafka_options),
+            ledger_topic,
+            dict(state.offsets),
+            dict(ends),
+            tuple(only_groups),
+            state.groups,
+        )
+        shares = await map_shares(work, todo, jobs)
+        groups = dict(state.groups)
+        for share in shares:
+            groups.update(share.value[0])
+        state.groups, state.offsets = groups, dict(ends)
         # The latest update of each group is near the tail (a heartbeat every 500 ms, D5).
         latest = await up.latest({g.encode() for g in groups}, end=update_ends)
         for key, record in latest.items():
@@ -138,7 +170,58 @@ async def audit(
                 groups[update.pot_group_id].update = update
     for group in groups.values():
         group.finish()
-    return [groups[g] for g in sorted(groups) if not only_groups or g in only_groups]
+    chosen = [groups[g] for g in sorted(groups) if not only_groups or g in only_groups]
+    return AuditRun(
+        chosen,
+        sum(share.value[1] for share in shares),
+        len(shares),
+        sum(share.rss_mb for share in shares),
+    )
+
+
+def audit_partitions(
+    kafka_options: dict[str, Any],
+    ledger_topic: str,
+    start: dict[int, int],
+    ends: dict[int, int],
+    only_groups: tuple[str, ...],
+    known: dict[str, GroupAudit],
+    partitions: list[int],
+) -> tuple[dict[str, GroupAudit], int]:
+    """One share of the ledger's partitions audited (a worker of :func:`audit`): the books of
+    the groups that had entries there, and the records read."""
+    return asyncio.run(
+        _audit_share(kafka_options, ledger_topic, start, ends, only_groups, known, partitions)
+    )
+
+
+async def _audit_share(
+    kafka_options: dict[str, Any],
+    ledger_topic: str,
+    start: dict[int, int],
+    ends: dict[int, int],
+    only_groups: tuple[str, ...],
+    known: dict[str, GroupAudit],
+    partitions: list[int],
+) -> tuple[dict[str, GroupAudit], int]:
+    touched: dict[str, GroupAudit] = {}
+    count = 0
+    async with KafkaConnection(kafka_options).reader(ledger_topic) as ledger:
+        async for record in ledger.records(start or None, ends, partitions=partitions):
+            count += 1
+            if record.value is None:
+                continue
+            entry = pot_pb2.LedgerEntry.FromString(record.value)
+            group_id = entry.pot_group_id
+            if only_groups and group_id not in only_groups:
+                continue
+            if record.key != group_id.encode():
+                raise RuntimeError(f"ledger entry {entry.entry_id} is keyed {record.key!r}")
+            group = touched.get(group_id)
+            if group is None:
+                group = touched[group_id] = known.get(group_id) or GroupAudit(group_id)
+            group.add(entry, record.value)
+    return touched, count
 
 
 def render(groups: Sequence[GroupAudit]) -> str:
@@ -184,14 +267,24 @@ def run(
     updates_topic: str,
     only_groups: Sequence[str] = (),
     state_path: Path | None = None,
+    jobs: int = 1,
 ) -> int:
+    started = time.perf_counter()
     try:
         state = AuditState.load(state_path, ledger_topic) if state_path else None
-        groups = asyncio.run(audit(kafka_options, ledger_topic, updates_topic, only_groups, state))
+        done = asyncio.run(
+            audit_ledger(kafka_options, ledger_topic, updates_topic, only_groups, state, jobs)
+        )
     except (LookupError, RuntimeError, OSError, KafkaError, ValueError) as error:
         print(f"jackpot audit: {error}", file=sys.stderr)
         return 2
+    groups = done.groups
     print(render(groups))
+    print(
+        f"jackpot audit: {done.records} ledger records in {time.perf_counter() - started:.1f} s, "
+        f"{done.processes} process(es); workers' peak RSS {done.workers_rss_mb:.0f} MB in all",
+        file=sys.stderr,
+    )
     missing = set(only_groups) - {g.group_id for g in groups}
     for group_id in sorted(missing):
         print(f"pot group {group_id}: no ledger entries", file=sys.stderr)

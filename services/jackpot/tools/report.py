@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import functools
 import html
 import json
 import sys
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,6 +47,7 @@ from aiokafka.partitioner import DefaultPartitioner
 from jackpot.domain.money import floor_pesos, format_amount
 from jackpot.platform.kafka import KafkaConnection
 from jackpot.pot.settings import PotSettings
+from jackpot.tools.partitions import map_shares
 from jackpot.tools.report_figures import (
     FROM_FIRST_ENTRY,
     AwardRow,
@@ -85,8 +87,16 @@ class LedgerReader(Protocol):
     ) -> dict[int, int]: ...
 
     def records(
-        self, start: Mapping[int, int] | None = None, end: Mapping[int, int] | None = None
+        self,
+        start: Mapping[int, int] | None = None,
+        end: Mapping[int, int] | None = None,
+        *,
+        partitions: Iterable[int] | None = None,
     ) -> AsyncIterator[ConsumerRecord[bytes, bytes]]: ...
+
+
+# Feeds a builder the records of every partition from ``start`` to ``end`` (offsets).
+Feed = Callable[[ReportBuilder, Mapping[int, int], Mapping[int, int]], Awaitable[None]]
 
 
 async def read_report(
@@ -94,20 +104,23 @@ async def read_report(
     period: Period,
     only_groups: Sequence[str] = (),
     checkpoint_interval_seconds: float = CHECKPOINT_INTERVAL_SECONDS,
+    feed: Feed | None = None,
 ) -> Report:
     """The report of ``period``: each partition read from a little before its groups' last
     checkpoints before ``--from`` to just after ``--to``, then what could not begin there read
-    again from its first record (:meth:`ReportBuilder.replays`), both streamed."""
+    again from its first record (:meth:`ReportBuilder.replays`), both streamed, by ``feed``
+    (default: this reader, in this process)."""
+    feed = feed or functools.partial(_feed, reader)
     firsts, _ = await reader.bounds()
     end = await reader.offsets_for_time(period.end_ns // 10**6 + SEEK_MARGIN_MS)
     interval_ms = int(checkpoint_interval_seconds * 1000)
     start, windowed, probed = await _starts(reader, firsts, period, interval_ms)
     builder = ReportBuilder(period, only_groups, windowed=windowed)
-    await _feed(reader, builder, start, end)
+    await feed(builder, start, end)
     again = _replays(builder, reader.partitions)
     if again:
         replayed = ReportBuilder(period, only_groups, replaying=again)
-        await _feed(reader, replayed, {p: firsts[p] for p in again}, end)
+        await feed(replayed, {p: firsts[p] for p in again}, end)
         builder.replace(replayed)
     report = builder.report()
     report.records_read += probed
@@ -154,11 +167,53 @@ async def _last_written(
 
 
 async def _feed(
-    reader: LedgerReader, builder: ReportBuilder, start: Mapping[int, int], end: Mapping[int, int]
+    reader: LedgerReader,
+    builder: ReportBuilder,
+    start: Mapping[int, int],
+    end: Mapping[int, int],
+    partitions: Sequence[int] | None = None,
 ) -> None:
-    async for record in reader.records(start, end):
+    async for record in reader.records(start, end, partitions=partitions):
         if record.value is not None:
             builder.add(LedgerRecord(record.partition, record.offset, record.value))
+
+
+async def _feed_side_by_side(
+    kafka_options: Mapping[str, Any],
+    topic: str,
+    jobs: int,
+    builder: ReportBuilder,
+    start: Mapping[int, int],
+    end: Mapping[int, int],
+) -> None:
+    """The partitions read by ``jobs`` processes (:mod:`jackpot.tools.partitions`), each into
+    an empty copy of ``builder``, whose books ``builder`` then takes (a group lives on one
+    partition)."""
+    todo = [p for p in start if end.get(p, 0) > start[p]]
+    work = functools.partial(
+        report_partitions, dict(kafka_options), topic, builder, dict(start), dict(end)
+    )
+    for share in await map_shares(work, todo, jobs):
+        builder.absorb(share.value)
+        builder.workers_rss_mb += share.rss_mb
+
+
+def report_partitions(
+    kafka_options: dict[str, Any],
+    topic: str,
+    builder: ReportBuilder,
+    start: dict[int, int],
+    end: dict[int, int],
+    partitions: list[int],
+) -> ReportBuilder:
+    """One share of the partitions fed to (a copy of) an empty builder, in a worker."""
+
+    async def share() -> ReportBuilder:
+        async with KafkaConnection(kafka_options).reader(topic) as reader:
+            await _feed(reader, builder, start, end, partitions)
+        return builder
+
+    return asyncio.run(share())
 
 
 def _replays(builder: ReportBuilder, partitions: list[int]) -> dict[int, frozenset[str] | None]:
@@ -179,11 +234,17 @@ async def report_from_kafka(
     period: Period,
     only_groups: Sequence[str] = (),
     checkpoint_interval_seconds: float = CHECKPOINT_INTERVAL_SECONDS,
+    jobs: int = 1,
 ) -> Report:
+    """The report of ``period`` from the ledger topic, its partitions read by ``jobs``
+    processes side by side (1: this one)."""
+    feed = None
+    if jobs > 1:
+        feed = functools.partial(_feed_side_by_side, kafka_options, topic, jobs)
     async with KafkaConnection(kafka_options).reader(topic) as reader:
         if not reader.partitions:
             raise LookupError(f"topic {topic} does not exist")
-        return await read_report(reader, period, only_groups, checkpoint_interval_seconds)
+        return await read_report(reader, period, only_groups, checkpoint_interval_seconds, feed)
 
 
 # ------------------------------------------------------------------------------------- CSV
@@ -437,12 +498,14 @@ def run(
     end: str | None,
     only_groups: Sequence[str] = (),
     checkpoint_interval_seconds: float = CHECKPOINT_INTERVAL_SECONDS,
+    jobs: int = 1,
 ) -> int:
+    started = time.perf_counter()
     try:
         period = parse_period(start, end, time.time_ns())
         report = asyncio.run(
             report_from_kafka(
-                kafka_options, ledger_topic, period, only_groups, checkpoint_interval_seconds
+                kafka_options, ledger_topic, period, only_groups, checkpoint_interval_seconds, jobs
             )
         )
     except ReportInputError as error:
@@ -456,4 +519,10 @@ def run(
     write_csv(folder, report)
     (folder / "report.html").write_text(render_html(report), encoding="utf-8")
     print(render_text(report, folder))
+    print(
+        f"jackpot report: {report.records_read} ledger records in "
+        f"{time.perf_counter() - started:.1f} s; workers' peak RSS {report.workers_rss_mb:.0f} MB"
+        " in all",
+        file=sys.stderr,
+    )
     return 0 if report.reconciles else 1

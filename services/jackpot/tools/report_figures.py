@@ -48,6 +48,7 @@ from jackpot.v1 import pot_pb2
 
 LAST_AWARDS = 25  # R1: the last 25 hits
 HOUR_NS = 3600 * 10**9
+MINUTE_NS = 60 * 10**9
 DEFAULT_DAYS = 1
 PAYOUT_NOTES = 1_000  # payout steps remembered, before a group's start, for awards not read yet
 SETTLING = (pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID, pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED)
@@ -152,7 +153,8 @@ class GroupReport:
     awards: list[AwardRow] = field(default_factory=list)
     last_awards: list[AwardRow] = field(default_factory=list)
     configs: list[ConfigVersion] = field(default_factory=list)
-    main_series: list[tuple[int, int]] = field(default_factory=list)  # (ns, main picopesos)
+    # (ns, main picopesos): the opening value, then the value at its last move of each minute
+    main_series: list[tuple[int, int]] = field(default_factory=list)
     collected_by_hour: Counter[int] = field(default_factory=Counter)  # hour start ns -> minor
     problems: list[str] = field(default_factory=list)
     opened_from: str = FROM_FIRST_ENTRY  # where the books begin
@@ -218,6 +220,7 @@ class Report:
     groups: list[GroupReport]
     unreadable: list[str] = field(default_factory=list)
     records_read: int = 0  # ledger records the report read (its cost)
+    workers_rss_mb: float = 0.0  # the peak RSS of the processes that read them, summed
 
     @property
     def reconciles(self) -> bool:
@@ -402,15 +405,20 @@ class GroupBooks:
 
     def _book(self, entry: pot_pb2.LedgerEntry, raw: bytes, recorded: int) -> None:
         report = self.report
+        closing = report.closing
         checkpoint = entry.type == CHECKPOINT
         if recorded < self.period.start_ns:
             self._seed(report.opening, entry)
             report.opening.add(entry, raw)
             self.in_force_at_start = entry.config_version or self.in_force_at_start
-        elif not checkpoint:
-            _in_period(report, entry, recorded)
-        self._seed(report.closing, entry)
-        report.closing.add(entry, raw)
+            self._seed(closing, entry)
+            closing.add(entry, raw)
+        else:
+            main_before, overflow_before = closing.accounts["pot:main"], closing.overflow
+            self._seed(closing, entry)
+            closing.add(entry, raw)
+            if not checkpoint:
+                _in_period(report, entry, recorded, main_before, overflow_before)
         if not checkpoint:
             _note_config(self.configs, entry)
             self._note_award(entry, recorded >= self.period.start_ns)
@@ -498,6 +506,7 @@ class ReportBuilder:
         self.unreadable: list[str] = []
         self.records = 0
         self.checkpointed: set[int] = set()  # partitions with a checkpoint before the period
+        self.workers_rss_mb = 0.0  # what other processes that fed it cost (their peak RSS)
 
     def add(self, record: LedgerRecord) -> None:
         self.records += 1
@@ -557,6 +566,16 @@ class ReportBuilder:
         self.seen |= replayed.seen
         self.unreadable += [u for u in replayed.unreadable if u not in self.unreadable]
         self.records += replayed.records
+        self.workers_rss_mb += replayed.workers_rss_mb
+
+    def absorb(self, other: ReportBuilder) -> None:
+        """The books another builder computed from other partitions (so of other groups)."""
+        self.books.update(other.books)
+        self.partition_of.update(other.partition_of)
+        self.seen |= other.seen
+        self.unreadable += other.unreadable
+        self.records += other.records
+        self.checkpointed |= other.checkpointed
 
     def report(self) -> Report:
         unknown = sorted(self.only - set(self.books))
@@ -566,7 +585,7 @@ class ReportBuilder:
                 f"no pot group {', '.join(unknown)} in the ledger (groups there: {known})"
             )
         groups = [self.books[g].finish() for g in sorted(self.books)]
-        return Report(self.period, groups, list(self.unreadable), self.records)
+        return Report(self.period, groups, list(self.unreadable), self.records, self.workers_rss_mb)
 
 
 def compute(
@@ -583,26 +602,37 @@ def compute(
 # ---------------------------------------------------------------------- entry by entry
 
 
-def _in_period(report: GroupReport, entry: pot_pb2.LedgerEntry, recorded: int) -> None:
-    before = report.closing.accounts["pot:main"]
+def _in_period(
+    report: GroupReport,
+    entry: pot_pb2.LedgerEntry,
+    recorded: int,
+    main_before: int,
+    overflow_before: int,
+) -> None:
+    """An entry of the period, once the closing books have taken it: what the pots received
+    from bets, the hour's collections, the overflow, the main pot's course."""
     for transfer in entry.transfers:
         if transfer.source == "bets" and transfer.target.startswith("pot:"):
-            amount = _minor(transfer)
-            report.received[transfer.target.removeprefix("pot:")] += amount
+            report.received[transfer.target.removeprefix("pot:")] += _minor(transfer)
     if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED:
         report.collected_by_hour[recorded - recorded % HOUR_NS] += entry.amount * MINOR_PER_PESO
-        detail = json.loads(entry.detail_json or "{}")
-        report.overflow += sum(int(amount) for _, _, amount in detail.get("overflow", ()))
-    if not report.main_series:
-        report.main_series.append((recorded, before))
-    moved = any("pot:main" in (t.source, t.target) for t in entry.transfers)
-    if moved:
-        after = before
-        for transfer in entry.transfers:
-            amount = _minor(transfer)
-            after += amount if transfer.target == "pot:main" else 0
-            after -= amount if transfer.source == "pot:main" else 0
-        report.main_series.append((recorded, after))
+    closing = report.closing
+    report.overflow += closing.overflow - overflow_before
+    series = report.main_series
+    if not series:
+        series.append((recorded, main_before))
+    main_after = closing.accounts["pot:main"]
+    if main_after != main_before:
+        _plot(series, recorded, main_after)
+
+
+def _plot(series: list[tuple[int, int]], at: int, value: int) -> None:
+    """The main pot's course: its value at its last move of each minute (a day is 1,440 points,
+    not one per bet), after the opening point."""
+    if len(series) > 1 and series[-1][0] // MINUTE_NS == at // MINUTE_NS:
+        series[-1] = (at, value)
+    else:
+        series.append((at, value))
 
 
 def _minor(transfer: pot_pb2.Transfer) -> int:

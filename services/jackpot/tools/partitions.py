@@ -1,0 +1,77 @@
+"""A topic's partitions read side by side, one process per share of them (``--jobs``).
+
+A pot group's entries all live on one ledger partition (the record key is the group), so the
+books of a group are computed whole by whichever process reads its partition, and the shares'
+results only need putting together. ``jackpot audit`` and ``jackpot report`` use it: decoding and
+recomputing a ledger is CPU-bound Python, so a second core doubles what a second process reads.
+
+Workers are started with ``spawn`` (never ``fork``: the parent runs an asyncio loop and Kafka
+clients a child must not inherit); each reports its own peak RSS, so what a run costs in memory
+is the sum, and the tools print it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import resource
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ShareResult(Generic[T]):
+    """What one process computed from its partitions, and its peak RSS (MB)."""
+
+    value: T
+    rss_mb: float
+
+
+def default_jobs() -> int:
+    """One process per core this process may run on."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def shares(partitions: Sequence[int], jobs: int) -> list[list[int]]:
+    """``partitions`` dealt round-robin into at most ``jobs`` non-empty shares."""
+    count = max(1, min(jobs, len(partitions)))
+    dealt: list[list[int]] = [[] for _ in range(count)]
+    for index, partition in enumerate(sorted(partitions)):
+        dealt[index % count].append(partition)
+    return [share for share in dealt if share]
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measured(work: Callable[[list[int]], T], share: list[int]) -> ShareResult[T]:
+    """``work(share)`` in a worker, with the worker's peak RSS (top level: picklable)."""
+    return ShareResult(work(share), peak_rss_mb())
+
+
+async def map_shares(
+    work: Callable[[list[int]], T], partitions: Sequence[int], jobs: int
+) -> list[ShareResult[T]]:
+    """``work`` over each share of ``partitions``: in this process when there is one share,
+    else in one spawned process per share. ``work`` is a picklable synchronous callable (a
+    module-level function or a ``functools.partial`` of one) that runs its own event loop."""
+    dealt = shares(partitions, jobs)
+    if len(dealt) <= 1:
+        loop = asyncio.get_running_loop()
+        # its own loop, in a thread: ``work`` calls asyncio.run and this loop is running
+        value = await loop.run_in_executor(None, work, dealt[0] if dealt else [])
+        return [ShareResult(value, 0.0)]
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=len(dealt), mp_context=context) as pool:
+        loop = asyncio.get_running_loop()
+        return list(
+            await asyncio.gather(
+                *(loop.run_in_executor(pool, measured, work, share) for share in dealt)
+            )
+        )
