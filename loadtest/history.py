@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtest import history_measure as measure
-from loadtest.history_kafka import delete_topics, manifest_path
+from loadtest.history_kafka import MANIFESTS, delete_topics, manifest_path, topics_exist
 from loadtest.history_measure import Code, Run
 
 LOGS = Path("build/history/logs")
@@ -85,8 +85,30 @@ ROWS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def synthesize(bootstrap: str, code: Code, tables: int, days: float, fresh: bool) -> dict[str, Any]:
-    """The history's manifest, from ``loadtest.history_kafka`` run with ``code``."""
+def reusable(bootstrap: str, tables: int, days: float) -> dict[str, Any] | None:
+    """A complete history of ``tables`` and ``days`` still in Kafka, whatever code made it
+    (``--reuse-history``: today's code on a history an older version wrote, as after an
+    upgrade; a 30-day history takes some 40 minutes to synthesize)."""
+    for path in sorted(
+        MANIFESTS.glob(f"hist-*-t{tables}-d*.json"), key=lambda p: -p.stat().st_mtime
+    ):
+        made: dict[str, Any] = json.loads(path.read_text())
+        plan = made.get("plan", {})
+        if (plan.get("tables"), plan.get("days")) != (tables, days):
+            continue
+        if made.get("state") == "complete" and asyncio.run(topics_exist(bootstrap, made["prefix"])):
+            return {**made, "cached": True}
+    return None
+
+
+def synthesize(
+    bootstrap: str, code: Code, tables: int, days: float, fresh: bool, reuse: bool = False
+) -> dict[str, Any]:
+    """The history's manifest, from ``loadtest.history_kafka`` run with ``code`` (or, with
+    ``reuse``, one already in Kafka: :func:`reusable`)."""
+    found = reusable(bootstrap, tables, days) if reuse and not fresh else None
+    if found is not None:
+        return found
     args = [sys.executable, "-m", "loadtest.history_kafka", "--tables", str(tables)]
     args += ["--days", f"{days:g}", "--bootstrap-servers", bootstrap]
     done = subprocess.run(
@@ -126,9 +148,15 @@ async def measure_all(run: Run) -> dict[str, Any]:
 
 
 def size_figures(
-    bootstrap: str, code: Code, tables: int, days: float, keep: bool, fresh: bool
+    bootstrap: str,
+    code: Code,
+    tables: int,
+    days: float,
+    keep: bool,
+    fresh: bool,
+    reuse: bool = False,
 ) -> dict[str, Any]:
-    manifest = synthesize(bootstrap, code, tables, days, fresh)
+    manifest = synthesize(bootstrap, code, tables, days, fresh, reuse)
     prefix, cached = manifest["prefix"], manifest.pop("cached")
     print(
         f"[{code.name} {days:g} d] history {prefix}: {manifest['totals']['rounds']:,} rounds, "
@@ -284,13 +312,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the histories' topics")
     parser.add_argument("--fresh", action="store_true", help="synthesize even if cached")
     parser.add_argument(
+        "--reuse-history",
+        action="store_true",
+        help="measure on a complete history of the same size already in Kafka, even one that "
+        "older code synthesized (today's code on an upgraded floor's history)",
+    )
+    parser.add_argument(
         "--bootstrap-servers", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
     )
     args = parser.parse_args(argv)
     bootstrap, today = args.bootstrap_servers, Code("after")
     print(f"after: jackpot from {today.origin()}", flush=True)
     sizes = {
-        d: size_figures(bootstrap, today, args.tables, d, args.keep, args.fresh)
+        d: size_figures(bootstrap, today, args.tables, d, args.keep, args.fresh, args.reuse_history)
         for d in sorted(set(args.days))
     }
     before: dict[float, dict[str, Any]] = {}

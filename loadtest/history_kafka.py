@@ -263,7 +263,7 @@ def synthesize(bootstrap: str, plan: Plan, prefix: str, workers: int) -> dict[st
     }
 
 
-async def _exists(bootstrap: str, prefix: str) -> bool:
+async def topics_exist(bootstrap: str, prefix: str) -> bool:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
@@ -285,7 +285,7 @@ def history(
     path = manifest_path(prefix, directory)
     if not fresh and path.exists():
         cached: dict[str, Any] = json.loads(path.read_text())
-        if cached.get("state") == "complete" and asyncio.run(_exists(bootstrap, prefix)):
+        if cached.get("state") == "complete" and asyncio.run(topics_exist(bootstrap, prefix)):
             cached["cached"] = True
             return cached
     asyncio.run(delete_topics(bootstrap, prefix))

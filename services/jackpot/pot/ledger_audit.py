@@ -114,6 +114,9 @@ class GroupAudit:
     chain: bytes | None = GENESIS
     checkpoints: int = 0  # checkpoint entries verified
     checkpoint_sequence: int = 0  # ledger_sequence of the last one
+    # picopesos moved from bets into each account by the entries added (not saved with the
+    # books: a report takes its difference over a period)
+    from_bets: Counter[str] = field(default_factory=Counter)
 
     @classmethod
     def from_checkpoint(cls, entry: pot_pb2.LedgerEntry, raw: bytes) -> GroupAudit:
@@ -234,6 +237,7 @@ class GroupAudit:
             accounts[target] += amount
             if source == "bets":
                 moved_from_bets += amount
+                self.from_bets[target] += amount
         return moved_from_bets
 
     def _check_checkpoint(self, entry: pot_pb2.LedgerEntry) -> None:

@@ -51,7 +51,17 @@ HOUR_NS = 3600 * 10**9
 MINUTE_NS = 60 * 10**9
 DEFAULT_DAYS = 1
 PAYOUT_NOTES = 1_000  # payout steps remembered, before a group's start, for awards not read yet
-SETTLING = (pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID, pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED)
+SETTLING = frozenset(
+    {pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID, pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED}
+)
+CONFIG_TYPES = frozenset(
+    {
+        pot_pb2.LEDGER_ENTRY_TYPE_POT_GROUP_OPENED,
+        pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_PROPOSED,
+        pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED,
+    }
+)
+NAMED_TYPES = AWARD_TYPES | PAYOUT_TYPES  # entries that name an award or a payout step
 FROM_FIRST_ENTRY = "the ledger's first entry"
 
 
@@ -319,6 +329,7 @@ class GroupBooks:
         self.notes: dict[str, AwardRow] = {}  # payout steps read before the start, award unread
         self.settled: set[str] = set()  # awards paid or voided in the records read (windowed)
         self.in_force_at_start = 0
+        self.from_bets_at_start: Counter[str] | None = None  # the closing books' at --from
 
     @property
     def needs_replay(self) -> str:
@@ -330,7 +341,8 @@ class GroupBooks:
     def add(self, entry: pot_pb2.LedgerEntry, raw: bytes) -> None:
         if self.done:
             return
-        recorded = _stamp(entry.recorded_at)
+        stamp = entry.recorded_at
+        recorded = stamp.seconds * 1_000_000_000 + stamp.nanos
         if not self.started:
             self._wait(entry, raw, recorded)
         elif recorded >= self.period.end_ns:
@@ -406,21 +418,28 @@ class GroupBooks:
     def _book(self, entry: pot_pb2.LedgerEntry, raw: bytes, recorded: int) -> None:
         report = self.report
         closing = report.closing
-        checkpoint = entry.type == CHECKPOINT
+        kind = entry.type
+        settling = self.from_checkpoint and kind in SETTLING
         if recorded < self.period.start_ns:
-            self._seed(report.opening, entry)
+            if settling:
+                self._seed(report.opening, entry)
             report.opening.add(entry, raw)
             self.in_force_at_start = entry.config_version or self.in_force_at_start
-            self._seed(closing, entry)
+            if settling:
+                self._seed(closing, entry)
             closing.add(entry, raw)
         else:
             main_before, overflow_before = closing.accounts["pot:main"], closing.overflow
-            self._seed(closing, entry)
+            if self.from_bets_at_start is None:
+                self.from_bets_at_start = Counter(closing.from_bets)
+            if settling:
+                self._seed(closing, entry)
             closing.add(entry, raw)
-            if not checkpoint:
+            if kind != CHECKPOINT:
                 _in_period(report, entry, recorded, main_before, overflow_before)
-        if not checkpoint:
+        if kind in CONFIG_TYPES:
             _note_config(self.configs, entry)
+        elif kind in NAMED_TYPES:
             self._note_award(entry, recorded >= self.period.start_ns)
 
     def _seed(self, audit: GroupAudit, entry: pot_pb2.LedgerEntry) -> None:
@@ -473,6 +492,11 @@ class GroupBooks:
             or (c.activated_ns or 0) >= start
             or c.proposed_ns >= start
         ]
+        at_start = self.from_bets_at_start
+        if at_start is not None:  # what each pot received from bets in the period
+            for account, amount in report.closing.from_bets.items():
+                if account.startswith("pot:") and amount != at_start[account]:
+                    report.received[account.removeprefix("pot:")] = amount - at_start[account]
         report.awards = list(self.during.values())
         report.last_awards = [*self.before.values(), *self.during.values()][-LAST_AWARDS:]
         return report
@@ -522,7 +546,9 @@ class ReportBuilder:
         self.seen.add(group_id)
         if entry.type == CHECKPOINT and _stamp(entry.recorded_at) < self.period.start_ns:
             self.checkpointed.add(record.partition)
-        if not self.wanted(record.partition, group_id):
+        if (self.only or self.replaying is not None) and not self.wanted(
+            record.partition, group_id
+        ):
             return
         books = self.books.get(group_id)
         if books is None:
@@ -609,11 +635,8 @@ def _in_period(
     main_before: int,
     overflow_before: int,
 ) -> None:
-    """An entry of the period, once the closing books have taken it: what the pots received
-    from bets, the hour's collections, the overflow, the main pot's course."""
-    for transfer in entry.transfers:
-        if transfer.source == "bets" and transfer.target.startswith("pot:"):
-            report.received[transfer.target.removeprefix("pot:")] += _minor(transfer)
+    """An entry of the period, once the closing books have taken it: the hour's collections,
+    the overflow, the main pot's course."""
     if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED:
         report.collected_by_hour[recorded - recorded % HOUR_NS] += entry.amount * MINOR_PER_PESO
     closing = report.closing
@@ -637,19 +660,18 @@ def _plot(series: list[tuple[int, int]], at: int, value: int) -> None:
 
 def _minor(transfer: pot_pb2.Transfer) -> int:
     """A transfer's picopesos; an unreadable amount counts 0 here (GroupAudit reports it)."""
+    exact = transfer.amount
+    if exact.denominator == 1:  # whole pesos, as the pot writes them
+        return int(exact.numerator) * MINOR_PER_PESO
     try:
-        return records.minor_units(transfer.amount)
+        return records.minor_units(exact)
     except ValueError:
         return 0
 
 
 def _note_config(configs: dict[int, ConfigVersion], entry: pot_pb2.LedgerEntry) -> None:
     """Configuration versions with when and by whom (rule C7)."""
-    if entry.type not in (
-        pot_pb2.LEDGER_ENTRY_TYPE_POT_GROUP_OPENED,
-        pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_PROPOSED,
-        pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED,
-    ):
+    if entry.type not in CONFIG_TYPES:
         return
     detail = json.loads(entry.detail_json or "{}")
     at = iso(_stamp(entry.recorded_at))
