@@ -38,10 +38,14 @@ RUN rm -rf services/jackpot/v1 \
  && /opt/build/bin/pip wheel --no-deps --wheel-dir /wheels .
 # The runtime venv: the project wheel and its runtime dependencies only (no dev extras), then pip
 # and setuptools removed so the image carries no installer; last, the SHA-256 manifest of the
-# installed package that every service verifies at start (R6).
+# installed package that every service verifies at start (R6). The wheel holds the jackpot package
+# only: the floor simulator `jackpot demo` plays is in it (jackpot.sim), the load test and the
+# fault suite (loadtest/) are test tooling and never in the image (tests/integration/test_wheel.py).
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install /wheels/jackpot-*.whl \
  && /opt/venv/bin/jackpot --help >/dev/null \
+ && /opt/venv/bin/jackpot demo --help >/dev/null \
+ && /opt/venv/bin/python -c 'import jackpot.tools.demo, jackpot.sim.floor' \
  && /opt/venv/bin/pip uninstall -y pip setuptools \
  && find /opt/venv -name __pycache__ -prune -exec rm -rf {} + \
  && /opt/venv/bin/jackpot manifest

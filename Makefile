@@ -19,7 +19,7 @@ SCENARIOS ?= tests/golden
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed $(PROTO_OUT)/.generated tools/node_modules/.installed browser monitoring-tools ## Python venv, protobuf code, build tools, Kafka, Chromium, Prometheus (idempotent)
+setup: $(VENV)/.installed $(PROTO_OUT)/.generated proto-tools/node_modules/.installed browser monitoring-tools ## Python venv, protobuf code, build tools, Kafka, Chromium, Prometheus (idempotent)
 	@$(KAFKA) install
 	@$(BIN)/jackpot manifest >/dev/null  # R6: the files every service verifies at start (docs/security.md)
 
@@ -50,23 +50,23 @@ proto: ## regenerate the protobuf code from protos/
 	rm -f $(PROTO_OUT)/.generated
 	$(MAKE) $(PROTO_OUT)/.generated
 
-tools/node_modules/.installed: tools/package.json tools/package-lock.json
-	cd tools && npm ci --no-audit --no-fund --loglevel=error
+proto-tools/node_modules/.installed: proto-tools/package.json proto-tools/package-lock.json
+	cd proto-tools && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-proto-lint: tools/node_modules/.installed ## buf lint on the protobuf contracts
-	tools/node_modules/.bin/buf lint
+proto-lint: proto-tools/node_modules/.installed ## buf lint on the protobuf contracts
+	proto-tools/node_modules/.bin/buf lint
 
 # buf breaking (issue 23: records outlive releases). "Previous" is main's: the working tree is
 # checked against HEAD~1 (on a branch off main, against the merge-base: the whole branch;
 # PROTO_AGAINST=<ref> names another base), which in CI's clean fresh clone is HEAD against HEAD~1,
 # the change that landed; and, when protos/ has uncommitted changes, against HEAD too, the change
 # about to be committed. No previous commit, a shallow clone, an unknown ref: a message, no
-# failure. No network (buf reads .git). tools/buf-breaking.sh says more; tests/proto proves it.
-proto-breaking: tools/node_modules/.installed ## buf breaking: protos/ against main's previous commit (and HEAD, if changed)
-	BUF=tools/node_modules/.bin/buf PROTO_AGAINST='$(PROTO_AGAINST)' tools/buf-breaking.sh
+# failure. No network (buf reads .git). proto-tools/buf-breaking.sh says more; tests/proto proves it.
+proto-breaking: proto-tools/node_modules/.installed ## buf breaking: protos/ against main's previous commit (and HEAD, if changed)
+	BUF=proto-tools/node_modules/.bin/buf PROTO_AGAINST='$(PROTO_AGAINST)' proto-tools/buf-breaking.sh
 
-proto-test: $(VENV)/.installed tools/node_modules/.installed ## buf breaking refuses incompatible changes in a scratch repository (tests/proto)
+proto-test: $(VENV)/.installed proto-tools/node_modules/.installed ## buf breaking refuses incompatible changes in a scratch repository (tests/proto)
 	$(PYTEST) -m proto -q tests/proto
 
 lint: setup proto-lint proto-breaking ## ruff + mypy (strict on jackpot.domain) + buf lint + buf breaking
@@ -86,7 +86,7 @@ test-e2e: setup ## the whole floor as processes: headless demo, audit, nothing l
 test-cluster: setup ## fault tests against the local three-node cluster (slow)
 	$(PYTEST) -m cluster -q
 
-test: lint k8s-tools image ## lint + unit (in a random order) + proto + golden rounds + integration + cluster + k8s + image + e2e: what CI runs
+test: lint k8s-tools image kafka-image ## lint + unit (in a random order) + proto + golden rounds + integration + cluster + k8s + image + e2e: what CI runs
 	$(PYTEST) -m unit -q --random-order  # a new order each run; its seed is printed (issue 24)
 	$(PYTEST) -m proto -q tests/proto
 	$(BIN)/jackpot resolve --check --require-reasons $(SCENARIOS)/*.json
@@ -144,4 +144,4 @@ clean: ## remove the venv, generated code and local state (stops brokers first)
 	-$(KAFKA) down
 	-$(KAFKA) cluster-down
 	-$(KAFKA) secure-cluster-down
-	rm -rf $(VENV) $(PROTO_OUT) .run build tools/node_modules .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(PROTO_OUT) .run build proto-tools/node_modules .mypy_cache .ruff_cache .pytest_cache

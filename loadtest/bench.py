@@ -9,7 +9,7 @@
 4. The full pipeline (devices -> gateways -> pot -> display -> signs) stepped up until p99
    lock-to-sign passes 250 ms (``loadtest.run``), as a ratio to (2); with the simulator's own
    ceiling against a null gateway (a step counts only while the simulator has at least 2x
-   headroom), the latency budget per hop (``loadtest.hops``) at the counted rate, and
+   headroom), the latency budget per hop (``jackpot.sim.hops``) at the counted rate, and
    (5') the cost per round of every service and the broker (``loadtest.cost``).
 5. Bounds, printed beside their figure: a gateway's resident memory over 18,000 hostile device
    inputs after a warm-up of 2,000, in a process of its own (``loadtest.bench_memory``), under

@@ -36,7 +36,6 @@ from jackpot.domain.cards import Game
 from jackpot.platform.kafka import committed_consumer, ensure_topics, idempotent_producer
 from jackpot.platform.logging import configure_logging
 from jackpot.pot import commands
-from jackpot.pot.main import pot_topics
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.partitions import key_partition
 from jackpot.pot.processor import InputRecord, PotProcessor
@@ -224,8 +223,11 @@ async def bench_pot(
     unique = uuid.uuid4().hex[:8]
     settings = PotSettings(
         bootstrap_servers=bootstrap_servers,
-        consumer_group=f"bench-pot-{unique}",
-        transactional_id_prefix=f"bench-pot-{unique}",
+        processor={
+            "consumer_group": f"bench-pot-{unique}",
+            "transactional_id_prefix": f"bench-pot-{unique}",
+            "max_batch_records": batch,
+        },
         table_events_topic=f"bench.table-events.{unique}",
         pot_updates_topic=f"bench.pot-updates.{unique}",
         awards_topic=f"bench.awards.{unique}",
@@ -234,12 +236,11 @@ async def bench_pot(
         dead_letter_topic=f"bench.dead-letter.{unique}",
         topic_partitions=partitions,
         metrics_port=0,
-        max_batch_records=batch,
         event_id_window=max(256, batch),
         log_level="WARNING",
     )
     raw_out = f"bench.raw-out.{unique}"
-    topics = [*pot_topics(settings), TopicSpec(raw_out, partitions)]
+    topics = [*settings.topic_specs(), TopicSpec(raw_out, partitions)]
     await ensure_topics(bootstrap_servers, topics)
     events, round_count = script(rounds, groups)
     try:

@@ -20,7 +20,7 @@ Runs the floor as in `jackpot demo` and, while the simulator plays, injects faul
    that exit meanwhile are restarted, as Kubernetes would);
 4. ``kill -9`` of a table gateway mid-round and its restart (its spool and its devices resync);
 5. during all of the above, the table controllers duplicate, delay (0.2-2 s) and reorder their
-   events, each at ``--device-faults`` RATE (``loadtest.device_faults``): every copy must be
+   events, each at ``--device-faults`` RATE (``jackpot.sim.device_faults``): every copy must be
    answered ``duplicate``, every event sent before its predecessor refused
    ``SEQUENCE_OUT_OF_ORDER`` and accepted when sent again in order;
 6. ``kill -9`` of the payout service ``--payout-kills`` times during play, and of the display
@@ -48,9 +48,9 @@ and 7 off.
 
 Every figure is judged against a bound named in ``loadtest.verdicts`` and printed next to it.
 At the end the tables stop, and the simulated dealers and supervisor pay every prize still open
-(``loadtest.books.finish_floor``): every award must be paid (or voided) exactly once.
+(``jackpot.sim.books.finish_floor``): every award must be paid (or voided) exactly once.
 The books are `jackpot audit` and the simulator's own record of accepted bets, compared bet by bet
-per pot group (``loadtest.books``): the pesos lost and duplicated (both must be 0), every award
+per pot group (``jackpot.sim.books``): the pesos lost and duplicated (both must be 0), every award
 with one payout, none paid twice. The probe tables (one per site, linked, never played by the
 simulator) carry the suite's own bets, so that no played table's controller is displaced.
 Exit status 0 only when every fault that ran passed, the books hold, and no requested fault was
@@ -79,10 +79,14 @@ from google.protobuf.message import DecodeError
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from jackpot.domain.cards import Game
-from jackpot.gateway.settings import load_settings
+from jackpot.gateway.settings import GatewaySettings
 from jackpot.payout.grpc_api import SERVICE_NAME as PAYOUT_API
 from jackpot.platform.kafka import follow_latest
+from jackpot.platform.settings import load
 from jackpot.platform.tls import secure_channel
+from jackpot.sim.books import finish_floor, judge, list_payouts
+from jackpot.sim.device_faults import DeviceFaultRates
+from jackpot.sim.floor import Floor, FloorStats
 from jackpot.tools.demo import (
     BLACKJACK_GROUP,
     KAFKA_SH,
@@ -94,10 +98,10 @@ from jackpot.tools.demo import (
     sim_config,
     wait_progressive_open,
 )
+from jackpot.tools.demo import (
+    report as demo_report,
+)
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
-from loadtest.books import finish_floor, judge, list_payouts
-from loadtest.device_faults import DeviceFaultRates
-from loadtest.floor import Floor, FloorStats
 from loadtest.site_cutoff import gateway_metrics, probe_bet, run_site_cutoff
 from loadtest.verdicts import (
     OUTAGE_CLOSE_MARGIN_SECONDS,
@@ -533,7 +537,7 @@ async def stop_cluster(
 ) -> dict[str, Any]:
     """Fault 3: every broker stopped, kept down for ``seconds`` from the moment the last one was
     confirmed stopped; the figures ``judge_outage`` judges (seconds from that moment)."""
-    heartbeat = load_settings(demo.state / "gateway-a.json").heartbeat_timeout_seconds
+    heartbeat = load(GatewaySettings, file=demo.state / "gateway-a.json").heartbeat_timeout_seconds
     wanted = {site: demo.site_tables(site) for site in GATEWAYS}
     played = {t.table_id for t in demo.played_tables()}
     stop_started = time.monotonic()
@@ -662,7 +666,7 @@ async def play_main_floor(
         played = time.monotonic() - started
         await asyncio.sleep(max(args.settle_seconds, args.min_play_seconds - played))
         stats = await finish_floor(demo, floor, playing)
-        books = await judge(demo, stats, require_paid=True)
+        books = await judge(demo, stats, await demo_report(demo, stats), require_paid=True)
         result: dict[str, Any] = {
             "faults": {name: judge_kills(name, times) for name, times in faults.items()},
             **books,

@@ -9,7 +9,7 @@ admin commands the pot's admin API publishes (``jackpot.pot.commands``), ten min
 history begins; then every table plays one round a minute for D days, in the past.
 
 Nothing is invented: a round is what the floor simulator plays through a gateway
-(``loadtest.floor``): up to five seats, each betting on the progressive with probability 0.7,
+(``jackpot.sim.floor``): up to five seats, each betting on the progressive with probability 0.7,
 1 to 5 credits of 1,000 pesos; a Draw player exchanging cards (0.25) or a Caribbean player
 folding (0.15) forfeits; real shuffled cards (one deck a round, a six-deck shoe for blackjack),
 so prizes come at their true frequency. The gateway's ``TableEvent`` for each fact (its event id,

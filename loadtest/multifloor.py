@@ -3,8 +3,8 @@
 One Python process spends most of a core on gRPC round trips (about eleven per round), so the
 load test drives its tables from ``processes`` processes, each playing a share of the tables
 (its own dealer terminals and its own sign watcher, which times the locks it made); the parent
-merges their statistics into one :class:`~loadtest.floor.FloorStats` (latency samples, the hop
-histograms, the books). :class:`MultiFloor` has the interface of :class:`~loadtest.floor.Floor`.
+merges their statistics into one :class:`~jackpot.sim.floor.FloorStats` (latency samples, the hop
+histograms, the books). :class:`MultiFloor` has the interface of :class:`~jackpot.sim.floor.Floor`.
 
 The simulator's own ceiling is measured against :mod:`loadtest.null_gateway`, a device endpoint
 that accepts every event at once: :func:`simulator_ceiling` is the rounds per second the same
@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from loadtest.floor import Floor, FloorConfig, FloorStats
+from jackpot.sim.floor import Floor, FloorConfig, FloorStats
 from loadtest.null_gateway import NullGateway
 
 COUNTED = ("rounds", "device_events", "bets_accepted", "rounds_voided", "payouts_received")
@@ -79,7 +79,7 @@ def merge(into: FloorStats, part: dict[str, Any]) -> None:
 
 
 class MultiFloor:
-    """:class:`~loadtest.floor.Floor` over ``processes`` processes (1: in this process)."""
+    """:class:`~jackpot.sim.floor.Floor` over ``processes`` processes (1: in this process)."""
 
     def __init__(self, config: FloorConfig, processes: int) -> None:
         self.configs = shares(config, processes)

@@ -23,10 +23,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from jackpot.sim.floor import FloorStats
+from jackpot.sim.hops import HOPS_ORDER
 from jackpot.tools.demo import REPO, Demo, report, sim_config, wait_progressive_open
 from loadtest.cost import CostMeter, service_pids
-from loadtest.floor import FloorStats
-from loadtest.hops import HOPS_ORDER
 from loadtest.multifloor import MultiFloor, simulator_ceiling
 from loadtest.report import render
 from loadtest.timeline import Timeline

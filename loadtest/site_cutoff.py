@@ -37,7 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from jackpot.domain.cards import Game
-from jackpot.gateway.settings import load_settings
+from jackpot.gateway.settings import GatewaySettings
+from jackpot.platform.settings import load
+from jackpot.sim.books import finish_floor, judge
+from jackpot.sim.device_faults import answer
+from jackpot.sim.floor import Floor
 from jackpot.tools.demo import (
     KAFKA_SH,
     LIMITS,
@@ -50,9 +54,9 @@ from jackpot.tools.demo import (
     sim_config,
     wait_progressive_open,
 )
-from loadtest.books import finish_floor, judge
-from loadtest.device_faults import answer
-from loadtest.floor import Floor
+from jackpot.tools.demo import (
+    report as demo_report,
+)
 from loadtest.netns import NetnsUnavailable, SiteNetwork, clean_stale, unavailable_reason
 
 SITE = "B"
@@ -205,7 +209,8 @@ async def play_through_cut(
     site_tables = {t.table_id for t in demo.tables if t.site == SITE and t is not PROBE_TABLE}
     other_tables = {t.table_id for t in demo.tables if t.site != SITE}
     gateway_tables = len(site_tables) + 1  # with the probe table
-    heartbeat = load_settings(demo.state / f"{SITE_GATEWAY}.json").heartbeat_timeout_seconds
+    gateway = load(GatewaySettings, file=demo.state / f"{SITE_GATEWAY}.json")
+    heartbeat = gateway.heartbeat_timeout_seconds
     central, lan = network.central, network.site_lan
 
     def broker_from_site() -> bool:
@@ -268,7 +273,7 @@ async def play_through_cut(
 
     await asyncio.sleep(settle_seconds)
     stats = await finish_floor(demo, floor, playing)
-    books = await judge(demo, stats, require_paid=True)
+    books = await judge(demo, stats, await demo_report(demo, stats), require_paid=True)
 
     def rounds_during_cut(tables: set[str]) -> int:
         return sum(settled_at_restore.get(t, 0) - settled_at_cut.get(t, 0) for t in tables)

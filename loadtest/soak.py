@@ -27,7 +27,7 @@ c. with ``--cluster``: ``broker_kill_9``: ``kill -9`` of one broker (1, 2, 3 in 
 
 A service that exits on its own meanwhile is restarted, as Kubernetes would (``chaos.supervise``),
 and listed. At the end the floor plays on ``--settle-seconds``, stops, and the pipeline drains;
-then the books (``loadtest.books.judge``: ``jackpot audit``, the audit chain, the pesos lost and
+then the books (``jackpot.sim.books.judge``: ``jackpot audit``, the audit chain, the pesos lost and
 duplicated bet by bet) and the payouts, counted from the ledger and the payouts topic
 (``count_payouts``): payouts created, paid, paid twice (two PAYOUT_PAID ledger entries, or two
 PAID transitions in the payouts topic, for one award id), created twice, awards without a payout
@@ -35,9 +35,9 @@ and payouts without an award. ``build/soak/report.json`` has every figure, and t
 lines about any award paid twice.
 
 Exit status 0 only if the audit and its chain are clean, no peso was lost or duplicated, every
-award is what the rules give for the cards dealt (the round oracle, ``loadtest.oracle``), no payout
-was paid or created twice, every award has a payout and every payout an award, and every fault
-injected was recovered from (``soak_verdict``).
+award is what the rules give for the cards dealt (the round oracle, ``jackpot.sim.oracle``), no
+payout was paid or created twice, every award has a payout and every payout an award, and every
+fault injected was recovered from (``soak_verdict``).
 """
 
 from __future__ import annotations
@@ -58,10 +58,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from jackpot.sim.books import EXAMPLES, LedgerBooks, add_entry, finish_floor, judge, read_topic
+from jackpot.sim.floor import Floor
 from jackpot.tools.demo import KAFKA_SH, sim_config
+from jackpot.tools.demo import report as demo_report
 from jackpot.topics import AWARDS
 from jackpot.v1 import payout_pb2, pot_pb2
-from loadtest.books import EXAMPLES, LedgerBooks, add_entry, finish_floor, judge, read_topic
 from loadtest.chaos import (
     GIVE_UP_SECONDS,
     ChaosDemo,
@@ -75,7 +77,6 @@ from loadtest.chaos import (
     print_books,
     supervise,
 )
-from loadtest.floor import Floor
 
 FAULTS = ("payout_kill_9", "stalled_zombie", "broker_kill_9")
 PAID = payout_pb2.PAYOUT_STATE_PAID
@@ -524,7 +525,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await supervisor
         result["played_seconds"] = round(time.monotonic() - started, 1)
         stats = await finish_floor(demo, floor, playing)
-        books = await judge(demo, stats, require_paid=True)
+        books = await judge(demo, stats, await demo_report(demo, stats), require_paid=True)
         payouts = await read_payouts(demo)
         summary = summarize_faults(faults)
         floor_report = stats.report()

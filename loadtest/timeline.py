@@ -16,7 +16,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from loadtest.floor import FloorStats
+from jackpot.sim.floor import FloorStats
 
 # The floor's metrics endpoints are local: never through a proxy the environment may name.
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))

@@ -2,10 +2,16 @@
 
 The broker, in this order (issue #2):
 1. ``KAFKA_BOOTSTRAP_SERVERS`` if set;
-2. a testcontainers ``KafkaContainer`` if a Docker *engine* answers a ping (a docker client alone
-   is not enough);
+2. with ``JACKPOT_TEST_KAFKA=container``, the ``kafka_container`` below;
 3. the project's local broker (``deploy/local/kafka.sh up``), stopped after the session if this
    fixture started it.
+
+Containers (issue 25 item 5; ``tests/containers.py``): ``container_engine`` is the session's
+Docker-compatible engine for testcontainers, podman's ``system service`` started on a private
+socket when nothing answers, the reaper off, every container it made removed at the end of the
+session whatever the tests did; ``kafka_container`` is one Kafka node in a container of the image
+built here from the project's Kafka jars (``deploy/image/kafka-image.sh``). Without an engine a
+test that needs one fails, naming why, unless ``JACKPOT_ALLOW_SKIP=1``.
 
 Tests are marked by tier: ``unit`` (no I/O), ``integration`` (real Kafka), ``cluster`` (the local
 three-node cluster). Tests under tests/unit are marked ``unit`` automatically.
@@ -27,16 +33,16 @@ import subprocess
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 from jackpot.platform.kafka import ensure_topics
 from jackpot.topics import TopicSpec
+from tests.containers import Engine, KafkaBroker, NoEngine, open_engine, start_kafka
 
 REPO = Path(__file__).resolve().parent.parent
 KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
-KAFKA_IMAGE = "apache/kafka:4.1.1"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -104,17 +110,42 @@ def software_manifest() -> None:
     record_for_working_tree()
 
 
-def _docker_engine_answers() -> bool:
-    try:
-        import docker
+def unavailable(why: str) -> NoReturn:
+    """Fail naming why; a skip only with ``JACKPOT_ALLOW_SKIP=1`` (as test_site_cutoff does)."""
+    if os.environ.get("JACKPOT_ALLOW_SKIP") == "1":
+        pytest.skip(why)
+    pytest.fail(f"{why} (JACKPOT_ALLOW_SKIP=1 skips instead)")
 
-        client = docker.from_env(timeout=3)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except Exception:
-        return False
+
+@pytest.fixture(scope="session")
+def container_engine() -> Iterator[Engine]:
+    """The session's container engine (module docstring); its containers go at the end."""
+    try:
+        engine = open_engine()
+    except NoEngine as why:
+        unavailable(f"no container engine: {why}")
+    orphans = engine.remove_orphans()
+    if orphans:
+        print(f"\nconftest: removed containers of ended sessions: {', '.join(orphans)}")
+    try:
+        yield engine
+    finally:
+        left = engine.close()
+        if left:
+            print(f"\nconftest: removed the session's containers: {', '.join(left)}")
+
+
+@pytest.fixture(scope="session")
+def kafka_container(container_engine: Engine) -> Iterator[KafkaBroker]:
+    """One Kafka node in a container of the locally built image (built first if it is not)."""
+    try:
+        broker = start_kafka(container_engine)
+    except NoEngine as why:
+        unavailable(str(why))
+    try:
+        yield broker
+    finally:
+        broker.stop()
 
 
 def _local_broker_running() -> bool:
@@ -122,18 +153,15 @@ def _local_broker_running() -> bool:
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap() -> Iterator[str]:
+def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
     """Bootstrap servers of a real Kafka broker for this test session."""
     configured = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if configured:
         yield configured
         delete_session_topics(configured)
         return
-    if _docker_engine_answers():
-        from testcontainers.kafka import KafkaContainer
-
-        with KafkaContainer(KAFKA_IMAGE).with_kraft() as container:
-            yield container.get_bootstrap_server()
+    if os.environ.get("JACKPOT_TEST_KAFKA") == "container":
+        yield request.getfixturevalue("kafka_container").bootstrap
         return
     started_here = not _local_broker_running()
     if started_here:

@@ -69,10 +69,11 @@ def read_env(path: Path) -> dict[str, str]:
 
 async def create_topics(env_file: Path, replication_factor: int) -> None:
     from jackpot.platform.kafka import KafkaSecurity, ensure_topics
+    from jackpot.platform.settings import load
     from jackpot.topics import ALL_TOPICS
 
     environ = read_env(env_file)
-    security = KafkaSecurity.from_env(environ)
+    security = load(KafkaSecurity, environ)
     await ensure_topics(
         environ["KAFKA_BOOTSTRAP_SERVERS"],
         ALL_TOPICS,

@@ -30,11 +30,11 @@ def _pot(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from jackpot.platform.settings import settings_or_exit
+    from jackpot.platform.settings import load
     from jackpot.pot.settings import PotSettings
     from jackpot.tools.audit import run
 
-    settings = settings_or_exit(PotSettings.from_env, "jackpot audit")
+    settings = load(PotSettings)
     options = settings.kafka_options()
     if args.bootstrap_servers:
         options["bootstrap_servers"] = args.bootstrap_servers
@@ -56,11 +56,11 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from jackpot.platform.settings import settings_or_exit
+    from jackpot.platform.settings import load
     from jackpot.pot.settings import PotSettings
     from jackpot.tools.report import run
 
-    settings = settings_or_exit(PotSettings.from_env, "jackpot report")
+    settings = load(PotSettings)
     options = settings.kafka_options()
     if args.bootstrap_servers:
         options["bootstrap_servers"] = args.bootstrap_servers
@@ -78,14 +78,14 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from jackpot.platform.settings import settings_or_exit
+    from jackpot.platform.settings import load
     from jackpot.pot.settings import PotSettings
     from jackpot.tools.restore import run
 
     if not args.from_ledger:
         print("jackpot restore: say where from: --from-ledger", file=sys.stderr)
         return 2
-    settings = settings_or_exit(PotSettings.from_env, "jackpot restore")
+    settings = load(PotSettings)
     return run(settings, args.group)
 
 
@@ -121,6 +121,18 @@ def _pki(args: argparse.Namespace) -> int:
     return run(args.pki_args)
 
 
+def _verify(args: argparse.Namespace) -> int:
+    from jackpot.platform.manifest import run_verify
+
+    return run_verify([str(args.root)] if args.root else [])
+
+
+def _manifest(args: argparse.Namespace) -> int:
+    from jackpot.platform.manifest import run_manifest
+
+    return run_manifest([str(args.root)] if args.root else [])
+
+
 def _settings(args: argparse.Namespace) -> int:
     from jackpot.tools.settings_doc import markdown
 
@@ -138,29 +150,23 @@ def _demo(args: argparse.Namespace) -> int:
     return demo_main(args.duration, args.report, args.tables, args.rig_rate, args.rounds_per_minute)
 
 
-def _jobs(text: str) -> int:
-    jobs = int(text)
-    if jobs < 1:
-        raise argparse.ArgumentTypeError(f"--jobs must be 1 or more, not {jobs}")
-    return jobs
-
-
-def _add_jobs(parser: argparse.ArgumentParser) -> None:
-    from jackpot.tools.partitions import default_jobs
-
-    parser.add_argument(
-        "--jobs",
-        type=_jobs,
-        default=default_jobs(),
-        metavar="N",
-        help="processes reading the ledger's partitions side by side (default: one per core)",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
+    """The `jackpot` parser: each group of subcommands registered by its own function, in the
+    order `jackpot --help` lists them."""
     parser = argparse.ArgumentParser(prog="jackpot", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_resolve(commands)
+    _add_floor_services(commands)
+    _add_payouts(commands)
+    _add_demo(commands)
+    _add_setup_tools(commands)
+    _add_pot(commands)
+    _add_audit(commands)
+    _add_books(commands)
+    return parser
 
+
+def _add_resolve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     resolve = commands.add_parser(
         "resolve",
         help="resolve scenario rounds (format of tests/golden/README.md) and print the outcome",
@@ -176,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     resolve.set_defaults(handler=_resolve)
 
+
+def _add_floor_services(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The services a floor runs beside the pot: gateway, display, payout, dealer terminal."""
     gateway = commands.add_parser(
         "gateway", help="run a table gateway for a pit (device gRPC stream in, Kafka out)"
     )
@@ -201,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     terminal.set_defaults(handler=_terminal)
 
+
+def _add_payouts(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     payouts = commands.add_parser(
         "payouts",
         help="list the open payouts (and the last hour's settled ones); a supervisor approves or "
@@ -218,6 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     payouts.add_argument("--reason", help="why (required with --approve and --void)")
     payouts.set_defaults(handler=_payouts)
 
+
+def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = commands.add_parser(
         "demo", help="the whole floor locally: Kafka, every service, ~20 simulated tables"
     )
@@ -238,6 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(handler=_demo)
 
+
+def _add_setup_tools(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Settings table, development CA, software manifest (R6). `pki` is parsed by its own code
+    (see :func:`main`); it is listed here for `jackpot --help`."""
     settings = commands.add_parser(
         "settings",
         help="print the table of every service's settings (docs/settings.md is its output)",
@@ -252,19 +269,51 @@ def build_parser() -> argparse.ArgumentParser:
     pki.add_argument("pki_args", nargs=argparse.REMAINDER)
     pki.set_defaults(handler=_pki)
 
-    commands.add_parser(
+    verify = commands.add_parser(
         "verify", help="check the installed software against its SHA-256 manifest (R6) [ROOT]"
     )
-    commands.add_parser(
+    manifest = commands.add_parser(
         "manifest", help="record the SHA-256 manifest of the installed software (the build) [ROOT]"
     )
+    for command, handler in ((verify, _verify), (manifest, _manifest)):
+        command.add_argument(
+            "root",
+            nargs="?",
+            type=Path,
+            metavar="ROOT",
+            help="the package folder (default: the installed jackpot package)",
+        )
+        command.set_defaults(handler=handler)
 
+
+def _add_pot(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pot = commands.add_parser(
         "pot",
         help="run the pot service (settings from JACKPOT_* variables, see docs/settings.md)",
     )
     pot.set_defaults(handler=_pot)
 
+
+def _jobs(text: str) -> int:
+    jobs = int(text)
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"--jobs must be 1 or more, not {jobs}")
+    return jobs
+
+
+def _add_jobs(parser: argparse.ArgumentParser) -> None:
+    from jackpot.tools.partitions import default_jobs
+
+    parser.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=default_jobs(),
+        metavar="N",
+        help="processes reading the ledger's partitions side by side (default: one per core)",
+    )
+
+
+def _add_audit(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit = commands.add_parser(
         "audit",
         help="recompute every pot group from the ledger; check rule M2 and the latest pot "
@@ -296,6 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--save-anchors", metavar="FILE", help="record every chain's head here")
     audit.set_defaults(handler=_audit)
 
+
+def _add_books(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The books from the ledger: a period's report, and a restore of the pot groups' states."""
     report = commands.add_parser(
         "report",
         help="a period's books from the ledger: CSV per section and a self-contained HTML page "
@@ -328,21 +380,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--group", action="append", default=[], metavar="ID", help="only this pot group (repeat)"
     )
     restore.set_defaults(handler=_restore)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] in (["manifest"], ["verify"]):  # R6: the build's manifest, checked by hand
-        from jackpot.platform.manifest import run_manifest, run_verify
-
-        return (run_manifest if arguments[0] == "manifest" else run_verify)(arguments[1:])
     if arguments[:1] == ["pki"]:  # its own parser, so `jackpot pki --help` shows its commands
         from jackpot.tools.pki import run
 
         return run(arguments[1:])
     args = build_parser().parse_args(arguments)
-    result: int = args.handler(args)
+    try:
+        result: int = args.handler(args)
+    except ValueError as error:  # a bad setting (SettingsError): nothing has started yet
+        from jackpot.platform.settings import SettingsError, settings_refused
+
+        if not isinstance(error, SettingsError):
+            raise
+        return settings_refused(error, f"jackpot {args.command}")
     return result
 
 

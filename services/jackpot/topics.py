@@ -6,7 +6,7 @@ deployments set their own in deploy/k8s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +81,21 @@ ALL_TOPICS: tuple[TopicSpec, ...] = (
     AUDIT,
     AUDIT_HEADS,
 )
+
+
+def renamed(spec: TopicSpec, name: str, partitions: int = 0) -> TopicSpec:
+    """``spec`` under the name a service's settings give it (a deployment's or a test's), with
+    ``partitions`` when given, unless the topic has a single partition: dead letters and the
+    audit log keep theirs, for their order."""
+    if partitions and spec.partitions > 1:
+        return replace(spec, name=name, partitions=partitions)
+    return replace(spec, name=name)
+
+
+def named_topics(*named: tuple[TopicSpec, str], partitions: int = 0) -> list[TopicSpec]:
+    """The topics a service creates at start: each spec under its configured name
+    (:func:`renamed`). Every service's settings build theirs with it (``topic_specs()``)."""
+    return [renamed(spec, name, partitions) for spec, name in named]
 
 
 def audit_heads_topic(audit_topic: str) -> str:

@@ -210,8 +210,8 @@ def test_consumer_groups_and_transactional_ids_match_the_pot_settings(
     from jackpot.pot.settings import PotSettings
 
     defaults = PotSettings()
-    assert access["pot"]["groups"] == [defaults.consumer_group]
-    assert access["pot"]["transactional_ids"] == [defaults.transactional_id_prefix]
+    assert access["pot"]["groups"] == [defaults.processor.consumer_group]
+    assert access["pot"]["transactional_ids"] == [defaults.processor.transactional_id_prefix]
     for overlay, objects in rendered.items():
         (config,) = [m for m in kind(objects, "ConfigMap") if name(m).startswith("pot-config")]
         assert config["data"]["JACKPOT_CONSUMER_GROUP"] in access["pot"]["groups"], overlay

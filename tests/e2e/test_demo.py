@@ -2,10 +2,10 @@
 
 Real Kafka, every service as its own process, simulated tables on the device protocol, dealer
 terminals, sign watchers. The report is judged by the fault suite's books (issue 24 item 3,
-``loadtest.books.judge``): the audit and its chain pass, no bet lost or duplicated, bet by bet
+``jackpot.sim.books.judge``): the audit and its chain pass, no bet lost or duplicated, bet by bet
 and per pot group; every award of the ledger has exactly one payout, none paid twice, none
 without an award; and every award is what the rules give for the cards the floor dealt (the
-round oracle, ``loadtest.oracle``), award by award.
+round oracle, ``jackpot.sim.oracle``), award by award.
 """
 
 from __future__ import annotations

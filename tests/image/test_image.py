@@ -5,6 +5,10 @@ CA bundle used by the build is not in it, and a short floor runs with every serv
 display, two gateways) in its own container on the host network against the local broker: each
 serves gRPC health SERVING, the floor's books balance (rule M2: nothing lost or duplicated), and
 each stops on SIGTERM with exit status 0. The simulated tables run on the host.
+
+Every container is started through testcontainers (``DockerContainer`` of the locally built
+image) on podman's Docker-compatible socket, the ``container_engine`` of tests/conftest.py
+(tests/containers.py): removed when its test ends, and every container of the session at its end.
 """
 
 from __future__ import annotations
@@ -18,8 +22,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from loadtest.floor import Floor
 
+from jackpot.sim.floor import Floor
 from jackpot.tools.demo import (
     METRICS,
     PORTS,
@@ -29,68 +33,57 @@ from jackpot.tools.demo import (
     sim_config,
     wait_progressive_open,
 )
+from tests.containers import ContainerProcess, Engine, NoEngine, Ran, run_to_end
 
 pytestmark = pytest.mark.image
 
 IMAGE_SH = REPO / "deploy" / "image" / "image.sh"
 UID = 10001
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-RUN_OPTIONS = (
-    "--rm",
-    "--read-only",
-    "--network=host",
-    "--ulimit=nofile=20000:20000",
-    "--ulimit=nproc=32768:32768",
-)
 
 
-def image_tag() -> str:
+def image_sh(command: str) -> str:
     return subprocess.run(
-        [IMAGE_SH, "tag"], capture_output=True, text=True, check=True
+        [IMAGE_SH, command], capture_output=True, text=True, check=True
     ).stdout.strip()
 
 
-def podman(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(IMAGE_SH), "podman", *args], capture_output=True, text=True, timeout=timeout
-    )
-
-
 @pytest.fixture(scope="module")
-def image() -> str:
-    tag = image_tag()
-    if podman("image", "exists", tag).returncode != 0:
-        pytest.fail(f"image {tag} is not built: run `make image` (make image-test does)")
+def image(container_engine: Engine) -> str:
+    tag = image_sh("tag")
+    try:
+        container_engine.require_image(tag, "run `make image` (make image-test does)")
+    except NoEngine as why:
+        pytest.fail(str(why))
     return tag
 
 
-def in_container(image: str, entrypoint: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return podman("run", *RUN_OPTIONS, f"--entrypoint={entrypoint}", image, *args)
+def in_container(engine: Engine, image: str, *command: str, entrypoint: str = "") -> Ran:
+    """``command`` run to its end in a container of ``image`` with a read-only root."""
+    options = {"entrypoint": [entrypoint]} if entrypoint else {}
+    return run_to_end(engine, image, *command, read_only=True, **options)
 
 
-def test_jackpot_help_works(image: str) -> None:
-    helped = podman("run", *RUN_OPTIONS, image, "--help")
+def test_jackpot_help_works(container_engine: Engine, image: str) -> None:
+    helped = in_container(container_engine, image, "--help")
     assert helped.returncode == 0, helped.stderr
     for command in ("gateway", "pot", "payout", "display", "audit"):
         assert command in helped.stdout
 
 
-def test_runs_as_10001_on_a_read_only_root(image: str) -> None:
-    ids = in_container(image, "id")
+def test_runs_as_10001_on_a_read_only_root(container_engine: Engine, image: str) -> None:
+    ids = in_container(container_engine, image, entrypoint="id")
     assert ids.returncode == 0, ids.stderr
     assert ids.stdout.startswith(f"uid={UID}(jackpot) gid={UID}(jackpot) "), ids.stdout
-    wrote = in_container(image, "touch", "/opt/venv/written")
+    wrote = in_container(container_engine, image, "/opt/venv/written", entrypoint="touch")
     assert wrote.returncode != 0
     assert "Read-only file system" in wrote.stderr
 
 
-def test_the_build_left_the_hosts_ca_bundle_out(image: str) -> None:
+def test_the_build_left_the_hosts_ca_bundle_out(container_engine: Engine, image: str) -> None:
     """The bundle was bind-mounted for pip only: the image's file is its base's, byte for byte."""
-    base = subprocess.run(
-        ["sed", "-n", "s/^base=//p", str(IMAGE_SH)], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    ours = in_container(image, "sha256sum", CA_BUNDLE)
-    theirs = in_container(base, "sha256sum", CA_BUNDLE)
+    ours = in_container(container_engine, image, CA_BUNDLE, entrypoint="sha256sum")
+    theirs = in_container(container_engine, image_sh("base-tag"), CA_BUNDLE, entrypoint="sha256sum")
     assert ours.returncode == theirs.returncode
     assert ours.stdout == theirs.stdout
 
@@ -103,9 +96,12 @@ def free_port() -> int:
 
 
 class ContainerDemo(Demo):
-    """The demo's floor with each service in a container of the image (host network)."""
+    """The demo's floor with each service in a container of the image (host network), started
+    through testcontainers; ``processes`` holds each as a :class:`ContainerProcess`."""
 
-    def __init__(self, image: str, tables: int, state_dir: Path, run_id: str) -> None:
+    def __init__(
+        self, engine: Engine, image: str, tables: int, state_dir: Path, run_id: str
+    ) -> None:
         # Free ports, not the demo's fixed ones: other floors may be running on this machine.
         super().__init__(
             tables,
@@ -115,6 +111,7 @@ class ContainerDemo(Demo):
             metrics_ports={name: free_port() for name in METRICS},
             http_port=free_port(),
         )
+        self.engine = engine
         self.image = image
 
     def issue_certificates(self) -> None:
@@ -125,28 +122,28 @@ class ContainerDemo(Demo):
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
         self._commands[name] = (args, env)
-        log = open(self.state / f"{name}.log", "ab")  # noqa: SIM115 (the child owns it)
-        settings = [f"--env={key}={value}" for key, value in self.service_env(env).items()]
-        self.processes[name] = subprocess.Popen(
-            [
-                str(IMAGE_SH),
-                "podman",
-                "run",
-                *RUN_OPTIONS,
-                f"--name=jackpot-{self.run_id}-{name}",
-                f"--volume={self.state}:{self.state}",
-                *settings,
-                self.image,
-                *args,
-            ],
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
+        earlier = self.processes.pop(name, None)
+        if isinstance(earlier, ContainerProcess):
+            earlier.remove()  # a restart: the name is taken until the old one goes
+        container = (
+            self.engine.container(self.image, read_only=True)
+            .with_name(f"jackpot-{self.run_id}-{name}")
+            .with_volume_mapping(self.state, str(self.state), "rw")
+            .with_envs(**self.service_env(env))
+            .with_command(args)
         )
+        container.start()
+        self.processes[name] = ContainerProcess(container, self.state / f"{name}.log")  # type: ignore[assignment]
+
+    def remove_containers(self) -> None:
+        """Each container's output to its log in the state folder, then the container goes."""
+        for process in self.processes.values():
+            if isinstance(process, ContainerProcess):
+                process.remove()
 
 
 def stop_each(demo: Demo, within_seconds: float = 60) -> dict[str, int | None]:
-    """SIGTERM every service's container (podman passes it on); the exit status of each."""
+    """SIGTERM every service's container (its process 1, the service); the exit status of each."""
     for process in demo.processes.values():
         process.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + within_seconds
@@ -161,14 +158,15 @@ def stop_each(demo: Demo, within_seconds: float = 60) -> dict[str, int | None]:
 
 
 async def test_a_short_floor_runs_with_every_service_in_a_container(
-    image: str, kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch
+    container_engine: Engine, image: str, kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", kafka_bootstrap)
     run_id = uuid.uuid4().hex[:8]
-    demo = ContainerDemo(image, 5, REPO / ".run" / "image-test" / run_id, run_id)
+    state = REPO / ".run" / "image-test" / run_id
+    demo = ContainerDemo(container_engine, image, 5, state, run_id)
     await demo.create_topics()
-    demo.start_services()
     try:
+        demo.start_services()
         await demo.wait_healthy(within_seconds=120)
         await demo.create_groups()
         await wait_progressive_open(demo, within_seconds=60)
@@ -177,6 +175,7 @@ async def test_a_short_floor_runs_with_every_service_in_a_container(
         books = await report(demo, stats)
     finally:
         codes = stop_each(demo)
+        demo.remove_containers()
     assert stats.rounds > 0
     assert books["audit_ok"], books["audit_problems"]
     assert (books["lost"], books["duplicated"]) == (0, 0)

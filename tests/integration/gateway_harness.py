@@ -18,8 +18,8 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from jackpot.clients.device import DeviceClient
 from jackpot.domain.cards import Game
-from jackpot.gateway.client import DeviceClient
 from jackpot.gateway.grpc_api import SERVICE_NAME, TableDeviceServicer
 from jackpot.gateway.service import Gateway
 from jackpot.gateway.settings import GatewaySettings, TableSettings, Topics

@@ -37,7 +37,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from jackpot.payout.client import PayoutTargets
+from jackpot.clients.payout import PayoutTargets
 from jackpot.pot.settings import PotSettings
 from jackpot.v1 import payout_pb2, pot_pb2, table_events_pb2
 from tests.integration.gateway_harness import read_topic as read_records_of

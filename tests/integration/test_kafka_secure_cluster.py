@@ -2,7 +2,7 @@
 
 `deploy/local/kafka.sh secure-cluster-up` runs three brokers whose client listener is SASL_SSL
 (SCRAM-SHA-512, certificate from the development CA) with the ACLs of deploy/k8s/access.yaml.
-Every client here is built the way the services build theirs: ``KafkaSecurity.from_env`` on the
+Every client here is built the way the services build theirs: ``load(KafkaSecurity, ...)`` on the
 ``client-<user>.env`` variables the script writes, then ``client_options()``. Marked ``cluster``.
 """
 
@@ -37,15 +37,15 @@ from jackpot.platform.kafka import (
     committed_consumer,
     idempotent_producer,
 )
+from jackpot.platform.settings import load
 from jackpot.pot import commands
-from jackpot.pot.main import PotServer
-from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.partitions import topic_partitions
 from jackpot.pot.settings import PotSettings
 from jackpot.tools.audit import audit
 from jackpot.topics import DEAD_LETTER, LEDGER, POT_STATE, POT_UPDATES, TABLE_EVENTS
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, pot_pb2_grpc, table_events_pb2
 from tests.conftest import KAFKA_SH
+from tests.integration.in_process import pot_in_process
 from tests.integration.test_pot_service import NO_PRIZE, ScriptedTable
 
 pytestmark = pytest.mark.cluster
@@ -72,7 +72,7 @@ class SecureCluster:
         return environ
 
     def security(self, user: str) -> KafkaSecurity:
-        return KafkaSecurity.from_env(self.env(user))
+        return load(KafkaSecurity, self.env(user))
 
     def options(self, user: str) -> dict[str, Any]:
         """Keyword arguments of any aiokafka client for ``user`` (bootstrap servers included)."""
@@ -315,9 +315,10 @@ async def test_the_pot_user_writes_in_transactions(
 async def test_the_pot_service_runs_a_round_on_the_secure_cluster(
     secure_cluster: SecureCluster, unique: str
 ) -> None:
-    """The real pot service (PotServer in-process) with the settings `jackpot pot` reads from
-    client-jackpot-pot.env: admin API commands and its audit log as jackpot-pot, a round from the
-    gateway user, one transaction per batch with the group's offsets, audited as jackpot-audit."""
+    """The real pot service (its composition root, in-process) with the settings `jackpot pot`
+    reads from client-jackpot-pot.env: admin API commands and its audit log as jackpot-pot, a
+    round from the gateway user, one transaction per batch with the group's offsets, audited as
+    jackpot-audit."""
     group_id = f"secure-{unique}"
     environ = {
         **secure_cluster.env("jackpot-pot"),
@@ -329,10 +330,10 @@ async def test_the_pot_service_runs_a_round_on_the_secure_cluster(
         "JACKPOT_INSTANCE_ID": f"secure-test-{unique}",
         "JACKPOT_INSECURE_ROLES": "operator",  # plaintext gRPC here; Kafka is what is secured
     }
-    settings = PotSettings.from_env(environ)
+    settings = load(PotSettings, environ)
     assert settings.kafka_security.protocol == "SASL_SSL"
     assert not settings.create_topics
-    server = PotServer(settings, PotMetrics())
+    server = pot_in_process(settings)
     await server.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.grpc_port}")
     try:
@@ -386,7 +387,9 @@ async def processed(cluster: SecureCluster, settings: PotSettings) -> None:
         try:
             ends = await consumer.end_offsets(tps)
             while True:
-                committed = await admin.list_consumer_group_offsets(settings.consumer_group)
+                committed = await admin.list_consumer_group_offsets(
+                    settings.processor.consumer_group
+                )
                 done = {tp: committed[tp].offset if tp in committed else 0 for tp in tps}
                 if all(done[tp] >= ends[tp] for tp in tps):
                     return

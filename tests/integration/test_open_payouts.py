@@ -297,7 +297,9 @@ async def test_nothing_is_paid_twice_across_a_restart_even_without_the_groups_of
         await eventually(lambda: len(service.book.payouts) == 2, "both payouts ordered")
         await service.paid("T1", paid.award_id, "dealer-ana")
         assert set(service.book.payouts) == {unpaid.award_id}  # settled: out of the book
-    restarted = settings.replace(consumer_group=f"{settings.consumer_group}-new")
+    restarted = settings.replace(
+        processor={"consumer_group": f"{settings.processor.consumer_group}-new"}
+    )
     later = award("R2", 1, "FLUSH", 40_000)
     await publish(settings, later)
     async with Running(restarted) as running:

@@ -36,10 +36,10 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from grpc_health.v1 import health_pb2
 
+from jackpot.clients.payout import KEEPALIVE_OPTIONS, PayoutTargets, call_owner, owner_named
 from jackpot.domain.access import Role
 from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import PayoutState
-from jackpot.payout.client import KEEPALIVE_OPTIONS, PayoutTargets, call_owner, owner_named
 from jackpot.payout.codec import from_proto
 from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
 from jackpot.payout.service import NotServedHere, PayoutService
@@ -134,8 +134,10 @@ async def payout_settings(kafka_bootstrap: str, unique: str) -> PayoutSettings:
         grpc_address=f"127.0.0.1:{free_port()}",
         metrics_port=0,
         approval_threshold=1_000_000,
-        consumer_group=f"payout-{unique}",
-        transactional_id_prefix=f"payout-{unique}",
+        processor={
+            "consumer_group": f"payout-{unique}",
+            "transactional_id_prefix": f"payout-{unique}",
+        },
         awards_topic=f"test.awards.{unique}",
         payouts_topic=f"test.payouts.{unique}",
         ledger_topic=f"test.ledger.{unique}",
@@ -389,7 +391,7 @@ async def test_restoring_before_fencing_lets_a_stalled_instance_pay_behind_the_b
     async with Running(settings) as stalled:
         await wait_until(lambda: prize.award_id in stalled.service.book.payouts)
         partition = stalled.service.book.partition_of[prize.award_id]
-        newcomer = PayoutService(settings.replace(instance_id="newcomer"))
+        newcomer = PayoutService(settings.replace(processor={"instance_id": "newcomer"}))
         book_read_first = await restored_states(settings, partition)  # restore ...
         await stalled.service.paid("T1", prize.award_id, "dealer-ana")  # ... the zombie commits
         producer = await newcomer.processor._fencing_producer(partition)  # ... fenced too late
@@ -407,7 +409,7 @@ async def test_the_processor_fences_before_it_restores_so_a_stalled_instance_can
         book = stalled.service.book
         await wait_until(lambda: prize.award_id in book.payouts)
         partition = book.partition_of[prize.award_id]
-        newcomer = PayoutService(settings.replace(instance_id="newcomer"))
+        newcomer = PayoutService(settings.replace(processor={"instance_id": "newcomer"}))
         producer = await newcomer.processor._fencing_producer(partition)  # fence first ...
         try:
             with pytest.raises(NotCommitted):
@@ -437,7 +439,8 @@ async def test_a_second_instance_stands_by_names_the_owner_and_takes_over_at_its
     first = Running(settings)
     second_address = f"127.0.0.1:{free_port()}"
     second = Running(
-        settings.replace(instance_id="second", grpc_address=second_address), standby=True
+        settings.replace(processor={"instance_id": "second"}, grpc_address=second_address),
+        standby=True,
     )
     await first.__aenter__()
     first_running = True
@@ -782,8 +785,8 @@ def payout_environment(settings: PayoutSettings) -> dict[str, str]:
         "KAFKA_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
         "JACKPOT_PAYOUT_GRPC": settings.grpc_address,
         "JACKPOT_PAYOUT_METRICS_PORT": "0",
-        "JACKPOT_PAYOUT_CONSUMER_GROUP": settings.consumer_group,
-        "JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX": settings.transactional_id_prefix,
+        "JACKPOT_PAYOUT_CONSUMER_GROUP": settings.processor.consumer_group,
+        "JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX": settings.processor.transactional_id_prefix,
         "JACKPOT_PAYOUT_AWARDS_TOPIC": settings.awards_topic,
         "JACKPOT_PAYOUT_PAYOUTS_TOPIC": settings.payouts_topic,
         "JACKPOT_PAYOUT_LEDGER_TOPIC": settings.ledger_topic,

@@ -30,10 +30,10 @@ from loadtest.rounds import CONFIG, ROYAL_FLUSH, interleaved_rounds, simulated_t
 from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
 from jackpot.platform.authz import AccessSettings
+from jackpot.platform.exactly_once import ExactlyOnceSettings
 from jackpot.platform.kafka import ensure_topics, idempotent_producer
 from jackpot.pot import commands, records
 from jackpot.pot.ledger_audit import GroupAudit
-from jackpot.pot.main import PotServer, pot_topics
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.processor import InputRecord, PotProcessor
@@ -41,6 +41,7 @@ from jackpot.pot.service import PotService
 from jackpot.pot.settings import PotSettings
 from jackpot.tools.audit import AuditState, audit, audit_ledger
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, pot_pb2_grpc, table_events_pb2
+from tests.integration.in_process import pot_in_process
 from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
@@ -52,10 +53,20 @@ SETTLE_TIMEOUT = 60.0
 def pot_settings(
     kafka_bootstrap: str, unique: str, partitions: int = 2, **extra: object
 ) -> PotSettings:
-    values: dict[str, object] = {
-        "bootstrap_servers": kafka_bootstrap,
+    """The pot's settings for one test; ``extra`` may name the processor's fields too."""
+    processor: dict[str, object] = {
         "consumer_group": f"test-pot-{unique}",
         "transactional_id_prefix": f"test-pot-{unique}",
+        "session_timeout_ms": 6_000,
+        "heartbeat_ms": 1_000,
+        "retry_backoff_ms": 100,
+    }
+    for name in ExactlyOnceSettings.model_fields:
+        if name in extra:
+            processor[name] = extra.pop(name)
+    values: dict[str, object] = {
+        "bootstrap_servers": kafka_bootstrap,
+        "processor": processor,
         "table_events_topic": f"test.pot.table-events.{unique}",
         "pot_updates_topic": f"test.pot.updates.{unique}",
         "awards_topic": f"test.pot.awards.{unique}",
@@ -65,9 +76,6 @@ def pot_settings(
         "topic_partitions": partitions,
         "metrics_port": 0,
         "grpc_address": "127.0.0.1:0",
-        "session_timeout_ms": 6_000,
-        "heartbeat_ms": 1_000,
-        "retry_backoff_ms": 100,
         "log_json": False,
         # Plaintext in tests: every caller is the local operator (jackpot.platform.authz).
         "access": AccessSettings(
@@ -82,9 +90,15 @@ def environment(settings: PotSettings) -> dict[str, str]:
     """The JACKPOT_* variables that make `jackpot pot` run with these settings."""
     env = dict(os.environ)
     for name in (
-        "bootstrap_servers",
         "consumer_group",
         "transactional_id_prefix",
+        "session_timeout_ms",
+        "heartbeat_ms",
+        "retry_backoff_ms",
+    ):
+        env[f"JACKPOT_{name.upper()}"] = str(getattr(settings.processor, name))
+    for name in (
+        "bootstrap_servers",
         "table_events_topic",
         "pot_updates_topic",
         "awards_topic",
@@ -94,9 +108,6 @@ def environment(settings: PotSettings) -> dict[str, str]:
         "topic_partitions",
         "metrics_port",
         "grpc_address",
-        "session_timeout_ms",
-        "heartbeat_ms",
-        "retry_backoff_ms",
     ):
         env[f"JACKPOT_{name.upper()}"] = str(getattr(settings, name))
     env["JACKPOT_LOG_LEVEL"] = "WARNING"
@@ -238,7 +249,7 @@ async def processed_fraction(settings: PotSettings) -> float:
     await admin.start()
     await consumer.start()
     try:
-        committed = await admin.list_consumer_group_offsets(settings.consumer_group)
+        committed = await admin.list_consumer_group_offsets(settings.processor.consumer_group)
         topic = settings.table_events_topic
         counts = await topic_partitions(settings.kafka_options(), [topic])
         tps = [TopicPartition(topic, p) for p in range(counts[topic])]
@@ -324,7 +335,7 @@ async def running(service: PotService) -> AsyncIterator[asyncio.Task[None]]:
 
 
 async def create_topics(settings: PotSettings) -> None:
-    await ensure_topics(settings.bootstrap_servers, pot_topics(settings))
+    await ensure_topics(settings.bootstrap_servers, settings.topic_specs())
 
 
 async def until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
@@ -571,7 +582,7 @@ async def test_config_change_takes_effect_only_at_the_next_reset_through_the_api
     kafka_bootstrap: str, unique: str
 ) -> None:
     settings = pot_settings(kafka_bootstrap, unique, partitions=1)
-    server = PotServer(settings, PotMetrics())
+    server = pot_in_process(settings)
     await server.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.grpc_port}")
     stub = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
@@ -834,8 +845,8 @@ async def test_a_zombie_mid_transaction_is_fenced_by_its_successor(
     events = scripted_events(["zombie-group"], rounds_per_table=60, seed=6)
     half = len(events) // 2
     await produce(settings, events[:half])
-    zombie = StallingPotService(settings.replace(instance_id="zombie"))
-    successor = PotService(settings.replace(instance_id="successor"), PotMetrics())
+    zombie = StallingPotService(settings.replace(processor={"instance_id": "zombie"}))
+    successor = PotService(settings.replace(processor={"instance_id": "successor"}), PotMetrics())
     async with running(zombie):
         await wait_processed(settings, 0.9)
         zombie.hold_next_commit = True

@@ -26,10 +26,10 @@ from typing import Any
 
 import aiohttp
 import pytest
-from loadtest.floor import Floor
 from loadtest.monitor import NAMESPACE, command, rule_groups, stage
 
 from jackpot.platform.kafka import idempotent_producer
+from jackpot.sim.floor import Floor
 from jackpot.tools.demo import (
     METRICS,
     POKER_GROUP,

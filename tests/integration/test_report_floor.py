@@ -3,7 +3,7 @@ simulator's books; and every service put the software digest it verified on its 
 
 Real Kafka, every service as its own process (``jackpot.tools.demo.Demo``, 5 tables, mutual TLS),
 simulated tables playing for a few seconds; then the books are judged as the fault suite judges
-them (``loadtest.books``: bet by bet, award by award), and the report of the whole run, read from
+them (``jackpot.sim.books``: bet by bet, award by award), and the report of the whole run, read from
 the ledger alone, must say the same to the picopeso.
 """
 
@@ -14,17 +14,18 @@ import uuid
 from pathlib import Path
 
 import pytest
-from loadtest.books import judge
 from loadtest.browser import chromium
-from loadtest.floor import Floor
 
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.platform.audit import read_entries
 from jackpot.platform.kafka import KafkaConnection
 from jackpot.platform.manifest import package_root, verify
+from jackpot.sim.books import judge
+from jackpot.sim.floor import Floor
 from jackpot.tools import report as report_tool
 from jackpot.tools.audit import audit
 from jackpot.tools.demo import REPO, Demo, sim_config, wait_progressive_open
+from jackpot.tools.demo import report as demo_report
 from jackpot.tools.report_figures import Period, compute
 from tests.report_ledgers import read_whole_ledger
 
@@ -49,7 +50,7 @@ async def test_R1_the_report_of_a_floor_equals_the_audit_and_the_books(
         await demo.create_groups()
         await wait_progressive_open(demo, within_seconds=60)
         stats = await Floor(sim_config(demo, rig_rate=0.2, rounds_per_minute=90)).run(PLAY_SECONDS)
-        books = await judge(demo, stats)
+        books = await judge(demo, stats, await demo_report(demo, stats))
         groups = await audit(
             {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger"), demo.topic("pot-updates")
         )

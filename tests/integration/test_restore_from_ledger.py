@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
-from loadtest.books import judge
-from loadtest.floor import Floor, FloorStats
 
 from jackpot.platform.kafka import ensure_topics
+from jackpot.sim.books import judge
+from jackpot.sim.floor import Floor, FloorStats
 from jackpot.tools.demo import REPO, Demo, sim_config, wait_progressive_open
+from jackpot.tools.demo import report as demo_report
 from jackpot.tools.report_figures import Period, compute
 from jackpot.topics import POT_STATE, TopicSpec
 from tests.polling import eventually
@@ -115,7 +116,7 @@ async def test_R14_state_topic_deleted_mid_floor_is_rebuilt_from_the_ledger(
         await until(lambda: stats.rounds >= rounds_at_restore + 10, "10 rounds after it", 90)
         floor.stop()
         stats = await playing
-        books = await judge(demo, stats)
+        books = await judge(demo, stats, await demo_report(demo, stats))
         records = await read_whole_ledger(
             {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger")
         )

@@ -33,8 +33,6 @@ from jackpot.payout.main import run_payout
 from jackpot.platform.settings import AccessSettings
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.platform.tracing import from_traceparent
-from jackpot.pot.main import PotServer
-from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.settings import PotSettings
 from jackpot.tools.demo import POKER_CONFIG
 from jackpot.v1 import (
@@ -52,6 +50,7 @@ from tests.integration.gateway_harness import (
     start_gateway,
     wait_until,
 )
+from tests.integration.in_process import pot_in_process
 from tests.integration.test_display import free_port
 from tests.integration.test_supervised_services import payout_settings  # the same topics
 
@@ -95,8 +94,12 @@ def exported() -> Iterator[InMemorySpanExporter]:
 def pot_settings(bootstrap: str, unique: str, table_events: str, pot_updates: str) -> PotSettings:
     return PotSettings(
         bootstrap_servers=bootstrap,
-        consumer_group=f"test-trace-{unique}",
-        transactional_id_prefix=f"test-trace-{unique}",
+        processor={
+            "consumer_group": f"test-trace-{unique}",
+            "transactional_id_prefix": f"test-trace-{unique}",
+            "session_timeout_ms": 6_000,
+            "heartbeat_ms": 1_000,
+        },
         table_events_topic=table_events,
         pot_updates_topic=pot_updates,
         awards_topic=f"test.awards.{unique}",
@@ -106,8 +109,6 @@ def pot_settings(bootstrap: str, unique: str, table_events: str, pot_updates: st
         topic_partitions=1,
         metrics_port=0,
         grpc_address="127.0.0.1:0",
-        session_timeout_ms=6_000,
-        heartbeat_ms=1_000,
         log_json=False,
         access=AccessSettings(
             insecure_roles=frozenset({Role.OPERATOR}), audit_topic=f"test.trace.audit.{unique}"
@@ -120,9 +121,7 @@ async def floor(bootstrap: str, unique: str, spool: Path) -> AsyncIterator[tuple
     """Pot, gateway and display in this process: (pot, gateway, display) gRPC addresses."""
     gateway_settings = settings_for(bootstrap, unique, spool)
     topics = gateway_settings.topics
-    pot = PotServer(
-        pot_settings(bootstrap, unique, topics.table_events, topics.pot_updates), PotMetrics()
-    )
+    pot = pot_in_process(pot_settings(bootstrap, unique, topics.table_events, topics.pot_updates))
     await pot.start()
     display_settings = DisplaySettings(
         bootstrap_servers=bootstrap,
@@ -146,7 +145,7 @@ async def floor(bootstrap: str, unique: str, spool: Path) -> AsyncIterator[tuple
             await gateway.stop()
         await asyncio.wait_for(display, 30)
         await asyncio.wait_for(payout, 30)
-        await pot.stop(0.5)
+        await pot.stop()
 
 
 async def open_group(pot_address: str) -> None:

@@ -19,12 +19,12 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from loadtest.rounds import CONFIG
 
+from jackpot.clients.device import DeviceClient
 from jackpot.display.main import run_display
 from jackpot.display.settings import DisplaySettings
 from jackpot.domain.access import Role
 from jackpot.domain.auditchain import AuditEntry, ChainReport
 from jackpot.domain.cards import Game
-from jackpot.gateway.client import DeviceClient
 from jackpot.payout.grpc_api import SERVICE_NAME as PAYOUT_SERVICE
 from jackpot.payout.grpc_api import PayoutServicer
 from jackpot.payout.service import PayoutService
@@ -34,8 +34,6 @@ from jackpot.platform.authz import AccessSettings, Authorizer
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, idempotent_producer
 from jackpot.platform.tls import TlsSettings, secure_channel
-from jackpot.pot.main import PotServer
-from jackpot.pot.metrics import PotMetrics
 from jackpot.tools.audit_chain import verify_stream
 from jackpot.tools.payouts import decide
 from jackpot.tools.pki import issue, issue_dev
@@ -56,6 +54,7 @@ from tests.integration.gateway_harness import (
     wait_health,
     wait_until,
 )
+from tests.integration.in_process import pot_in_process
 from tests.integration.test_payout import award, free_port, publish
 from tests.integration.test_pot_service import pot_settings, read_topic
 from tests.polling import eventually
@@ -108,7 +107,7 @@ async def test_pot_admin_api_needs_an_operator_certificate_and_audits_every_atte
         tls=tls(pki, "pot"), audit_topic=f"test.audit.{unique}", health_address="127.0.0.1:0"
     )
     settings = pot_settings(kafka_bootstrap, unique, 1).replace(access=access)
-    server = PotServer(settings, PotMetrics())
+    server = pot_in_process(settings)
     await server.start()
     target = f"localhost:{server.grpc_port}"
     request = pot_pb2.CreatePotGroupRequest(
@@ -189,7 +188,7 @@ async def test_pot_admin_api_needs_an_operator_certificate_and_audits_every_atte
     assert ("CAR-1", "read", "refused", "ListPotGroups") in facts
     report = await verify_topic(kafka_bootstrap, access.audit_topic)
     assert report.ok
-    assert report.chains == {f"pot-api:{settings.instance_id}": len(entries)}
+    assert report.chains == {f"pot-api:{settings.processor.instance_id}": len(entries)}
 
     # The command line verifies the topic, then a forged copy of entry 2 is appended.
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
@@ -214,7 +213,7 @@ async def test_pot_admin_api_needs_an_operator_certificate_and_audits_every_atte
     )
     assert tampered.returncode == 1
     assert (
-        f"TAMPERED: chain 'pot-api:{settings.instance_id}' breaks at entry 2 "
+        f"TAMPERED: chain 'pot-api:{settings.processor.instance_id}' breaks at entry 2 "
         f"(position {len(entries)})" in tampered.stdout
     )
 
@@ -227,8 +226,10 @@ async def payout_under_tls(
         bootstrap_servers=kafka_bootstrap,
         grpc_address=f"127.0.0.1:{free_port()}",
         metrics_port=0,
-        consumer_group=f"payout-{unique}",
-        transactional_id_prefix=f"payout-{unique}",
+        processor={
+            "consumer_group": f"payout-{unique}",
+            "transactional_id_prefix": f"payout-{unique}",
+        },
         awards_topic=f"test.awards.{unique}",
         payouts_topic=f"test.payouts.{unique}",
         ledger_topic=f"test.ledger.{unique}",

@@ -48,8 +48,10 @@ def payout_settings(kafka_bootstrap: str, unique: str) -> PayoutSettings:
         bootstrap_servers=kafka_bootstrap,
         grpc_address="127.0.0.1:0",
         metrics_port=0,
-        consumer_group=f"payout-{unique}",
-        transactional_id_prefix=f"payout-{unique}",
+        processor={
+            "consumer_group": f"payout-{unique}",
+            "transactional_id_prefix": f"payout-{unique}",
+        },
         awards_topic=f"test.awards.{unique}",
         payouts_topic=f"test.payouts.{unique}",
         ledger_topic=f"test.ledger.{unique}",

@@ -391,8 +391,8 @@ async def test_the_demos_dealer_and_supervisor_use_the_terminals_api(floor: Floo
     """What `jackpot demo` does at its terminal tables: the simulated supervisor approves a large
     prize with a one-time code entered at the terminal, the simulated dealer presses "Pagado"
     through the screen's API; the prize is PAID once."""
-    from loadtest.floor import Floor as FloorSimulator
-    from loadtest.floor import FloorConfig
+    from jackpot.sim.floor import Floor as FloorSimulator
+    from jackpot.sim.floor import FloorConfig
 
     large = award("R5", 6, "ROYAL_FLUSH", 2_500_000, table=TABLE)
     await publish(floor.payout, large)

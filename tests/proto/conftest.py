@@ -1,7 +1,7 @@
-"""Tests of the build's checks on the protobuf contracts, with buf from tools/node_modules.
+"""Tests of the build's checks on the protobuf contracts, with buf from proto-tools/node_modules.
 
-buf comes from the npm registry (tools/package.json, ``make setup``); git from the system. Every
-test here is marked ``proto`` (``make proto-test``; ``make test`` runs them).
+buf comes from the npm registry (proto-tools/package.json, ``make setup``); git from the system.
+Every test here is marked ``proto`` (``make proto-test``; ``make test`` runs them).
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "proto: buf on the protobuf contracts, tools/node_modules (make proto-test)"
+        "markers",
+        "proto: buf on the protobuf contracts, proto-tools/node_modules (make proto-test)",
     )
 
 

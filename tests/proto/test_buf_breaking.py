@@ -1,4 +1,4 @@
-"""``make proto-breaking`` (tools/buf-breaking.sh) refuses an incompatible change to protos/.
+"""``make proto-breaking`` (proto-tools/buf-breaking.sh) refuses an incompatible change to protos/.
 
 Each test copies protos/ and buf.yaml into a scratch git repository, commits them on ``main``
 and changes them there: a field's type changed or a field deleted must fail, whether it is about
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "tools" / "buf-breaking.sh"
-BUF = REPO / "tools" / "node_modules" / ".bin" / "buf"
+SCRIPT = REPO / "proto-tools" / "buf-breaking.sh"
+BUF = REPO / "proto-tools" / "node_modules" / ".bin" / "buf"
 AUDIT = Path("protos/jackpot/v1/audit.proto")
 # A scalar field of a message, at two spaces' indent: "  int64 time_ns = 3;"
 FIELD = re.compile(r"^  (int64|uint64|int32|uint32|string|bool|bytes) (\w+) = (\d+);\n", re.M)
@@ -51,7 +51,7 @@ def commit_all(repo: Path, message: str) -> None:
 def breaking(cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     """Run the check as `make proto-breaking` does, in cwd."""
     if not os.access(BUF, os.X_OK):
-        pytest.fail(f"buf is missing at {BUF}: `make setup` installs it (tools/package.json)")
+        pytest.fail(f"buf is missing at {BUF}: `make setup` installs it (proto-tools/package.json)")
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PROTO_")}
     environ |= {"BUF": str(BUF), "GIT_CEILING_DIRECTORIES": str(cwd.parent), **env}
     return subprocess.run(
@@ -143,7 +143,7 @@ def test_lint_runs_the_check() -> None:
     assert re.search(r"^lint:.*\bproto-breaking\b", makefile, re.M), "lint needs proto-breaking"
     recipe = re.search(r"^proto-breaking:.*\n\t(.*)$", makefile, re.M)
     assert recipe, "no proto-breaking target"
-    assert "tools/buf-breaking.sh" in recipe.group(1)
+    assert "proto-tools/buf-breaking.sh" in recipe.group(1)
 
 
 def test_the_first_commit_has_nothing_to_compare_and_says_so(scratch: Path) -> None:

@@ -2,7 +2,7 @@
 (issue 24 item 2), books per bet and pot group, fault 3's closing bound, and the kills' recovery
 bounds.
 
-Pure functions of ``loadtest.verdicts``, ``loadtest.books`` and ``loadtest.chaos`` over the
+Pure functions of ``loadtest.verdicts``, ``jackpot.sim.books`` and ``loadtest.chaos`` over the
 figures a run measures; no floor runs here.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from loadtest.books import books_verdict, compare_awards, compare_bets, entry_bets
 from loadtest.chaos import TerminalViews, terminals_back
 from loadtest.verdicts import (
     OUTAGE_CLOSE_MARGIN_SECONDS,
@@ -24,6 +23,7 @@ from loadtest.verdicts import (
     unrun_faults,
 )
 
+from jackpot.sim.books import books_verdict, compare_awards, compare_bets, entry_bets
 from jackpot.v1 import pot_pb2
 
 POKER, BLACKJACK = "scl-poker", "scl-blackjack"

@@ -45,11 +45,11 @@ from packaging.version import Version
 from jackpot.platform.exactly_once import (
     TXN_MANAGER_ATTRIBUTE,
     ExactlyOnceProcessor,
+    ExactlyOnceSettings,
     NotCommitted,
     NotOwned,
     OutputRecord,
     Owned,
-    ProcessorConfig,
     ProcessorError,
     fatal_cause,
     retire_producer,
@@ -59,15 +59,8 @@ from jackpot.platform.metrics import ProcessorMetrics
 
 pytestmark = pytest.mark.unit
 
-CONFIG = ProcessorConfig(
-    name="test",
-    kafka_options={"bootstrap_servers": "127.0.0.1:1"},
-    input_topic="in",
-    changelog_topic="changelog",
-    consumer_group="group",
-    transactional_id_prefix="tx",
-    instance_id="i-1",
-    retry_backoff_ms=1,
+SETTINGS = ExactlyOnceSettings(
+    consumer_group="group", transactional_id_prefix="tx", instance_id="i-1", retry_backoff_ms=1
 )
 
 
@@ -197,12 +190,18 @@ def processor() -> tuple[ExactlyOnceProcessor[Counter], list[str], list[str]]:
     journal: list[str] = []
     made: list[str] = []
     eos: ExactlyOnceProcessor[Counter] = ExactlyOnceProcessor(
-        CONFIG, lambda p: Counter(journal), ProcessorMetrics()
+        "test",
+        SETTINGS,
+        {"bootstrap_servers": "127.0.0.1:1"},
+        input_topic="in",
+        changelog_topic="changelog",
+        handler_factory=lambda p: Counter(journal),
+        metrics=ProcessorMetrics(),
     )
     eos._consumer = FakeConsumer(journal)  # type: ignore[assignment]
 
     async def fencing_producer(partition: int) -> Any:
-        journal.append(f"fence {CONFIG.transactional_id(partition)}")
+        journal.append(f"fence {SETTINGS.transactional_id(partition)}")
         made.append(f"new-{partition}")
         return FakeProducer(f"new-{partition}", journal)
 

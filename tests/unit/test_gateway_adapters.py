@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,8 @@ from jackpot.domain.cards import Game
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.table import ExchangeCards, Fold, PlaceBet, Results
 from jackpot.gateway.adapters import ADAPTERS
-from jackpot.gateway.settings import load_settings, settings_from_dict
-from jackpot.platform.settings import SettingsError
+from jackpot.gateway.settings import GatewaySettings
+from jackpot.platform.settings import SettingsError, load
 from jackpot.v1 import device_pb2
 
 REPO = Path(__file__).resolve().parents[2]
@@ -88,19 +89,24 @@ def test_bet_maps_credits() -> None:
 
 
 def test_the_example_configuration_loads() -> None:
-    settings = load_settings(REPO / "deploy" / "local" / "gateway.example.json", environ={})
+    settings = load(GatewaySettings, {}, file=REPO / "deploy" / "local" / "gateway.example.json")
     assert settings.name == "pit-a"
     assert {t.game for t in settings.tables} == set(Game)
     assert settings.heartbeat_timeout_seconds == 5
 
 
-def test_settings_refuse_weak_or_repeated_tables() -> None:
+def test_settings_refuse_weak_or_repeated_tables(tmp_path: Path) -> None:
+    def from_file(data: dict[str, object], environ: dict[str, str]) -> GatewaySettings:
+        config = tmp_path / "gateway.json"
+        config.write_text(json.dumps(data))
+        return load(GatewaySettings, environ, file=config)
+
     table = {"table_id": "T1", "game": "draw", "pot_group_id": "g", "credential": "x" * 16}
     with pytest.raises(ValueError, match="configured twice"):
-        settings_from_dict({"tables": [table, table]}, environ={})
+        from_file({"tables": [table, table]}, {})
     with pytest.raises(ValueError, match="at least 16"):
-        settings_from_dict({"tables": [{**table, "credential": "short"}]}, environ={})
+        from_file({"tables": [{**table, "credential": "short"}]}, {})
     with pytest.raises(SettingsError, match=r"tables\[0\]\.game: .*unknown game 'roulette'"):
-        settings_from_dict({"tables": [{**table, "game": "roulette"}]}, environ={})
-    env = settings_from_dict({"tables": [table]}, environ={"KAFKA_BOOTSTRAP_SERVERS": "k:1"})
+        from_file({"tables": [{**table, "game": "roulette"}]}, {})
+    env = from_file({"tables": [table]}, {"KAFKA_BOOTSTRAP_SERVERS": "k:1"})
     assert env.bootstrap_servers == "k:1"

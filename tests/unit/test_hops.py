@@ -3,11 +3,11 @@ and the simulator's tables are dealt over its processes without loss."""
 
 from __future__ import annotations
 
-from loadtest.floor import FloorConfig, FloorStats, SimTable
-from loadtest.hops import END_TO_END, HOPS_ORDER, Hops
 from loadtest.multifloor import merge, portable, shares
 
 from jackpot.domain.cards import Game
+from jackpot.sim.floor import FloorConfig, FloorStats, SimTable
+from jackpot.sim.hops import END_TO_END, HOPS_ORDER, Hops
 from jackpot.v1 import common_pb2
 
 MS = 1_000_000  # nanoseconds

@@ -6,7 +6,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from jackpot.payout.client import OWNER_METADATA_KEY, PayoutTargets, call_owner, owner_named
+from jackpot.clients.payout import OWNER_METADATA_KEY, PayoutTargets, call_owner, owner_named
 from jackpot.platform.settings import TlsSettings
 
 

@@ -11,6 +11,7 @@ from cryptography.exceptions import InvalidSignature
 
 from jackpot.domain.access import Role
 from jackpot.platform.authz import AccessSettings
+from jackpot.platform.settings import load
 from jackpot.platform.tls import TlsSettings, principal_from_pem
 from jackpot.tools.pki import init_ca, issue, issue_dev, run
 
@@ -81,14 +82,14 @@ def test_the_command_issues_and_refuses_unknown_roles(
 
 
 def test_tls_settings_come_whole_and_exclude_insecure_roles(tmp_path: Path) -> None:
-    assert not TlsSettings.from_env({}).enabled
+    assert not load(TlsSettings, {}).enabled
     with pytest.raises(ValueError, match="go together"):
-        TlsSettings.from_env({"JACKPOT_TLS_CERT": "a.crt"})
+        load(TlsSettings, {"JACKPOT_TLS_CERT": "a.crt"})
     env = {"JACKPOT_TLS_CERT": "a", "JACKPOT_TLS_KEY": "b", "JACKPOT_TLS_CA": "c"}
-    assert AccessSettings.from_env(env).tls.enabled
+    assert load(AccessSettings, env).tls.enabled
     with pytest.raises(ValueError, match="plaintext development only"):
-        AccessSettings.from_env({**env, "JACKPOT_INSECURE_ROLES": "operator"})
-    local = AccessSettings.from_env({"JACKPOT_INSECURE_ROLES": "operator,supervisor"})
+        load(AccessSettings, {**env, "JACKPOT_INSECURE_ROLES": "operator"})
+    local = load(AccessSettings, {"JACKPOT_INSECURE_ROLES": "operator,supervisor"})
     assert local.insecure_roles == {Role.OPERATOR, Role.SUPERVISOR}
     issue_dev(tmp_path)
     tls = TlsSettings.for_name(tmp_path, "pot")

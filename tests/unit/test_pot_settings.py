@@ -7,29 +7,33 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.platform.settings import load
 from jackpot.pot import records
 from jackpot.pot.settings import PotSettings, SettingsError
+from jackpot.tools.settings_doc import variables
 
 
 def test_defaults_need_no_environment() -> None:
-    settings = PotSettings.from_env({})
+    settings = load(PotSettings, {})
     assert settings.table_events_topic == "jackpot.table-events.v1"
-    assert settings.transactional_id(3) == "jackpot-pot-3"
+    assert settings.processor.transactional_id(3) == "jackpot-pot-3"
     assert settings.heartbeat_interval_ms < 1000  # D5
 
 
 def test_variables_override_with_their_types() -> None:
-    settings = PotSettings.from_env(
+    settings = load(
+        PotSettings,
         {
             "JACKPOT_BOOTSTRAP_SERVERS": "k1:9092,k2:9092",
             "JACKPOT_MAX_BATCH_RECORDS": "100",
             "JACKPOT_CREATE_TOPICS": "false",
             "JACKPOT_GRPC_GRACE_SECONDS": "2.5",
             "JACKPOT_UNRELATED": "ignored",
-        }
+            "KAFKA_BOOTSTRAP_SERVERS": "loses:9092",
+        },
     )
     assert settings.bootstrap_servers == "k1:9092,k2:9092"
-    assert settings.max_batch_records == 100
+    assert settings.processor.max_batch_records == 100
     assert settings.create_topics is False
     assert settings.grpc_grace_seconds == 2.5
 
@@ -46,18 +50,19 @@ def test_variables_override_with_their_types() -> None:
 )
 def test_bad_settings_are_named(variables: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
-        PotSettings.from_env(variables)
+        load(PotSettings, variables)
 
 
 def test_kafka_security_comes_from_the_deployments_kafka_variables() -> None:
-    settings = PotSettings.from_env(
+    settings = load(
+        PotSettings,
         {
             "JACKPOT_BOOTSTRAP_SERVERS": "kafka:9093",
             "KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
             "KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
             "KAFKA_SASL_USERNAME": "jackpot-pot",
             "KAFKA_SASL_PASSWORD": "s3cret",
-        }
+        },
     )
     assert settings.kafka_options() == {
         "bootstrap_servers": "kafka:9093",
@@ -69,12 +74,13 @@ def test_kafka_security_comes_from_the_deployments_kafka_variables() -> None:
     assert "s3cret" not in repr(settings)
     assert PotSettings().kafka_options() == {"bootstrap_servers": "127.0.0.1:9092"}
     with pytest.raises(SettingsError, match="KAFKA_SECURITY_PROTOCOL"):
-        PotSettings.from_env({"KAFKA_SECURITY_PROTOCOL": "TLS"})
+        load(PotSettings, {"KAFKA_SECURITY_PROTOCOL": "TLS"})
 
 
 def test_every_setting_has_a_variable() -> None:
-    names = [name for name, _ in PotSettings.variables()]
+    names = [name for name, _ in variables(PotSettings)]
     assert "JACKPOT_STATE_TOPIC" in names
+    assert "JACKPOT_CONSUMER_GROUP" in names  # the processor's section, under the pot's prefix
     # ours, the Kafka client's shared ones, and OpenTelemetry's own for the exporter
     assert all(name.startswith(("JACKPOT_", "KAFKA_", "OTEL_EXPORTER_OTLP_")) for name in names)
 

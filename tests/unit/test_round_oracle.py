@@ -1,6 +1,6 @@
 """The round oracle (issue 24 item 1): every award predicted from the cards dealt, by the rules.
 
-``loadtest.oracle`` is an independent model of docs/rules.md (it imports nothing of
+``jackpot.sim.oracle`` is an independent model of docs/rules.md (it imports nothing of
 ``jackpot.domain``). Shown here: its hands agree with the engine's over random cards (P, P2,
 P4); it gives every golden round's expected outcome, refusals included (tests/golden); it agrees
 with every award of a real pot processor's ledger (checkpoints, a mystery pot, resets, a
@@ -8,7 +8,7 @@ configuration activated at a reset); and it refuses copies of that ledger that e
 passes: a split one peso off between its two winners (money conserved, the audit clean), the odd
 peso to the wrong seat (S3), a prize from the wrong pot (S7), an award for a forfeited seat
 (E2, E3), a mystery prize to the wrong seat (X2), a refill from the wrong pot (S8), ... The books
-(``loadtest.books``) fail on such a ledger through the path ``judge`` takes.
+(``jackpot.sim.books``) fail on such a ledger through the path ``judge`` takes.
 """
 
 from __future__ import annotations
@@ -25,16 +25,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loadtest import oracle
-from loadtest.books import (
-    LedgerBooks,
-    add_entry,
-    books_verdict,
-    compare_awards,
-    compare_bets,
-    with_oracle,
-)
-from loadtest.oracle import Dealt, LedgerOracle, RoundKey, read_config
 from loadtest.rounds import CONFIG, CREDIT_VALUE, MAX_BET, MIN_BET
 
 from jackpot.domain.cards import CARD_CODES, Game
@@ -42,6 +32,16 @@ from jackpot.domain.hands import categorise
 from jackpot.platform.codec import game_from_proto, game_to_proto
 from jackpot.pot import commands
 from jackpot.pot.ledger_audit import GroupAudit
+from jackpot.sim import oracle
+from jackpot.sim.books import (
+    LedgerBooks,
+    add_entry,
+    books_verdict,
+    compare_awards,
+    compare_bets,
+    with_oracle,
+)
+from jackpot.sim.oracle import Dealt, LedgerOracle, RoundKey, read_config
 from jackpot.v1 import pot_pb2, table_events_pb2
 from tests.unit.test_restore import GROUP, Floor, played
 
@@ -52,7 +52,7 @@ PRIZE = pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED
 
 
 def test_the_oracle_is_written_apart_from_the_domain() -> None:
-    """An independent model: loadtest/oracle.py imports nothing of the product but the ledger's
+    """An independent model: jackpot/sim/oracle.py imports nothing of the product but the ledger's
     message types (never jackpot.domain's engine, paytables, hands or money)."""
     tree = ast.parse(Path(oracle.__file__).read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}

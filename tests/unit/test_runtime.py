@@ -130,3 +130,53 @@ async def test_a_composition_root_that_fails_at_start_exits_1_and_stops_what_sta
 
     assert await asyncio.wait_for(serve("test", compose, asyncio.Event()), 2.0) == 1
     assert journal == ["stopped"]
+
+
+async def test_steps_added_last_run_after_every_other_step() -> None:
+    """The audit log's stop is added first (the edge is built first) yet runs last: every step
+    before it may still write to it."""
+    journal: list[str] = []
+    stop = asyncio.Event()
+
+    def step(name: str):  # type: ignore[no-untyped-def]
+        async def run() -> None:
+            journal.append(name)
+
+        return run
+
+    async def compose(supervisor: Supervisor) -> None:
+        supervisor.on_stop("audit", step("audit"), last=True)
+        supervisor.on_stop("grpc", step("grpc"))
+        supervisor.on_stop("processor", step("processor"))
+        supervisor.spawn("processor", asyncio.Event().wait())
+
+    task = asyncio.create_task(serve("test", compose, stop))
+    await asyncio.sleep(0)
+    stop.set()
+    assert await asyncio.wait_for(task, 2.0) == 0
+    assert journal == ["grpc", "processor", "audit"]
+
+
+async def test_a_stop_step_ends_a_part_before_closing_what_it_reads() -> None:
+    journal: list[str] = []
+    stop = asyncio.Event()
+
+    async def follow() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            journal.append("view ended")
+
+    async def compose(supervisor: Supervisor) -> None:
+        async def stop_view() -> None:
+            await supervisor.end_part("view")
+            journal.append("consumer closed")
+
+        supervisor.on_stop("view", stop_view)
+        supervisor.spawn("view", follow())
+
+    task = asyncio.create_task(serve("test", compose, stop))
+    await asyncio.sleep(0)
+    stop.set()
+    assert await asyncio.wait_for(task, 2.0) == 0
+    assert journal == ["view ended", "consumer closed"]

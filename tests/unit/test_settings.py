@@ -13,19 +13,19 @@ from pathlib import Path
 import pytest
 
 from jackpot.display.settings import DisplaySettings
-from jackpot.gateway.settings import load_settings as load_gateway
-from jackpot.gateway.settings import settings_from_dict
+from jackpot.gateway.settings import GatewaySettings
 from jackpot.payout.settings import PayoutSettings
+from jackpot.platform.exactly_once import ExactlyOnceSettings
 from jackpot.platform.settings import (
     FALSE_WORDS,
     TRUE_WORDS,
     KafkaSecurity,
     ServiceSettings,
     SettingsError,
-    load_settings,
+    load,
 )
 from jackpot.pot.settings import PotSettings
-from jackpot.tools.settings_doc import markdown
+from jackpot.tools.settings_doc import markdown, service_settings, variables
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_GATEWAY = REPO / "deploy" / "local" / "gateway.example.json"
@@ -85,7 +85,7 @@ def test_a_bad_value_is_one_line_naming_variable_value_and_what_is_allowed(
     cls: type[ServiceSettings], variable: str, value: str, allowed: str
 ) -> None:
     with pytest.raises(SettingsError) as refused:
-        load_settings(cls, {variable: value})
+        load(cls, {variable: value})
     message = str(refused.value)
     assert "\n" not in message
     assert message.startswith(f"{variable}={value!r}: "), message
@@ -94,8 +94,9 @@ def test_a_bad_value_is_one_line_naming_variable_value_and_what_is_allowed(
 
 def test_every_bad_value_is_in_the_one_line() -> None:
     with pytest.raises(SettingsError) as refused:
-        PayoutSettings.from_env(
-            {"JACKPOT_PAYOUT_METRICS_PORT": "x", "JACKPOT_PAYOUT_CREATE_TOPICS": "maybe"}
+        load(
+            PayoutSettings,
+            {"JACKPOT_PAYOUT_METRICS_PORT": "x", "JACKPOT_PAYOUT_CREATE_TOPICS": "maybe"},
         )
     message = str(refused.value)
     assert "JACKPOT_PAYOUT_METRICS_PORT='x'" in message
@@ -105,98 +106,163 @@ def test_every_bad_value_is_in_the_one_line() -> None:
 
 @pytest.mark.parametrize("word", sorted(FALSE_WORDS | {"FALSE", "Off", " no "}))
 def test_false_words_are_false(word: str) -> None:
-    assert (
-        load_settings(PayoutSettings, {"JACKPOT_PAYOUT_CREATE_TOPICS": word}).create_topics is False
-    )
+    assert load(PayoutSettings, {"JACKPOT_PAYOUT_CREATE_TOPICS": word}).create_topics is False
 
 
 @pytest.mark.parametrize("word", sorted(TRUE_WORDS | {"TRUE", "On"}))
 def test_true_words_are_true(word: str) -> None:
-    assert load_settings(DisplaySettings, {"JACKPOT_DISPLAY_WEB_TLS": word}).web_tls is True
+    assert load(DisplaySettings, {"JACKPOT_DISPLAY_WEB_TLS": word}).web_tls is True
 
 
 def test_zero_is_false() -> None:
-    settings = load_settings(PayoutSettings, {"JACKPOT_PAYOUT_CREATE_TOPICS": "0"})
+    settings = load(PayoutSettings, {"JACKPOT_PAYOUT_CREATE_TOPICS": "0"})
     assert settings.create_topics is False
 
 
 def test_the_pots_cross_field_rules_name_the_variable() -> None:
     with pytest.raises(SettingsError, match=r"^JACKPOT_HEARTBEAT_INTERVAL_MS='1000': .*D5"):
-        PotSettings.from_env({"JACKPOT_HEARTBEAT_INTERVAL_MS": "1000"})
-    with pytest.raises(SettingsError, match="poll_timeout_ms must not exceed"):
-        PotSettings.from_env({"JACKPOT_HEARTBEAT_INTERVAL_MS": "50"})
+        load(PotSettings, {"JACKPOT_HEARTBEAT_INTERVAL_MS": "1000"})
+    with pytest.raises(SettingsError, match="poll_timeout_ms must not exceed") as refused:
+        load(PotSettings, {"JACKPOT_HEARTBEAT_INTERVAL_MS": "50"})
+    assert "JACKPOT_POLL_TIMEOUT_MS 100 > JACKPOT_HEARTBEAT_INTERVAL_MS 50" in str(refused.value)
     with pytest.raises(SettingsError, match="JACKPOT_TLS_CERT, JACKPOT_TLS_KEY and JACKPOT_TLS_CA"):
-        PotSettings.from_env({"JACKPOT_TLS_CERT": "pot.crt"})
+        load(PotSettings, {"JACKPOT_TLS_CERT": "pot.crt"})
 
 
 def test_keywords_never_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JACKPOT_CONSUMER_GROUP", "from-the-environment")
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "elsewhere:9092")
     monkeypatch.setenv("JACKPOT_PAYOUT_CREATE_TOPICS", "false")
+    monkeypatch.setenv("JACKPOT_TLS_CERT", "pot.crt")
     settings = PotSettings(table_events_topic="test.table-events")
-    assert settings.consumer_group == "jackpot-pot"
+    assert settings.processor.consumer_group == "jackpot-pot"
     assert settings.bootstrap_servers == "127.0.0.1:9092"
     assert settings.table_events_topic == "test.table-events"
     assert PayoutSettings().create_topics is True
-    assert PotSettings.from_env().consumer_group == "from-the-environment"
+    assert PotSettings.model_validate({}).processor.consumer_group == "jackpot-pot"
+    monkeypatch.delenv("JACKPOT_TLS_CERT")
+    assert load(PotSettings).processor.consumer_group == "from-the-environment"
 
 
 def test_replace_is_a_validated_copy() -> None:
-    settings = PotSettings(instance_id="a")
-    copy = settings.replace(instance_id="b")
-    assert (settings.instance_id, copy.instance_id) == ("a", "b")
+    settings = PotSettings(processor={"instance_id": "a", "consumer_group": "test-group"})
+    copy = settings.replace(processor={"instance_id": "b"})
+    assert (settings.processor.instance_id, copy.processor.instance_id) == ("a", "b")
+    assert copy.processor.consumer_group == "test-group"  # the other fields of the section
     assert copy.table_events_topic == settings.table_events_topic
     with pytest.raises(ValueError, match="D5"):
         settings.replace(heartbeat_interval_ms=2000)
     with pytest.raises(ValueError, match="frozen"):
-        settings.instance_id = "c"  # type: ignore[misc]
+        settings.grpc_address = "c"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="frozen"):
+        settings.processor.instance_id = "c"  # type: ignore[misc]
+
+
+def test_a_section_given_as_a_mapping_keeps_its_services_defaults() -> None:
+    pot = PotSettings(processor={"max_batch_records": 16})
+    assert pot.processor.consumer_group == "jackpot-pot"
+    assert pot.processor.max_batch_records == 16
+    payout = PayoutSettings(
+        processor=ExactlyOnceSettings(consumer_group="g", transactional_id_prefix="t")
+    )
+    assert (payout.processor.consumer_group, payout.processor.transactional_id_prefix) == ("g", "t")
+    assert PayoutSettings().processor.consumer_group == "jackpot-payout"
 
 
 def test_payout_settings_for_the_partitioned_processor() -> None:
-    settings = PayoutSettings.from_env(
+    settings = load(
+        PayoutSettings,
         {
             "JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX": "site-a-payout",
             "JACKPOT_PAYOUT_INSTANCE_ID": "payout-0",
             "JACKPOT_PAYOUT_MAX_BATCH_RECORDS": "50",
             "KAFKA_BOOTSTRAP_SERVERS": "kafka:9093",
-        }
+        },
     )
-    assert settings.transactional_id(3) == "site-a-payout-3"
-    assert settings.instance_id == "payout-0"
-    assert settings.max_batch_records == 50
-    assert (settings.session_timeout_ms, settings.heartbeat_ms) == (3_000, 500)
-    assert (settings.max_poll_interval_ms, settings.transaction_timeout_ms) == (60_000, 30_000)
-    assert (settings.retry_backoff_ms, settings.poll_timeout_ms) == (500, 100)
+    processor = settings.processor
+    assert processor.transactional_id(3) == "site-a-payout-3"
+    assert processor.consumer_group == "jackpot-payout"
+    assert processor.instance_id == "payout-0"
+    assert processor.max_batch_records == 50
+    assert (processor.session_timeout_ms, processor.heartbeat_ms) == (3_000, 500)
+    assert (processor.max_poll_interval_ms, processor.transaction_timeout_ms) == (60_000, 30_000)
+    assert (processor.retry_backoff_ms, processor.poll_timeout_ms) == (500, 100)
     assert settings.kafka_options() == {"bootstrap_servers": "kafka:9093"}
-    assert PayoutSettings().instance_id  # hostname-pid
+    assert PayoutSettings().processor.instance_id  # hostname-pid
+
+
+def test_the_processor_section_is_one_model_under_each_services_prefix() -> None:
+    pot = load(
+        PotSettings, {"JACKPOT_SESSION_TIMEOUT_MS": "6000", "JACKPOT_PAYOUT_HEARTBEAT_MS": "9"}
+    )
+    payout = load(
+        PayoutSettings, {"JACKPOT_SESSION_TIMEOUT_MS": "6000", "JACKPOT_PAYOUT_HEARTBEAT_MS": "9"}
+    )
+    assert type(pot.processor) is type(payout.processor) is ExactlyOnceSettings
+    assert (pot.processor.session_timeout_ms, pot.processor.heartbeat_ms) == (6_000, 500)
+    assert (payout.processor.session_timeout_ms, payout.processor.heartbeat_ms) == (3_000, 9)
+    with pytest.raises(SettingsError, match=r"^JACKPOT_PAYOUT_CONSUMER_GROUP='': "):
+        load(PayoutSettings, {"JACKPOT_PAYOUT_CONSUMER_GROUP": ""})
+
+
+def test_every_service_creates_its_topics_under_their_configured_names() -> None:
+    pot = PotSettings(ledger_topic="site.ledger", topic_partitions=12)
+    specs = {spec.name: spec for spec in pot.topic_specs()}
+    assert specs["site.ledger"].partitions == 12
+    assert specs["jackpot.dead-letter.v1"].partitions == 1  # single-partition topics keep one
+    assert specs["jackpot.audit.v1"].partitions == 1
+    payout = {spec.name for spec in PayoutSettings(awards_topic="a").topic_specs()}
+    assert payout == {
+        "a",
+        "jackpot.payouts.v1",
+        "jackpot.ledger.v1",
+        "jackpot.dead-letter.v1",
+        "jackpot.audit.v1",
+    }
+    table = {"table_id": "T1", "game": "draw", "pot_group_id": "g", "credential": "c" * 16}
+    gateway = GatewaySettings(tables=[table], topics={"dead_letter": "site.dead-letter"})
+    assert [spec.name for spec in gateway.topic_specs()] == [
+        "jackpot.table-events.v1",
+        "jackpot.pot-updates.v1",
+        "site.dead-letter",
+        "jackpot.audit.v1",
+    ]
+
+
+def test_every_variable_a_service_reads_starts_with_its_prefix_or_a_shared_one() -> None:
+    for cls in service_settings():
+        prefix = str(cls.model_config["env_prefix"])
+        for name, _ in variables(cls):
+            assert name.startswith((prefix, "JACKPOT_", "KAFKA_", "OTEL_EXPORTER_OTLP_")), name
 
 
 def test_payout_terminals_file(tmp_path: Path) -> None:
     path = tmp_path / "terminals.json"
     path.write_text(json.dumps({"T1": "terminal-secret-0123"}))
-    settings = PayoutSettings.from_env({"JACKPOT_PAYOUT_TERMINALS_FILE": str(path)})
+    settings = load(PayoutSettings, {"JACKPOT_PAYOUT_TERMINALS_FILE": str(path)})
     assert settings.terminal_credentials == {"T1": "terminal-secret-0123"}
     assert "terminal-secret" not in repr(settings)
     with pytest.raises(SettingsError, match="JACKPOT_PAYOUT_TERMINALS_FILE"):
-        PayoutSettings.from_env({"JACKPOT_PAYOUT_TERMINALS_FILE": str(tmp_path / "missing")})
+        load(PayoutSettings, {"JACKPOT_PAYOUT_TERMINALS_FILE": str(tmp_path / "missing")})
 
 
 def test_display_http_sets_host_and_port() -> None:
-    settings = DisplaySettings.from_env({"JACKPOT_DISPLAY_HTTP": "0.0.0.0:8081"})
+    settings = load(DisplaySettings, {"JACKPOT_DISPLAY_HTTP": "0.0.0.0:8081"})
     assert (settings.http_host, settings.http_port) == ("0.0.0.0", 8081)
-    assert DisplaySettings.from_env({"JACKPOT_DISPLAY_HTTP": ":9"}).http_host == "127.0.0.1"
+    assert load(DisplaySettings, {"JACKPOT_DISPLAY_HTTP": ":9"}).http_host == "127.0.0.1"
     assert DisplaySettings(http_port=0).http_port == 0
 
 
 def test_gateway_variables_win_over_its_file(tmp_path: Path) -> None:
-    settings = load_gateway(
-        EXAMPLE_GATEWAY,
+    settings = load(
+        GatewaySettings,
         {
             "JACKPOT_GATEWAY_METRICS_PORT": "0",
             "JACKPOT_GATEWAY_TABLE_EVENTS_TOPIC": "site-a.table-events",
             "KAFKA_BOOTSTRAP_SERVERS": "kafka:9093",
             "JACKPOT_GATEWAY_CREATE_TOPICS": "off",
         },
+        file=EXAMPLE_GATEWAY,
     )
     assert settings.metrics_port == 0
     assert settings.spool_path == ".run/gateway-pit-a.sqlite"  # from the file
@@ -207,24 +273,41 @@ def test_gateway_variables_win_over_its_file(tmp_path: Path) -> None:
     config = tmp_path / "gateway.json"
     config.write_text(json.dumps({**json.loads(EXAMPLE_GATEWAY.read_text()), "metrics_prot": 1}))
     with pytest.raises(SettingsError, match=r"gateway\.json: metrics_prot: extra inputs"):
-        load_gateway(config, {})
-    with pytest.raises(SettingsError, match="cannot read"):
-        load_gateway(tmp_path / "missing.json", {})
+        load(GatewaySettings, {}, file=config)
+    with pytest.raises(SettingsError, match="cannot read the gateway settings"):
+        load(GatewaySettings, {}, file=tmp_path / "missing.json")
 
 
-def test_credentials_never_appear_in_an_error() -> None:
+def test_credentials_never_appear_in_an_error(tmp_path: Path) -> None:
     table = {"table_id": "T1", "game": "draw", "pot_group_id": "g", "credential": "secret-" * 3}
+    config = tmp_path / "gateway.json"
+    config.write_text(json.dumps({"tables": [table, table]}))
     with pytest.raises(SettingsError) as refused:
-        settings_from_dict({"tables": [table, table]}, {})
+        load(GatewaySettings, {}, file=config)
     assert "secret-" not in str(refused.value)
     assert "configured twice" in str(refused.value)
 
 
 def test_sections_load_alone() -> None:
-    security = KafkaSecurity.from_env({"KAFKA_SECURITY_PROTOCOL": "sasl_ssl"})
+    security = load(KafkaSecurity, {"KAFKA_SECURITY_PROTOCOL": "sasl_ssl"})
     assert security.protocol == "SASL_SSL"
     with pytest.raises(SettingsError, match=r"^KAFKA_SECURITY_PROTOCOL='TLS': "):
-        KafkaSecurity.from_env({"KAFKA_SECURITY_PROTOCOL": "TLS"})
+        load(KafkaSecurity, {"KAFKA_SECURITY_PROTOCOL": "TLS"})
+
+
+def test_only_the_documented_variables_are_read() -> None:
+    """Not the field's name beside its alias, nor another case: what docs/settings.md lists."""
+    payout = load(
+        PayoutSettings,
+        {
+            "JACKPOT_PAYOUT_GRPC_ADDRESS": "x:1",
+            "KAFKA_PROTOCOL": "SSL",
+            "jackpot_payout_metrics_port": "1",
+        },
+    )
+    assert payout.grpc_address == "127.0.0.1:50053"
+    assert payout.kafka_security.protocol == "PLAINTEXT"
+    assert payout.metrics_port == 9103
 
 
 def _jackpot(*args: str, variables: dict[str, str]) -> subprocess.CompletedProcess[str]:

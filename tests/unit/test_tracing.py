@@ -21,7 +21,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from jackpot.gateway.spool import Spool, SpoolWrite
-from jackpot.platform.settings import SettingsError, TracingSettings
+from jackpot.platform.settings import SettingsError, TracingSettings, load
 from jackpot.platform.tracing import (
     configure_tracing,
     from_headers,
@@ -73,11 +73,11 @@ def test_a_service_exports_its_spans_over_otlp_when_an_endpoint_is_set(
     # In a process of its own: a tracer provider is installed once per process.
     script = textwrap.dedent(
         """
-        from jackpot.platform.settings import load_settings
+        from jackpot.platform.settings import load
         from jackpot.platform.tracing import TRACER, configure_tracing, shutdown_tracing
         from jackpot.pot.settings import PotSettings
 
-        settings = load_settings(PotSettings)
+        settings = load(PotSettings)
         assert configure_tracing("pot", settings.tracing, "pot-0")
         with TRACER.start_as_current_span("pot.process"):
             pass
@@ -104,18 +104,19 @@ def test_a_service_exports_its_spans_over_otlp_when_an_endpoint_is_set(
 
 def test_a_bad_endpoint_stops_the_service_with_one_line_naming_it() -> None:
     with pytest.raises(SettingsError) as error:
-        PotSettings.from_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "collector-4317"})
+        load(PotSettings, {"OTEL_EXPORTER_OTLP_ENDPOINT": "collector-4317"})
     assert "\n" not in str(error.value)
     assert "OTEL_EXPORTER_OTLP_ENDPOINT" in str(error.value)
     assert "'collector-4317'" in str(error.value)
 
 
 def test_the_traces_endpoint_wins_over_the_general_one() -> None:
-    settings = PotSettings.from_env(
+    settings = load(
+        PotSettings,
         {
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://traces:4317",
             "OTEL_EXPORTER_OTLP_ENDPOINT": "http://all:4317",
-        }
+        },
     )
     assert settings.tracing == TracingSettings(endpoint="http://traces:4317")
 

@@ -12,6 +12,7 @@ from jackpot.display.board import Board, Sign
 from jackpot.display.fanout import Subscription
 from jackpot.domain.access import Action
 from jackpot.platform.authz import Authorizer
+from jackpot.platform.grpc_edge import Call, answered
 from jackpot.platform.tracing import start_span_under, traceparent
 from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc
 
@@ -70,18 +71,21 @@ def pushed(trace: common_pb2.LockTrace, sent_ns: int) -> None:
 
 
 class SignServicer(display_pb2_grpc.SignServiceServicer):
+    service_name = SERVICE_NAME
+
     def __init__(self, board: Board, max_rate: float, authorizer: Authorizer) -> None:
         self._board = board
         self._max_rate = max_rate
-        self._authorizer = authorizer
+        self.authorizer = authorizer
 
     def register(self, server: grpc.aio.Server) -> None:
         display_pb2_grpc.add_SignServiceServicer_to_server(self, server)  # type: ignore[no-untyped-call]
 
+    @answered
     async def WatchSigns(
-        self, request: display_pb2.WatchSignsRequest, context: grpc.aio.ServicerContext
+        self, request: display_pb2.WatchSignsRequest, call: Call
     ) -> AsyncIterator[display_pb2.WatchSignsResponse]:
-        await self._authorizer.check(context, Action.WATCH_SIGNS, "WatchSigns")
+        await call.check(Action.WATCH_SIGNS, "WatchSigns")
         groups = list(request.pot_group_ids) or None
         with Subscription(self._board, groups, self._max_rate) as subscription:
             while True:

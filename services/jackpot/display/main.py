@@ -12,16 +12,14 @@ from aiohttp import web
 
 from jackpot.display.board import Board
 from jackpot.display.feed import clock, follow, follow_payouts
-from jackpot.display.grpc_api import SERVICE_NAME, SignServicer
+from jackpot.display.grpc_api import SignServicer
 from jackpot.display.settings import DisplaySettings
 from jackpot.display.web import build_app
-from jackpot.platform.audit import AuditLog
-from jackpot.platform.authz import Authorizer
-from jackpot.platform.grpc_server import GrpcServer
+from jackpot.platform.grpc_edge import audited_grpc_edge
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
 from jackpot.platform.runtime import Supervisor, run_service, serve
-from jackpot.platform.settings import load_or_exit
+from jackpot.platform.settings import load
 
 log = structlog.get_logger("jackpot.display")
 
@@ -30,20 +28,10 @@ async def compose_display(settings: DisplaySettings, supervisor: Supervisor) -> 
     """Build and start the display's parts under ``supervisor``: the feed, the clock, the web
     signs and the SignService."""
     board = Board(settings.stale_seconds, settings.winner_seconds)
-    audit = AuditLog(
-        settings.bootstrap_servers,
-        settings.access.audit_topic,
-        f"display:{socket.gethostname()}-{os.getpid()}",
-        settings.kafka_security.client_options(),
+    edge = await audited_grpc_edge(
+        supervisor, settings, f"display:{socket.gethostname()}-{os.getpid()}"
     )
-    signs = SignServicer(board, settings.max_rate, Authorizer(settings.access, audit))
-    grpc_server = GrpcServer(
-        settings.grpc_address,
-        [signs.register],
-        [SERVICE_NAME],
-        settings.access.tls.server_credentials(),
-        settings.access.health_address,
-    )
+    server = edge.serve(SignServicer(board, settings.max_rate, edge.authorizer), grace_seconds=1)
     runner = web.AppRunner(
         build_app(board, settings.max_rate, settings.write_timeout_seconds), shutdown_timeout=1
     )
@@ -55,17 +43,12 @@ async def compose_display(settings: DisplaySettings, supervisor: Supervisor) -> 
         settings.http_port,
         ssl_context=settings.access.tls.server_context() if settings.web_tls else None,
     )
-    supervisor.health(grpc_server)
-    supervisor.on_stop("grpc", lambda: grpc_server.stop(supervisor.grace(1)))
     supervisor.on_stop("web", runner.cleanup)
-    supervisor.on_stop("audit", lambda: audit.stop(supervisor.grace(5)))
     supervisor.spawn("display-feed", follow(board, settings))
     supervisor.spawn("display-payouts", follow_payouts(board, settings))
     supervisor.spawn("display-clock", clock(board))
     await site.start()
-    await audit.start()
-    supervisor.watch(audit.writer)
-    await grpc_server.start()
+    await server.start()
     log.info(
         "display_started",
         http=f"http://{settings.http_host}:{settings.http_port}/",
@@ -79,7 +62,7 @@ async def run_display(settings: DisplaySettings, stop: asyncio.Event) -> int:
 
 
 def main() -> int:
-    settings = load_or_exit(DisplaySettings)
+    settings = load(DisplaySettings)
     configure_logging()
     serve_metrics(settings.metrics_port, settings.metrics_host)
 

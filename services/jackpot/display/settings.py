@@ -9,12 +9,12 @@ Every field is read from ``JACKPOT_DISPLAY_<FIELD NAME IN CAPITALS>`` unless it 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from jackpot.platform.settings import Bool, Env, Port, ServiceSettings
+from jackpot.platform.settings import Bool, Port, ServiceSettings, brokers
 from jackpot.topics import AWARDS, PAYOUTS, POT_UPDATES, open_payouts_topic
 
 
@@ -25,10 +25,13 @@ class DisplaySettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="JACKPOT_DISPLAY_")
     service: ClassVar[str] = "display"
 
-    grpc_address: Annotated[str, Env("{prefix}GRPC")] = Field(
-        "127.0.0.1:50054", description="SignService address (host:port)"
+    bootstrap_servers: str = brokers("JACKPOT_DISPLAY_")
+    grpc_address: str = Field(
+        "127.0.0.1:50054",
+        validation_alias="JACKPOT_DISPLAY_GRPC",
+        description="SignService address (host:port)",
     )
-    http: Annotated[str, Env("{prefix}HTTP")] = Field(
+    http: str = Field(
         "",
         description="the web signs' host:port (no host: 127.0.0.1); when set, it sets http_host "
         "and http_port",

@@ -125,9 +125,8 @@ def _percent(value: object, what: str) -> int:
         raise _invalid(f"{what}: {error}") from None
 
 
-def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
-    """Validate configuration data; a DomainError(INVALID_CONFIG) names the first problem."""
-    known = {
+KNOWN_FIELDS = frozenset(
+    {
         "version",
         "commission_percent",
         "base",
@@ -139,35 +138,46 @@ def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
         "credit_value",
         "mystery",
     }
-    unknown = set(data) - known
+)
+
+
+def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
+    """Validate configuration data; a DomainError(INVALID_CONFIG) names the first problem.
+
+    The fields are checked in this order: unknown fields, version, commission, pots (C3, C5),
+    mystery (X1), reserve order (S7), paytable (P4), bet limits (E1), base (C4).
+    """
+    unknown = set(data) - KNOWN_FIELDS
     if unknown:
         raise _invalid(f"unknown configuration fields {sorted(unknown)}")
     version = _whole(data.get("version", 1), "version", 1, MAX_VERSION)
     commission = _percent(data.get("commission_percent", 0), "commission_percent")
     if commission == PPM:
         raise _invalid("commission_percent of 100 leaves nothing for the pots")
-    raw_pots = data.get("pots", [{"name": MAIN, "percent": 100}])
+    pots = _load_pots(data.get("pots", [{"name": MAIN, "percent": 100}]))
+    mystery = _load_mystery(data.get("mystery"), pots)
+    reserve_order = _load_reserve_order(data, pots, mystery)
+    paytable = _load_paytable(data.get("paytable", "scj-poker"))
+    min_bet, max_bet, credit_value = _load_bet_limits(data)
+    return PotGroupConfig(
+        version=version,
+        commission_ppm=commission,
+        pots=pots,
+        reserve_order=reserve_order,
+        base=pesos(_whole(data.get("base", 0), "base")),
+        paytable=paytable,
+        min_bet=min_bet,
+        max_bet=max_bet,
+        credit_value=credit_value,
+        mystery=mystery,
+    )
+
+
+def _load_pots(raw_pots: object) -> tuple[PotSpec, ...]:
+    """The pots: unique names, one named main, shares summing to 100 % (C3), sound chains (C5)."""
     if not isinstance(raw_pots, list) or not raw_pots:
         raise _invalid("'pots' must be a non-empty list")
-    pots: list[PotSpec] = []
-    for raw in raw_pots:
-        if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str) or not raw["name"]:
-            raise _invalid(f"each pot needs a name, got {raw!r}")
-        name = raw["name"]
-        ceiling = raw.get("ceiling")
-        overflow_to = raw.get("overflow_to")
-        if overflow_to is not None:
-            overflow_to = _name(overflow_to, f"pot {name} overflow_to")
-        if (ceiling is None) != (overflow_to is None):
-            raise _invalid(f"pot {name}: 'ceiling' and 'overflow_to' go together (rule C5)")
-        pots.append(
-            PotSpec(
-                name=name,
-                share_ppm=_percent(raw.get("percent", 0), f"pot {name} percent"),
-                ceiling=None if ceiling is None else pesos(_whole(ceiling, f"pot {name} ceiling")),
-                overflow_to=overflow_to,
-            )
-        )
+    pots = tuple(_load_pot(raw) for raw in raw_pots)
     names = [p.name for p in pots]
     if len(set(names)) != len(names):
         raise _invalid(f"pot names must be unique, got {names}")
@@ -177,6 +187,30 @@ def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
     if total != PPM:
         shares = " + ".join(f"{p.name} {format_percent(p.share_ppm)}" for p in pots)
         raise _invalid(f"pot percentages must sum to exactly 100, got {shares} (rule C3)")
+    _check_overflow_chains(pots)
+    return pots
+
+
+def _load_pot(raw: object) -> PotSpec:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str) or not raw["name"]:
+        raise _invalid(f"each pot needs a name, got {raw!r}")
+    name = raw["name"]
+    ceiling = raw.get("ceiling")
+    overflow_to = raw.get("overflow_to")
+    if overflow_to is not None:
+        overflow_to = _name(overflow_to, f"pot {name} overflow_to")
+    if (ceiling is None) != (overflow_to is None):
+        raise _invalid(f"pot {name}: 'ceiling' and 'overflow_to' go together (rule C5)")
+    return PotSpec(
+        name=name,
+        share_ppm=_percent(raw.get("percent", 0), f"pot {name} percent"),
+        ceiling=None if ceiling is None else pesos(_whole(ceiling, f"pot {name} ceiling")),
+        overflow_to=overflow_to,
+    )
+
+
+def _check_overflow_chains(pots: tuple[PotSpec, ...]) -> None:
+    """Every overflow chain names pots of the group and ends without looping (C5)."""
     by_name = {p.name: p for p in pots}
     for pot in pots:
         seen = {pot.name}
@@ -191,40 +225,53 @@ def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
             seen.add(current.overflow_to)
             current = by_name[current.overflow_to]
 
-    mystery = None
-    raw_mystery = data.get("mystery")
-    if raw_mystery is not None:
-        if (
-            not isinstance(raw_mystery, Mapping)
-            or not isinstance(raw_mystery.get("pot"), str)
-            or raw_mystery["pot"] not in by_name
-        ):
-            raise _invalid(f"mystery needs 'pot' naming a pot of the group, got {raw_mystery!r}")
-        if raw_mystery["pot"] == MAIN:
-            raise _invalid("the mystery prize needs its own pot, not 'main'")
-        low = _whole(raw_mystery.get("min"), "mystery.min", 1)
-        high = _whole(raw_mystery.get("max"), "mystery.max", 1)
-        if low > high:
-            raise _invalid(f"mystery.min {low} is above mystery.max {high}")
-        mystery = MysterySpec(raw_mystery["pot"], low, high)
 
+def _load_mystery(raw: object, pots: tuple[PotSpec, ...]) -> MysterySpec | None:
+    """The optional mystery prize (X1, X2): its own pot of the group and a trigger range."""
+    if raw is None:
+        return None
+    if (
+        not isinstance(raw, Mapping)
+        or not isinstance(raw.get("pot"), str)
+        or raw["pot"] not in {p.name for p in pots}
+    ):
+        raise _invalid(f"mystery needs 'pot' naming a pot of the group, got {raw!r}")
+    if raw["pot"] == MAIN:
+        raise _invalid("the mystery prize needs its own pot, not 'main'")
+    low = _whole(raw.get("min"), "mystery.min", 1)
+    high = _whole(raw.get("max"), "mystery.max", 1)
+    if low > high:
+        raise _invalid(f"mystery.min {low} is above mystery.max {high}")
+    return MysterySpec(raw["pot"], low, high)
+
+
+def _load_reserve_order(
+    data: Mapping[str, Any], pots: tuple[PotSpec, ...], mystery: MysterySpec | None
+) -> tuple[str, ...]:
+    """The reserves that fund a shortfall (S7) and a top-up (S8); default: as listed."""
+    names = [p.name for p in pots]
     reserve_default = [n for n in names if n != MAIN and (mystery is None or n != mystery.pot)]
     reserve_order = data.get("reserve_order", reserve_default)
     if not isinstance(reserve_order, list) or any(
-        not isinstance(n, str) or n not in by_name for n in reserve_order
+        not isinstance(n, str) or n not in names for n in reserve_order
     ):
         raise _invalid(f"reserve_order must list pots of the group, got {reserve_order!r}")
     if MAIN in reserve_order or len(set(reserve_order)) != len(reserve_order):
         raise _invalid("reserve_order lists each reserve at most once and never 'main'")
+    return tuple(reserve_order)
 
-    raw_paytable = data.get("paytable", "scj-poker")
-    if isinstance(raw_paytable, str):
-        paytable = builtin_paytable(raw_paytable)
-    elif isinstance(raw_paytable, Mapping):
-        paytable = load_paytable(raw_paytable)
-    else:
-        raise _invalid(f"paytable must be a built-in name or an object, got {raw_paytable!r}")
 
+def _load_paytable(raw: object) -> Paytable:
+    """A built-in paytable by name, or a paytable object (P4)."""
+    if isinstance(raw, str):
+        return builtin_paytable(raw)
+    if isinstance(raw, Mapping):
+        return load_paytable(raw)
+    raise _invalid(f"paytable must be a built-in name or an object, got {raw!r}")
+
+
+def _load_bet_limits(data: Mapping[str, Any]) -> tuple[int, int, int]:
+    """(min_bet, max_bet, credit_value), whole pesos: limits of whole credits (E1)."""
     credit_value = _whole(data.get("credit_value", 1), "credit_value", 1)
     min_bet = _whole(data.get("min_bet", credit_value), "min_bet", 1)
     max_bet = _whole(data.get("max_bet", min_bet), "max_bet", 1)
@@ -232,16 +279,4 @@ def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
         raise _invalid(f"min_bet {min_bet} is above max_bet {max_bet}")
     if min_bet % credit_value or max_bet % credit_value:
         raise _invalid(f"bet limits {min_bet}-{max_bet} must be whole credits of {credit_value}")
-
-    return PotGroupConfig(
-        version=version,
-        commission_ppm=commission,
-        pots=tuple(pots),
-        reserve_order=tuple(reserve_order),
-        base=pesos(_whole(data.get("base", 0), "base")),
-        paytable=paytable,
-        min_bet=min_bet,
-        max_bet=max_bet,
-        credit_value=credit_value,
-        mystery=mystery,
-    )
+    return min_bet, max_bet, credit_value

@@ -101,6 +101,26 @@ class Award:
     amount_pesos: int
 
 
+@dataclass(frozen=True, slots=True)
+class ResolvingRound:
+    """A locked round with its validated cards, as each step of its resolution reads it."""
+
+    table_id: str
+    round_id: str
+    locked: LockedRound
+    hands: dict[int, tuple[int, ...]]  # seat -> its own cards (parsed, validated)
+    community: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class RoundAwards:
+    """What one round's resolution has paid so far; each prize step adds to it."""
+
+    events: list[Event] = field(default_factory=list)  # PrizeAwarded, in the order paid
+    award_ids: list[str] = field(default_factory=list)
+    jackpot_hit: bool = False  # a prize of 100 % of the main pot was paid: a reset (C7, S8)
+
+
 class PotGroup:
     """One pot group's exact state and the commands that change it."""
 
@@ -421,54 +441,17 @@ class PotGroup:
     def lock_round(self, table_id: str, round_id: str, bets: Mapping[int, int]) -> list[Event]:
         """The dealer locked the round: collect its valid bets and allocate them (C1-C5)."""
         table = self._table(table_id)
-        if table_id in self.locked:
-            raise DomainError(
-                Reason.INVALID_STATE,
-                f"table {table_id} still has round {self.locked[table_id].round_id} locked; "
-                f"round {round_id} cannot lock before it is settled",
-            )
-        if round_id in self.settled.get(table_id, ()):
-            raise DomainError(
-                Reason.INVALID_STATE,
-                f"round {round_id} of table {table_id} is already settled: its bets were collected",
-            )
-        config = self.config
-        seats = GAME_RULES[table.game].seats
-        total = 0
-        for seat, bet in bets.items():
-            if not 1 <= seat <= seats:
-                check_seat(table.game, seat)
-            if type(bet) is not int:  # M1: whole pesos only, never a float
-                raise DomainError(Reason.MALFORMED, f"seat {seat} bet {bet!r} is not whole pesos")
-            if not config.min_bet <= bet <= config.max_bet or bet % config.credit_value:
-                raise DomainError(
-                    Reason.BET_OUT_OF_LIMITS,
-                    f"seat {seat} bet {bet} is outside {config.min_bet}-{config.max_bet} or not "
-                    f"whole credits of {config.credit_value} (rule E1)",
-                )
-            total += bet
+        self._check_can_lock(table_id, round_id)
+        total = self._checked_total(table, bets)
         ordered = tuple(sorted(bets.items()))
         self.locked[table_id] = LockedRound(round_id, dict(ordered))
         if total == 0:
             return [BetsCollected(self.group_id, table_id, round_id, (), 0, 0, (), (), ())]
 
-        commission = total * config.commission_ppm * PPM
+        commission = total * self.config.commission_ppm * PPM
         transfers: list[Transfer] = [("bets", "commission", commission)]
         overflow: list[tuple[str, str, int]] = []
-        mystery_winner = None
-        if config.mystery is None:
-            increments = self._allocate(total, overflow)
-        else:
-            # X2: allocate bet by bet (seat 1 first) to find the bet whose contribution, overflow
-            # included, takes the mystery pot across its hidden trigger.
-            credited: dict[str, int] = {}
-            trigger = self._mystery_trigger()
-            for seat, bet in ordered:
-                for pot, amount in self._allocate(bet, overflow):
-                    credited[pot] = credited.get(pot, 0) + amount
-                if mystery_winner is None and self.balances[config.mystery.pot] >= trigger:
-                    mystery_winner = seat
-            increments = list(credited.items())
+        increments, mystery_winner = self._contribute(total, ordered, overflow)
         transfers.extend(("bets", f"pot:{pot}", amount) for pot, amount in increments)
         self.collected += total * MINOR_PER_PESO
         self.commission += commission
@@ -489,6 +472,62 @@ class PotGroup:
             events.extend(self._pay_mystery(table_id, round_id, mystery_winner))
         self.check_conservation()
         return events
+
+    def _check_can_lock(self, table_id: str, round_id: str) -> None:
+        """One locked round per table at a time, and a settled round never locks again."""
+        if table_id in self.locked:
+            raise DomainError(
+                Reason.INVALID_STATE,
+                f"table {table_id} still has round {self.locked[table_id].round_id} locked; "
+                f"round {round_id} cannot lock before it is settled",
+            )
+        if round_id in self.settled.get(table_id, ()):
+            raise DomainError(
+                Reason.INVALID_STATE,
+                f"round {round_id} of table {table_id} is already settled: its bets were collected",
+            )
+
+    def _checked_total(self, table: LinkedTable, bets: Mapping[int, int]) -> int:
+        """The whole pesos bet; each bet whole credits within the limits (E1, M1)."""
+        config = self.config
+        seats = GAME_RULES[table.game].seats
+        total = 0
+        for seat, bet in bets.items():
+            if not 1 <= seat <= seats:
+                check_seat(table.game, seat)
+            if type(bet) is not int:  # M1: whole pesos only, never a float
+                raise DomainError(Reason.MALFORMED, f"seat {seat} bet {bet!r} is not whole pesos")
+            if not config.min_bet <= bet <= config.max_bet or bet % config.credit_value:
+                raise DomainError(
+                    Reason.BET_OUT_OF_LIMITS,
+                    f"seat {seat} bet {bet} is outside {config.min_bet}-{config.max_bet} or not "
+                    f"whole credits of {config.credit_value} (rule E1)",
+                )
+            total += bet
+        return total
+
+    def _contribute(
+        self,
+        total: int,
+        ordered: tuple[tuple[int, int], ...],
+        overflow: list[tuple[str, str, int]],
+    ) -> tuple[list[tuple[str, int]], int | None]:
+        """Credit the pots (C3, C5): the increments, and the seat whose bet took the mystery pot
+        across its hidden trigger (X2), if one did."""
+        mystery = self.config.mystery
+        if mystery is None:
+            return self._allocate(total, overflow), None
+        # X2: allocate bet by bet (seat 1 first) to find the bet whose contribution, overflow
+        # included, takes the mystery pot across its hidden trigger.
+        credited: dict[str, int] = {}
+        trigger = self._mystery_trigger()
+        mystery_winner = None
+        for seat, bet in ordered:
+            for pot, amount in self._allocate(bet, overflow):
+                credited[pot] = credited.get(pot, 0) + amount
+            if mystery_winner is None and self.balances[mystery.pot] >= trigger:
+                mystery_winner = seat
+        return list(credited.items()), mystery_winner
 
     def _allocate(
         self, pesos_collected: int, overflow: list[tuple[str, str, int]]
@@ -561,7 +600,27 @@ class PotGroup:
         hands: Mapping[int, Sequence[str]],
         community: Sequence[str] = (),
     ) -> list[Event]:
-        """Resolve a locked round's winners and settle it. Refused whole on any device error."""
+        """Resolve a locked round's winners and settle it. Refused whole on any device error.
+
+        The steps, in the order of the rules: validate the hands (nothing changes if refused),
+        find the winners, pay the fixed prizes (S1), then the percentage prizes (S2-S4, S6), then
+        settle (C7, S8). Each prize step adds to one :class:`RoundAwards`.
+        """
+        resolving = self._validated_round(table_id, round_id, hands, community)
+        winners = self._winners(resolving)
+        awards = RoundAwards()
+        self._pay_fixed_prizes(resolving, winners, awards)
+        self._pay_percentage_prizes(resolving, winners, awards)
+        return self._settle(resolving, awards)
+
+    def _validated_round(
+        self,
+        table_id: str,
+        round_id: str,
+        hands: Mapping[int, Sequence[str]],
+        community: Sequence[str],
+    ) -> ResolvingRound:
+        """The locked round with its parsed cards; a device error raises before any change."""
         table = self._table(table_id)
         locked = self._locked(table_id, round_id)
         rules = GAME_RULES[table.game]
@@ -588,48 +647,40 @@ class PotGroup:
             )
         if rules.one_deck:
             check_one_deck(parsed, shared)
+        return ResolvingRound(table_id, round_id, locked, parsed, shared)
 
+    def _winners(self, resolving: ResolvingRound) -> dict[str, list[int]]:
+        """Prize -> its winning seats, lowest seat first (S5); forfeited seats win nothing."""
         paytable = self.config.paytable
+        shared = resolving.community
+        forfeited = resolving.locked.forfeited
         winners: dict[str, list[int]] = {}
-        for seat, cards in parsed.items():
-            if seat in locked.forfeited:
+        for seat, cards in resolving.hands.items():
+            if seat in forfeited:
                 continue  # E2, E3: no prize; E4: the dealer's hand plays no part at all
             category = categorise(paytable.evaluator, cards + shared)
             if category is not None and category in paytable.prizes:
                 winners.setdefault(category, []).append(seat)
+        return winners
 
-        events: list[Event] = []
-        award_ids: list[str] = []
-        jackpot_hit = False
-
-        def pay(seat: int, prize: str, amount_pesos: int) -> None:
-            award_id = f"{self.group_id}/{table_id}/{round_id}/{seat}/{prize}"
-            transfers = self._take(pesos(amount_pesos))
-            self.awarded += pesos(amount_pesos)
-            self.hits[prize] = self.hits.get(prize, 0) + 1
-            self.wins[prize] = self.wins.get(prize, 0) + amount_pesos
-            cards = tuple(CARD_NAMES[c] for c in parsed[seat] + shared)
-            award = PrizeAwarded(
-                award_id,
-                self.group_id,
-                table_id,
-                round_id,
-                seat,
-                prize,
-                locked.bets[seat],
-                amount_pesos,
-                cards,
-                transfers,
-            )
-            self._remember(award.to_dict())
-            events.append(award)
-            award_ids.append(award_id)
-
-        for prize_name in paytable.fixed_order:  # S1
+    def _pay_fixed_prizes(
+        self, resolving: ResolvingRound, winners: Mapping[str, list[int]], awards: RoundAwards
+    ) -> None:
+        """S1: fixed prizes, smaller multiples first, then by seat: the bet times the multiple."""
+        paytable = self.config.paytable
+        bets = resolving.locked.bets
+        for prize_name in paytable.fixed_order:
+            multiple = paytable.prizes[prize_name].multiple
             for seat in winners.get(prize_name, ()):
-                pay(seat, prize_name, paytable.prizes[prize_name].multiple * locked.bets[seat])
+                self._award(resolving, awards, seat, prize_name, multiple * bets[seat])
 
-        for prize_name in paytable.percent_order:  # S2
+    def _pay_percentage_prizes(
+        self, resolving: ResolvingRound, winners: Mapping[str, list[int]], awards: RoundAwards
+    ) -> None:
+        """S2: percentage prizes, smaller first, each on what the main pot holds then."""
+        paytable = self.config.paytable
+        bets = resolving.locked.bets
+        for prize_name in paytable.percent_order:
             seats = winners.get(prize_name)
             if not seats:
                 continue
@@ -639,21 +690,59 @@ class PotGroup:
             for seat in seats:
                 amount = shares[seat]
                 if prize.cap_multiple is not None:  # S4: the excess stays in the main pot
-                    amount = min(amount, prize.cap_multiple * locked.bets[seat])
-                pay(seat, prize_name, amount)
-            jackpot_hit = jackpot_hit or prize.percent_ppm == PPM
+                    amount = min(amount, prize.cap_multiple * bets[seat])
+                self._award(resolving, awards, seat, prize_name, amount)
+            awards.jackpot_hit = awards.jackpot_hit or prize.percent_ppm == PPM
 
+    def _award(
+        self,
+        resolving: ResolvingRound,
+        awards: RoundAwards,
+        seat: int,
+        prize: str,
+        amount_pesos: int,
+    ) -> None:
+        """Pay one prize (taken as S7 says), count it in the group's totals and in ``awards``."""
+        table_id, round_id = resolving.table_id, resolving.round_id
+        award_id = f"{self.group_id}/{table_id}/{round_id}/{seat}/{prize}"
+        transfers = self._take(pesos(amount_pesos))
+        self.awarded += pesos(amount_pesos)
+        self.hits[prize] = self.hits.get(prize, 0) + 1
+        self.wins[prize] = self.wins.get(prize, 0) + amount_pesos
+        cards = tuple(CARD_NAMES[c] for c in resolving.hands[seat] + resolving.community)
+        award = PrizeAwarded(
+            award_id,
+            self.group_id,
+            table_id,
+            round_id,
+            seat,
+            prize,
+            resolving.locked.bets[seat],
+            amount_pesos,
+            cards,
+            transfers,
+        )
+        self._remember(award.to_dict())
+        awards.events.append(award)
+        awards.award_ids.append(award_id)
+
+    def _settle(self, resolving: ResolvingRound, awards: RoundAwards) -> list[Event]:
+        """Unlock the round; after a reset, the pending configuration (C7), then the base (S8)."""
+        table_id, round_id = resolving.table_id, resolving.round_id
         del self.locked[table_id]
         recent = self.settled.setdefault(table_id, [])
         recent.append(round_id)
         del recent[:-SETTLED_ROUNDS_REMEMBERED]
-        below_base = bool(award_ids) and self.balances[MAIN] < self.config.base
-        if jackpot_hit or below_base:  # a reset of the main pot
+        events = awards.events
+        below_base = bool(awards.award_ids) and self.balances[MAIN] < self.config.base
+        if awards.jackpot_hit or below_base:  # a reset of the main pot
             events.extend(self._activate_pending())
             if self.balances[MAIN] < self.config.base:  # S8
                 events.append(self._reseed(table_id, round_id))
         events.append(
-            RoundSettled(self.group_id, table_id, round_id, tuple(award_ids), self.balances[MAIN])
+            RoundSettled(
+                self.group_id, table_id, round_id, tuple(awards.award_ids), self.balances[MAIN]
+            )
         )
         self.check_conservation()
         return events

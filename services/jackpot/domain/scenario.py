@@ -14,6 +14,7 @@ command changed (none, by the rules).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -154,8 +155,58 @@ def _first_trigger(
     return source
 
 
+@dataclass(frozen=True, slots=True)
+class _Fields:
+    """A scenario's pot and round fields, read and checked for shape."""
+
+    main: int  # minor units
+    reserves: dict[str, int]  # name -> balance in minor units, in the file's order
+    base: int  # minor units, whole pesos
+    round: Mapping[str, Any]
+    results: Any
+    game: Any
+
+
+@dataclass(frozen=True, slots=True)
+class _Results:
+    """The round's results by seat, as the engine's commands take them."""
+
+    bets: dict[int, int]
+    hands: dict[int, list[str]]
+    forfeited: list[int]
+
+
 def resolve_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
-    """Resolve one scenario; raises DomainError (naming the seat or card) for a refused round."""
+    """Resolve one scenario; raises DomainError (naming the seat or card) for a refused round.
+
+    The steps: read the fields, open the group with its configuration (and a pending one), link
+    the table, read the results, play the round (lock or adopt, forfeits, resolve), the outcome.
+    """
+    fields = _read_fields(scenario)
+    data = _config_data(scenario, list(fields.reserves), fields.base // parse_amount(1))
+    config = load_config(data)
+    pending = _pending(scenario, data)
+    trigger_source = _first_trigger(scenario, config)
+    balances = {MAIN: fields.main, **fields.reserves}
+    group, _ = PotGroup.open("scenario", config, balances, trigger_source=trigger_source)
+    house_before = group.house_advance
+    table = str(fields.round.get("table", SCENARIO_TABLE))
+    _link_table(group, table, fields.game, pending)
+    results = _read_results(fields.results)
+    community = fields.round.get("community", [])
+    events = _play_round(group, table, results, community, collect="config" in scenario)
+    outcome: dict[str, Any] = {
+        "awards": _awards(events),
+        "main": format_amount(group.main),
+        "reserves": [format_amount(group.balances[name]) for name in fields.reserves],
+        "house_advance": format_amount(group.house_advance - house_before),
+    }
+    if pending is not None:
+        outcome["config_version"] = group.config.version
+    return outcome
+
+
+def _read_fields(scenario: Mapping[str, Any]) -> _Fields:
     try:
         pot = scenario["pot"]
         reserves = pot.get("reserves", [])
@@ -173,15 +224,12 @@ def resolve_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
         raise _malformed("base must be whole pesos")
     if MAIN in reserve_balances:
         raise _malformed("a reserve cannot be named 'main'")
-    collect = "config" in scenario
-    data = _config_data(scenario, list(reserve_balances), base // parse_amount(1))
-    config = load_config(data)
-    pending = _pending(scenario, data)
-    trigger_source = _first_trigger(scenario, config)
-    balances = {MAIN: main, **reserve_balances}
-    group, _ = PotGroup.open("scenario", config, balances, trigger_source=trigger_source)
-    house_before = group.house_advance
-    table = str(round_.get("table", SCENARIO_TABLE))
+    return _Fields(main, reserve_balances, base, round_, results, game)
+
+
+def _link_table(group: PotGroup, table: str, game: Any, pending: PotGroupConfig | None) -> None:
+    """Link the scenario's table (its limits are the configuration's), then propose `pending`."""
+    config = group.config
     _run(
         group,
         lambda: group.link_table(
@@ -195,6 +243,8 @@ def resolve_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
     if pending is not None:
         _run(group, lambda: group.propose_config(pending, "scenario", "the file's pending_config"))
 
+
+def _read_results(results: Any) -> _Results:
     bets: dict[int, int] = {}
     hands: dict[int, list[str]] = {}
     forfeited: list[int] = []
@@ -212,29 +262,30 @@ def resolve_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
         hands[seat] = cards
         if entry.get("forfeited", False):
             forfeited.append(seat)
+    return _Results(bets, hands, forfeited)
 
+
+def _play_round(
+    group: PotGroup, table: str, results: _Results, community: Any, *, collect: bool
+) -> list[Event]:
+    """Lock (collecting the bets) or adopt the round, apply its forfeits, resolve it."""
     round_id = SCENARIO_ROUND
     events: list[Event] = []
     if collect:  # C1: the lock collects the bets by the configuration (and may hit X2)
-        events += _run(group, lambda: group.lock_round(table, round_id, bets))
+        events += _run(group, lambda: group.lock_round(table, round_id, results.bets))
     else:
-        _run(group, lambda: group.adopt_locked_round(table, round_id, bets))
-    for seat in forfeited:
+        _run(group, lambda: group.adopt_locked_round(table, round_id, results.bets))
+    for seat in results.forfeited:
         _run(group, partial(group.forfeit, table, round_id, seat, "FOLD"))
-    community = round_.get("community", [])
-    events += _run(group, lambda: group.resolve_round(table, round_id, hands, community))
+    events += _run(group, lambda: group.resolve_round(table, round_id, results.hands, community))
+    return events
+
+
+def _awards(events: list[Event]) -> list[dict[str, Any]]:
     awards: list[dict[str, Any]] = []
     for event in events:
         if isinstance(event, MysteryAwarded):
             awards.append({"seat": event.seat, "prize": "MYSTERY", "amount": event.amount_pesos})
         elif isinstance(event, PrizeAwarded):
             awards.append({"seat": event.seat, "prize": event.prize, "amount": event.amount_pesos})
-    outcome: dict[str, Any] = {
-        "awards": awards,
-        "main": format_amount(group.main),
-        "reserves": [format_amount(group.balances[name]) for name in reserve_balances],
-        "house_advance": format_amount(group.house_advance - house_before),
-    }
-    if pending is not None:
-        outcome["config_version"] = group.config.version
-    return outcome
+    return awards

@@ -21,26 +21,22 @@ from jackpot.domain.errors import DomainError, Reason
 from jackpot.gateway.service import Gateway, Session
 from jackpot.gateway.watch import watch_table
 from jackpot.platform.authz import Authorizer
+from jackpot.platform.grpc_edge import Call, answered
 from jackpot.platform.tls import peer_principal
 from jackpot.v1 import device_pb2
 
 SERVICE_NAME = "jackpot.v1.TableDeviceService"
 log = structlog.get_logger("jackpot.gateway")
 
-_STATUS = {
-    Reason.UNKNOWN_TABLE: grpc.StatusCode.NOT_FOUND,
-    Reason.UNKNOWN_GAME: grpc.StatusCode.FAILED_PRECONDITION,
-    Reason.NOT_AUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
-    Reason.MALFORMED: grpc.StatusCode.INVALID_ARGUMENT,
-}
-
 
 class TableDeviceServicer:
+    service_name = SERVICE_NAME
+
     def __init__(self, gateway: Gateway, authorizer: Authorizer | None = None) -> None:
         self._gateway = gateway
         if authorizer is None and gateway.audit is not None:
             authorizer = Authorizer(gateway.settings.access, gateway.audit)
-        self._authorizer = authorizer
+        self.authorizer = authorizer
 
     def register(self, server: grpc.aio.Server) -> None:
         handler = grpc.stream_stream_rpc_method_handler(
@@ -61,49 +57,41 @@ class TableDeviceServicer:
             )
         )
 
+    @answered
     async def watch_table(
-        self, request: device_pb2.WatchTableRequest, context: grpc.aio.ServicerContext
+        self, request: device_pb2.WatchTableRequest, call: Call
     ) -> AsyncIterator[device_pb2.WatchTableResponse]:
         """One table's view for its terminal (rule D3); see the module docstring for who may."""
         table_id = request.table_id
         if self._gateway.settings.access.tls.enabled:
-            if self._authorizer is None:
-                await context.abort(grpc.StatusCode.PERMISSION_DENIED, "no audit log: refused")
-            assert self._authorizer is not None
-            await self._authorizer.require(
-                context,
+            await call.admit(
                 Action.WATCH_TABLE,
                 target=table_id,
                 table_id=table_id,
                 detail="dealer terminal watches its table",
             )
         if table_id not in self._gateway.tables:
-            await context.abort(
-                grpc.StatusCode.NOT_FOUND, f"table {table_id!r} is not on this gateway"
-            )
+            raise DomainError(Reason.UNKNOWN_TABLE, f"table {table_id!r} is not on this gateway")
         async for view in watch_table(self._gateway, table_id):
             yield device_pb2.WatchTableResponse(view=view)
 
-    async def connect(self, requests: object, context: grpc.aio.ServicerContext) -> None:
+    @answered
+    async def connect(self, requests: object, call: Call) -> None:
+        context = call.context
         try:
             first = await asyncio.wait_for(
                 context.read(), self._gateway.settings.hello_timeout_seconds
             )
         except TimeoutError:
-            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "no Hello in time")
-            return
+            await call.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "no Hello in time")
         if first is grpc.aio.EOF:
             return
         peer = peer_principal(context)
         try:
             session, welcome = self._gateway.hello(first, peer)
         except DomainError as refused:
-            self._gateway.refuse_hello(first, refused, peer)
-            await context.abort(
-                _STATUS.get(refused.reason, grpc.StatusCode.PERMISSION_DENIED),
-                f"{refused.reason.value}: {refused.detail}",
-            )
-            return
+            self._gateway.refuse_hello(first, refused, peer)  # counted, dead-lettered, audited
+            raise
         session.push(welcome)
         writer = asyncio.create_task(self._write(session, context))
         try:

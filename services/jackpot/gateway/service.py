@@ -316,67 +316,9 @@ class Gateway:
         """Judge one device message against its table (in memory) and say what to store."""
         sequence = 0
         try:
-            if len(raw) > self.settings.max_event_bytes:
-                raise DomainError(
-                    Reason.TOO_LARGE,
-                    f"message of {len(raw)} bytes; the limit is {self.settings.max_event_bytes}",
-                )
-            try:
-                request = device_pb2.ConnectRequest.FromString(raw)
-            except DecodeError:
-                raise DomainError(Reason.MALFORMED, "not a ConnectRequest") from None
-            if request.WhichOneof("message") != "event":
-                raise DomainError(Reason.INVALID_STATE, "expected a DeviceEvent after the Hello")
-            event = request.event
+            event = _device_event(raw, self.settings.max_event_bytes)
             sequence = event.sequence
-            kind = event.WhichOneof("payload") or "none"
-            metrics.DEVICE_EVENTS.labels(kind).inc()
-            accepting = trace.get_current_span()
-            if accepting.is_recording():  # no attribute dict per event while tracing is off
-                accepting.set_attributes(
-                    {
-                        "jackpot.table": table_id,
-                        "jackpot.round": event.round_id,
-                        "jackpot.event": kind,
-                        "jackpot.sequence": sequence,
-                    }
-                )
-            if event.table_id != table_id:
-                raise DomainError(
-                    Reason.TABLE_MISMATCH,
-                    f"event for table {event.table_id!r} on the session of table {table_id}",
-                )
-            table = self.tables[table_id]
-            device_input = ADAPTERS[table.game].to_input(event)
-            is_new = sequence > table.last_sequence  # a resend is judged by its sequence alone
-            if (
-                is_new
-                and kind != "round_opened"
-                and event.round_id
-                and event.round_id != table.round_id
-            ):
-                raise DomainError(
-                    Reason.INVALID_STATE,
-                    f"event for round {event.round_id!r}; the table's round is "
-                    f"{table.round_id or 'none'}",
-                )
-            before = table.to_state(with_seen=False)
-            fingerprint = _fingerprint(event)
-            outcome = table.accept(sequence, device_input, fingerprint)
-            if outcome.duplicate:
-                metrics.DUPLICATES.inc()
-                return _Decision(table_id, [_reply(sequence, duplicate=True)])
-            records = [self._record(table, fact, event) for fact in outcome.facts]
-            write = SpoolWrite(
-                table_id,
-                table.to_state(with_seen=False),  # the spool stores the fingerprints a row each
-                [r for r in records if r is not None],
-                seen=(sequence, fingerprint),
-                seen_window=REMEMBERED_OUTCOMES,
-                trace_context=traceparent(),
-            )
-            responses = [_reply(sequence), *_commands(outcome.facts)]
-            return _Decision(table_id, responses, write, before, outcome)
+            return self._judge(table_id, event)
         except DomainError as error:
             metrics.REJECTS.labels(error.reason.value).inc()
             log.info(
@@ -388,6 +330,58 @@ class Gateway:
             )
             letter = self._dead_letter_write(raw, error.reason, error.detail, table_id)
             return _Decision(table_id, [_reply(sequence, error=error)], letter)
+
+    def _judge(self, table_id: str, event: device_pb2.DeviceEvent) -> _Decision:
+        """A well-formed event against its table: a duplicate's reply, or the write it causes."""
+        sequence = event.sequence
+        kind = event.WhichOneof("payload") or "none"
+        metrics.DEVICE_EVENTS.labels(kind).inc()
+        accepting = trace.get_current_span()
+        if accepting.is_recording():  # no attribute dict per event while tracing is off
+            accepting.set_attributes(
+                {
+                    "jackpot.table": table_id,
+                    "jackpot.round": event.round_id,
+                    "jackpot.event": kind,
+                    "jackpot.sequence": sequence,
+                }
+            )
+        if event.table_id != table_id:
+            raise DomainError(
+                Reason.TABLE_MISMATCH,
+                f"event for table {event.table_id!r} on the session of table {table_id}",
+            )
+        table = self.tables[table_id]
+        device_input = ADAPTERS[table.game].to_input(event)
+        is_new = sequence > table.last_sequence  # a resend is judged by its sequence alone
+        if (
+            is_new
+            and kind != "round_opened"
+            and event.round_id
+            and event.round_id != table.round_id
+        ):
+            raise DomainError(
+                Reason.INVALID_STATE,
+                f"event for round {event.round_id!r}; the table's round is "
+                f"{table.round_id or 'none'}",
+            )
+        before = table.to_state(with_seen=False)
+        fingerprint = _fingerprint(event)
+        outcome = table.accept(sequence, device_input, fingerprint)
+        if outcome.duplicate:
+            metrics.DUPLICATES.inc()
+            return _Decision(table_id, [_reply(sequence, duplicate=True)])
+        records = [self._record(table, fact, event) for fact in outcome.facts]
+        write = SpoolWrite(
+            table_id,
+            table.to_state(with_seen=False),  # the spool stores the fingerprints a row each
+            [r for r in records if r is not None],
+            seen=(sequence, fingerprint),
+            seen_window=REMEMBERED_OUTCOMES,
+            trace_context=traceparent(),
+        )
+        responses = [_reply(sequence), *_commands(outcome.facts)]
+        return _Decision(table_id, responses, write, before, outcome)
 
     def _record(
         self, table: Table, fact: Fact, device_event: device_pb2.DeviceEvent
@@ -631,6 +625,21 @@ def _sane(limits: Limits) -> bool:
         and limits.min_bet % limits.credit_value == 0
         and limits.max_bet % limits.credit_value == 0
     )
+
+
+def _device_event(raw: bytes, max_bytes: int) -> device_pb2.DeviceEvent:
+    """The DeviceEvent a device message carries; refused if too large, unreadable or no event."""
+    if len(raw) > max_bytes:
+        raise DomainError(
+            Reason.TOO_LARGE, f"message of {len(raw)} bytes; the limit is {max_bytes}"
+        )
+    try:
+        request = device_pb2.ConnectRequest.FromString(raw)
+    except DecodeError:
+        raise DomainError(Reason.MALFORMED, "not a ConnectRequest") from None
+    if request.WhichOneof("message") != "event":
+        raise DomainError(Reason.INVALID_STATE, "expected a DeviceEvent after the Hello")
+    return request.event
 
 
 def _fingerprint(event: device_pb2.DeviceEvent) -> str:

@@ -14,15 +14,14 @@ Every scalar setting can also be given as ``JACKPOT_GATEWAY_<FIELD IN CAPITALS>`
 ``JACKPOT_GATEWAY_<TOPIC>_TOPIC``), which wins over the file; the brokers also come from
 ``KAFKA_BOOTSTRAP_SERVERS``; Kafka security and access are the shared sections of
 :mod:`jackpot.platform.settings`. The tables come only from the file. Credentials in the file are
-for development; production leaves them out and mounts ``credentials_file`` from a Secret. The
+for development; production leaves them out and mounts ``credentials_file`` from a Secret.
+``load(GatewaySettings, file=FILE)`` (:func:`jackpot.platform.settings.load`) reads them. The
 table of every setting is docs/settings.md (``jackpot settings``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -31,15 +30,14 @@ from pydantic_settings import SettingsConfigDict
 from jackpot.domain.cards import Game, parse_game
 from jackpot.platform.settings import (
     Bool,
-    Env,
-    NoEnv,
     Port,
     ServiceSettings,
-    SettingsError,
-    SettingsSection,
+    Settings,
+    brokers,
+    not_from_environment,
+    read_credentials,
 )
-from jackpot.platform.settings import load_settings as load_from_environment
-from jackpot.topics import DEAD_LETTER, POT_UPDATES, TABLE_EVENTS
+from jackpot.topics import AUDIT, DEAD_LETTER, POT_UPDATES, TABLE_EVENTS, TopicSpec, named_topics
 
 MIN_CREDENTIAL_LENGTH = 16
 
@@ -68,17 +66,23 @@ class TableSettings(BaseModel):
         return self
 
 
-class Topics(SettingsSection):
-    """The topics a gateway writes and follows."""
+class Topics(Settings):
+    """The topics a gateway writes and follows (``JACKPOT_GATEWAY_<TOPIC>_TOPIC``)."""
 
-    table_events: Annotated[str, Env("JACKPOT_GATEWAY_TABLE_EVENTS_TOPIC")] = Field(
-        TABLE_EVENTS.name, description="output: the tables' events"
+    table_events: str = Field(
+        TABLE_EVENTS.name,
+        validation_alias="JACKPOT_GATEWAY_TABLE_EVENTS_TOPIC",
+        description="output: the tables' events",
     )
-    pot_updates: Annotated[str, Env("JACKPOT_GATEWAY_POT_UPDATES_TOPIC")] = Field(
-        POT_UPDATES.name, description="input: pot updates (D5: betting closes without them)"
+    pot_updates: str = Field(
+        POT_UPDATES.name,
+        validation_alias="JACKPOT_GATEWAY_POT_UPDATES_TOPIC",
+        description="input: pot updates (D5: betting closes without them)",
     )
-    dead_letter: Annotated[str, Env("JACKPOT_GATEWAY_DEAD_LETTER_TOPIC")] = Field(
-        DEAD_LETTER.name, description="refused device messages, with the reason"
+    dead_letter: str = Field(
+        DEAD_LETTER.name,
+        validation_alias="JACKPOT_GATEWAY_DEAD_LETTER_TOPIC",
+        description="refused device messages, with the reason",
     )
 
 
@@ -90,11 +94,13 @@ class GatewaySettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="JACKPOT_GATEWAY_")
     service: ClassVar[str] = "gateway"
 
+    bootstrap_servers: str = brokers("JACKPOT_GATEWAY_")
     name: str = Field("gateway", description="names this gateway in logs and dead letters")
-    tables: Annotated[tuple[TableSettings, ...], NoEnv("the `tables` list of the file")] = Field(
+    tables: tuple[TableSettings, ...] = Field(
         (),
         description="the pit's tables: table_id, game, pot_group_id, credential (at least 16 "
         "characters)",
+        json_schema_extra=not_from_environment("the `tables` list of the file"),
     )
     grpc_address: str = Field("127.0.0.1:50051", description="TableDevice address (host:port)")
     metrics_port: Port = Field(0, description="/metrics port (0 disables it)")
@@ -116,21 +122,14 @@ class GatewaySettings(ServiceSettings):
     hello_timeout_seconds: float = Field(
         10.0, gt=0, description="a device must say hello within this long"
     )
-    topics: Topics = Field(default_factory=Topics)
+    topics: Topics = Topics()
 
     @model_validator(mode="before")
     @classmethod
     def _credentials_from_file(cls, data: Any) -> Any:
         if not isinstance(data, dict) or not data.get("credentials_file"):
             return data
-        path = str(data["credentials_file"])
-        try:
-            loaded = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise ValueError(f"credentials_file {path!r}: {error}") from None
-        if not isinstance(loaded, dict):
-            raise ValueError(f"credentials_file {path!r}: expected {{table_id: credential}}")
-        secrets = {str(k): str(v) for k, v in loaded.items()}
+        secrets = read_credentials(str(data["credentials_file"]), "credentials_file")
         tables = [
             {**t, "credential": secrets.get(str(t.get("table_id"))) or t.get("credential", "")}
             if isinstance(t, Mapping)
@@ -154,23 +153,11 @@ class GatewaySettings(ServiceSettings):
     def table(self, table_id: str) -> TableSettings | None:
         return next((t for t in self.tables if t.table_id == table_id), None)
 
-
-def settings_from_dict(
-    data: Mapping[str, Any],
-    environ: Mapping[str, str] | None = None,
-    origin: str = "gateway settings",
-) -> GatewaySettings:
-    """The settings of a parsed file, the variables of ``environ`` (default ``os.environ``) over
-    it; :class:`SettingsError` names what is wrong (``origin``: the file, in the message)."""
-    return load_from_environment(GatewaySettings, environ, values=data, origin=origin)
-
-
-def load_settings(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewaySettings:
-    """``jackpot gateway --config FILE``: the file's settings with the variables over them."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise SettingsError(f"{path}: cannot read the gateway settings: {error}") from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path}: the gateway settings must be a JSON object")
-    return settings_from_dict(data, environ, origin=str(path))
+    def topic_specs(self) -> list[TopicSpec]:
+        """The topics a gateway creates at start, named as these settings say."""
+        return named_topics(
+            (TABLE_EVENTS, self.topics.table_events),
+            (POT_UPDATES, self.topics.pot_updates),
+            (DEAD_LETTER, self.topics.dead_letter),
+            (AUDIT, self.access.audit_topic),
+        )

@@ -2,7 +2,7 @@
 
 Only the instance that owns the payouts serves them. Anywhere else every call is refused with
 UNAVAILABLE and the owner's address in the trailing metadata ``jackpot-payout-owner``
-(:mod:`jackpot.payout.client` follows it), and a terminal's stream ends the same way the moment
+(:mod:`jackpot.clients.payout` follows it), and a terminal's stream ends the same way the moment
 its instance stops owning: a terminal never waits on an instance that cannot pay.
 """
 
@@ -11,40 +11,32 @@ from __future__ import annotations
 import asyncio
 import hmac
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc
 
 from jackpot.domain.access import Action, Principal, Role
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.payout import OPEN
-from jackpot.payout.client import OWNER_METADATA_KEY
+from jackpot.domain.payout import OPEN, Payout
 from jackpot.payout.codec import to_proto
 from jackpot.payout.codes import ApprovalCodes
 from jackpot.payout.service import NotServedHere, PayoutService
 from jackpot.platform.authz import Authorizer
-from jackpot.platform.exactly_once import NotCommitted
+from jackpot.platform.grpc_edge import Call, Unavailable, answer_for, answered
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
 SERVICE_NAME = "jackpot.v1.PayoutService"
-
-
-async def refuse_elsewhere(context: grpc.aio.ServicerContext, moved: NotServedHere) -> None:
-    """End the call with UNAVAILABLE, naming the owner for the client to go to."""
-    await context.abort(
-        grpc.StatusCode.UNAVAILABLE,
-        str(moved),
-        trailing_metadata=((OWNER_METADATA_KEY, moved.owner),) if moved.owner else (),
-    )
 
 
 class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
     """Supervisors approve and void, a table's terminal confirms its payments: each attempt is
     decided by :mod:`jackpot.domain.access` and written to the audit chain with its outcome."""
 
+    service_name = SERVICE_NAME
+
     def __init__(self, service: PayoutService, authorizer: Authorizer) -> None:
         self._service = service
-        self._authorizer = authorizer
+        self.authorizer = authorizer
         self._ending = asyncio.Event()
         self._codes = ApprovalCodes(service.settings.approval_code_seconds * 1_000_000_000)
 
@@ -56,120 +48,72 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
     def register(self, server: grpc.aio.Server) -> None:
         payout_pb2_grpc.add_PayoutServiceServicer_to_server(self, server)  # type: ignore[no-untyped-call]
 
+    @answered
     async def ListPayouts(
-        self, request: payout_pb2.ListPayoutsRequest, context: grpc.aio.ServicerContext
+        self, request: payout_pb2.ListPayoutsRequest, call: Call
     ) -> payout_pb2.ListPayoutsResponse:
-        await self._authorizer.require_read(context, "ListPayouts")
-        try:
-            self._service.require_serving()
-        except NotServedHere as moved:
-            await refuse_elsewhere(context, moved)
+        await call.read("ListPayouts")
+        self._service.require_serving()
         listing = self._service.book.listing(request.pending_only)
         return payout_pb2.ListPayoutsResponse(payouts=[to_proto(p) for p in listing])
 
+    @answered
     async def ApprovePayout(
-        self, request: payout_pb2.ApprovePayoutRequest, context: grpc.aio.ServicerContext
+        self, request: payout_pb2.ApprovePayoutRequest, call: Call
     ) -> payout_pb2.ApprovePayoutResponse:
-        who = await self._supervisor(
-            context, Action.APPROVE_PAYOUT, request.award_id, request.reason
-        )
-        try:
-            payout = await self._service.approve(
-                request.award_id, self._named(who, request.supervisor), request.reason
-            )
-        except DomainError as error:
-            self._authorizer.outcome(
-                who, Action.APPROVE_PAYOUT, "refused", request.award_id, str(error)
-            )
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
-        except NotCommitted as error:
-            self._authorizer.outcome(
-                who, Action.APPROVE_PAYOUT, "failed", request.award_id, str(error)
-            )
-            await context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
-        except NotServedHere as moved:
-            self._authorizer.outcome(
-                who, Action.APPROVE_PAYOUT, "refused", request.award_id, str(moved)
-            )
-            await refuse_elsewhere(context, moved)
-        self._authorizer.outcome(
-            who, Action.APPROVE_PAYOUT, "applied", request.award_id, f"{payout.amount} pesos"
-        )
+        payout = await self._decided(call, Action.APPROVE_PAYOUT, request, self._service.approve)
         return payout_pb2.ApprovePayoutResponse(payout=to_proto(payout))
 
+    @answered
     async def VoidPayout(
-        self, request: payout_pb2.VoidPayoutRequest, context: grpc.aio.ServicerContext
+        self, request: payout_pb2.VoidPayoutRequest, call: Call
     ) -> payout_pb2.VoidPayoutResponse:
-        who = await self._supervisor(context, Action.VOID_PAYOUT, request.award_id, request.reason)
-        try:
-            payout = await self._service.void(
-                request.award_id, self._named(who, request.supervisor), request.reason
-            )
-        except DomainError as error:
-            self._authorizer.outcome(
-                who, Action.VOID_PAYOUT, "refused", request.award_id, str(error)
-            )
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
-        except NotCommitted as error:
-            self._authorizer.outcome(
-                who, Action.VOID_PAYOUT, "failed", request.award_id, str(error)
-            )
-            await context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
-        except NotServedHere as moved:
-            self._authorizer.outcome(
-                who, Action.VOID_PAYOUT, "refused", request.award_id, str(moved)
-            )
-            await refuse_elsewhere(context, moved)
-        self._authorizer.outcome(
-            who, Action.VOID_PAYOUT, "applied", request.award_id, f"{payout.amount} pesos"
-        )
+        payout = await self._decided(call, Action.VOID_PAYOUT, request, self._service.void)
         return payout_pb2.VoidPayoutResponse(payout=to_proto(payout))
 
+    async def _decided(
+        self,
+        call: Call,
+        action: Action,
+        request: payout_pb2.ApprovePayoutRequest | payout_pb2.VoidPayoutRequest,
+        decide: Callable[[str, str, str], Awaitable[Payout]],
+    ) -> Payout:
+        """A supervisor's approval or void (``decide``), as the supervisor the caller is."""
+        who = await call.require(
+            action, target=request.award_id, detail=f"reason: {request.reason or '-'}"
+        )
+        payout = await decide(
+            request.award_id, self._named(who, request.supervisor), request.reason
+        )
+        call.applied(f"{payout.amount} pesos")
+        return payout
+
+    @answered
     async def IssueApprovalCode(
-        self, request: payout_pb2.IssueApprovalCodeRequest, context: grpc.aio.ServicerContext
+        self, request: payout_pb2.IssueApprovalCodeRequest, call: Call
     ) -> payout_pb2.IssueApprovalCodeResponse:
         """A one-time code for one open payout, acting as the calling supervisor."""
         award_id = request.award_id
-        who = await self._authorizer.require(
-            context, Action.ISSUE_APPROVAL_CODE, target=award_id, detail="one-time code asked"
+        who = await call.require(
+            Action.ISSUE_APPROVAL_CODE, target=award_id, detail="one-time code asked"
         )
-        try:
-            self._service.require_serving()
-        except NotServedHere as moved:
-            self._authorizer.outcome(
-                who, Action.ISSUE_APPROVAL_CODE, "refused", award_id, str(moved)
-            )
-            await refuse_elsewhere(context, moved)
+        self._service.require_serving()
         payout = self._service.book.payouts.get(award_id)
         if payout is None or payout.state not in OPEN:
-            why = f"no open payout for award {award_id!r}"
-            self._authorizer.outcome(who, Action.ISSUE_APPROVAL_CODE, "refused", award_id, why)
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, why)
+            raise DomainError(Reason.INVALID_STATE, f"no open payout for award {award_id!r}")
         supervisor = self._named(who, "")
         if not supervisor:
-            why = "a code acts as a named supervisor: this caller has no name"
-            self._authorizer.outcome(who, Action.ISSUE_APPROVAL_CODE, "refused", award_id, why)
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, why)
+            raise DomainError(
+                Reason.NOT_AUTHENTICATED, "a code acts as a named supervisor: this caller has none"
+            )
         code, expires_ns = self._codes.issue(award_id, supervisor, time.time_ns())
-        self._authorizer.outcome(
-            who,
-            Action.ISSUE_APPROVAL_CODE,
-            "applied",
-            award_id,
-            f"code issued to {supervisor}, valid {self._service.settings.approval_code_seconds} s",
-        )
+        seconds = self._service.settings.approval_code_seconds
+        call.applied(f"code issued to {supervisor}, valid {seconds} s")
         response = payout_pb2.IssueApprovalCodeResponse(
             award_id=award_id, code=code, supervisor=supervisor
         )
         response.expires_at.FromNanoseconds(expires_ns)
         return response
-
-    async def _supervisor(
-        self, context: grpc.aio.ServicerContext, action: Action, award_id: str, reason: str
-    ) -> Principal:
-        return await self._authorizer.require(
-            context, action, target=award_id, detail=f"reason: {reason or '-'}"
-        )
 
     @staticmethod
     def _named(principal: Principal, claimed: str) -> str:
@@ -178,25 +122,20 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
             return principal.name
         return claimed or principal.name
 
+    @answered
     async def DealerTerminal(
-        self,
-        request_iterator: AsyncIterator[payout_pb2.DealerTerminalRequest],
-        context: grpc.aio.ServicerContext,
+        self, request_iterator: AsyncIterator[payout_pb2.DealerTerminalRequest], call: Call
     ) -> AsyncIterator[payout_pb2.DealerTerminalResponse]:
         requests = aiter(request_iterator)
         first = await anext(requests, None)
         if first is None or first.WhichOneof("message") != "hello":
-            await context.abort(
-                grpc.StatusCode.UNAUTHENTICATED, "the first message must be a hello"
-            )
-        assert first is not None
+            raise DomainError(Reason.NOT_AUTHENTICATED, "the first message must be a hello")
         hello = first.hello
         terminal = Principal(
             f"terminal:{hello.table_id}", frozenset({Role.TERMINAL}), hello.table_id, "credential"
         )
-        if self._authorizer.settings.tls.enabled:
-            terminal = await self._authorizer.require(
-                context,
+        if self.authorizer.settings.tls.enabled:
+            terminal = await call.admit(
                 Action.CONFIRM_PAYMENT,
                 target=hello.table_id,
                 table_id=hello.table_id,
@@ -208,14 +147,11 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
             if expected is None or not hmac.compare_digest(
                 expected.encode(), hello.credential.encode()
             ):
-                await context.abort(
-                    grpc.StatusCode.UNAUTHENTICATED, f"not a terminal of table {hello.table_id}"
+                raise DomainError(
+                    Reason.NOT_AUTHENTICATED, f"not a terminal of table {hello.table_id}"
                 )
-        try:
-            self._service.require_serving()
-        except NotServedHere as moved:
-            await refuse_elsewhere(context, moved)
-        async for response in self._terminal_session(hello, terminal, requests, context):
+        self._service.require_serving()
+        async for response in self._terminal_session(hello, terminal, requests):
             yield response
 
     async def _terminal_session(
@@ -223,13 +159,13 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         hello: payout_pb2.TerminalHello,
         terminal: Principal,
         requests: AsyncIterator[payout_pb2.DealerTerminalRequest],
-        context: grpc.aio.ServicerContext,
     ) -> AsyncIterator[payout_pb2.DealerTerminalResponse]:
         """The table's open payouts after every change, its confirmations applied, until the
-        terminal hangs up, this instance stops, or it no longer serves the payouts."""
+        terminal hangs up, this instance stops, or it no longer serves the payouts (then the
+        stream ends UNAVAILABLE, naming the owner when it is known)."""
         changed = asyncio.Event()
         refused: list[str] = []
-        moved: list[NotServedHere] = []
+        moved: list[Unavailable] = []
 
         def listener(table_id: str) -> None:
             if table_id == hello.table_id:
@@ -244,10 +180,13 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                             await self._confirm(hello, terminal, message.paid.award_id)
                         else:
                             await self._decide(hello, terminal, message.decision)
-                    except NotServedHere as error:
-                        moved.append(error)
-                    except (DomainError, NotCommitted) as error:
-                        refused.append(str(error))
+                    except Unavailable as elsewhere:
+                        moved.append(elsewhere)
+                    except Exception as error:
+                        answer = answer_for(error)
+                        if answer is None:
+                            raise
+                        refused.append(answer.detail)  # answered in the stream, not by its end
                     changed.set()
 
         self._service.book.subscribe(listener)
@@ -259,7 +198,7 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                 if not self._service.serving:
                     moved.append(NotServedHere(self._service.owner))
                 if moved:
-                    await refuse_elsewhere(context, moved[-1])
+                    raise moved[-1]
                 open_payouts = self._service.book.open_for(hello.table_id)
                 yield payout_pb2.DealerTerminalResponse(
                     open=[to_proto(p) for p in open_payouts],
@@ -274,9 +213,7 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                 waiter.cancel()
                 stepped_aside.cancel()
                 if ending in done:
-                    await context.abort(
-                        grpc.StatusCode.UNAVAILABLE, "this payout instance is stopping; reconnect"
-                    )
+                    raise Unavailable("this payout instance is stopping; reconnect")
                 if reader in done:
                     return
         finally:
@@ -290,6 +227,16 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         moved to another instance)."""
         while self._service.serving:
             await self._service.serving_changed_wait()
+
+    def _not_done(
+        self, who: Principal, action: Action, award_id: str, error: Exception, where: str = ""
+    ) -> None:
+        """The audit outcome of a change in a terminal's stream that raised ``error`` (a
+        refusal or a fault; anything else is a bug, and not an outcome)."""
+        answer = answer_for(error)
+        if answer is not None:
+            detail = f"{where}: {answer.detail}" if where else answer.detail
+            self.authorizer.outcome(who, action, answer.outcome, award_id, detail)
 
     async def _decide(
         self,
@@ -309,10 +256,8 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                     f"award {award_id} is at {payout.table_id}, not at {hello.table_id}",
                 )
             supervisor = self._codes.redeem(award_id, decision.code, time.time_ns())
-        except DomainError as error:
-            self._authorizer.outcome(
-                terminal, action, "refused", award_id, f"one-time code: {error}"
-            )
+        except Exception as error:
+            self._not_done(terminal, action, award_id, error, "one-time code")
             raise
         who = Principal(supervisor, frozenset({Role.SUPERVISOR}), "", "one-time-code")
         detail = f"at the terminal of table {hello.table_id} with a one-time code"
@@ -321,11 +266,10 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                 done = await self._service.approve(award_id, supervisor, decision.reason)
             else:
                 done = await self._service.void(award_id, supervisor, decision.reason)
-        except (DomainError, NotCommitted, NotServedHere) as error:
-            outcome = "failed" if isinstance(error, NotCommitted) else "refused"
-            self._authorizer.outcome(who, action, outcome, award_id, f"{detail}: {error}")
+        except Exception as error:
+            self._not_done(who, action, award_id, error, detail)
             raise
-        self._authorizer.outcome(who, action, "applied", award_id, f"{done.amount} pesos, {detail}")
+        self.authorizer.outcome(who, action, "applied", award_id, f"{done.amount} pesos, {detail}")
 
     async def _confirm(
         self, hello: payout_pb2.TerminalHello, terminal: Principal, award_id: str
@@ -333,13 +277,10 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         """One payment confirmed by a table's terminal, its outcome on the audit chain."""
         try:
             payout = await self._service.paid(hello.table_id, award_id, hello.dealer)
-        except (DomainError, NotCommitted, NotServedHere) as error:
-            outcome = "failed" if isinstance(error, NotCommitted) else "refused"
-            self._authorizer.outcome(
-                terminal, Action.CONFIRM_PAYMENT, outcome, award_id, str(error)
-            )
+        except Exception as error:
+            self._not_done(terminal, Action.CONFIRM_PAYMENT, award_id, error)
             raise
-        self._authorizer.outcome(
+        self.authorizer.outcome(
             terminal,
             Action.CONFIRM_PAYMENT,
             "applied",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from dataclasses import replace
 from functools import partial
 
 import structlog
@@ -15,15 +14,12 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
-from jackpot.platform.audit import AuditLog
-from jackpot.platform.authz import Authorizer
-from jackpot.platform.grpc_server import GrpcServer
+from jackpot.platform.grpc_edge import audited_grpc_edge
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import ProcessorMetrics, serve_metrics
 from jackpot.platform.runtime import Supervisor, run_service, serve
-from jackpot.platform.settings import load_or_exit
-from jackpot.topics import AUDIT, AWARDS, DEAD_LETTER, LEDGER, PAYOUTS
+from jackpot.platform.settings import load
 
 log = structlog.get_logger("jackpot.payout")
 
@@ -35,40 +31,20 @@ async def compose_payout(
     if settings.create_topics:
         await ensure_topics(
             settings.bootstrap_servers,
-            [
-                replace(AWARDS, name=settings.awards_topic),
-                replace(PAYOUTS, name=settings.payouts_topic),
-                replace(LEDGER, name=settings.ledger_topic),
-                replace(DEAD_LETTER, name=settings.dead_letter_topic),
-                replace(AUDIT, name=settings.access.audit_topic),
-            ],
+            settings.topic_specs(),
             **settings.kafka_security.client_options(),
         )
     service = PayoutService(settings, processor_metrics=ProcessorMetrics(registry))
-    audit = AuditLog(
-        settings.bootstrap_servers,
-        settings.access.audit_topic,
-        f"payout:{socket.gethostname()}-{os.getpid()}",
-        settings.kafka_security.client_options(),
+    edge = await audited_grpc_edge(
+        supervisor, settings, f"payout:{socket.gethostname()}-{os.getpid()}"
     )
-    servicer = PayoutServicer(service, Authorizer(settings.access, audit))
-    server = GrpcServer(
-        settings.grpc_address,
-        [servicer.register],
-        [SERVICE_NAME],
-        settings.access.tls.server_credentials(),
-        settings.access.health_address,
-    )
-    supervisor.health(server)
+    servicer = PayoutServicer(service, edge.authorizer)
+    supervisor.on_stop("terminals", servicer.end_streams)
+    server = edge.serve(servicer, grace_seconds=5)
     host = settings.grpc_address.rsplit(":", 1)[0]
     service.advertise(f"{host}:{server.port}")
-    supervisor.on_stop("terminals", servicer.end_streams)
-    supervisor.on_stop("grpc", lambda: server.stop(supervisor.grace(5)))
     supervisor.on_stop("processor", service.stop)
-    supervisor.on_stop("audit", lambda: audit.stop(supervisor.grace(5)))
     supervisor.spawn("payout-processor", service.run())
-    await audit.start()
-    supervisor.watch(audit.writer)
     await server.start()
     supervisor.spawn(
         "payout-health",
@@ -83,7 +59,7 @@ async def run_payout(settings: PayoutSettings, stop: asyncio.Event) -> int:
 
 
 def main() -> int:
-    settings = load_or_exit(PayoutSettings)
+    settings = load(PayoutSettings)
     configure_logging()
     serve_metrics(settings.metrics_port, settings.metrics_host)
 

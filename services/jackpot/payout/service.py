@@ -34,12 +34,13 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import structlog
 from aiokafka.structs import ConsumerRecord
 from google.protobuf.message import DecodeError
 
+from jackpot.clients.payout import OWNER_METADATA_KEY
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.payout import OPEN, Payout, PayoutState, approve, pay, void
 from jackpot.payout import metrics
@@ -51,12 +52,12 @@ from jackpot.platform.exactly_once import (
     ExactlyOnceProcessor,
     NotOwned,
     OutputRecord,
-    ProcessorConfig,
     ProcessorError,
 )
+from jackpot.platform.grpc_edge import Unavailable
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, topic_partitions
 from jackpot.platform.metrics import ProcessorMetrics
-from jackpot.topics import OPEN_PAYOUTS, OPEN_PAYOUTS_MARK_KEY
+from jackpot.topics import OPEN_PAYOUTS, OPEN_PAYOUTS_MARK_KEY, renamed
 from jackpot.v1 import payout_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.payout")
@@ -66,12 +67,16 @@ CATCH_UP_SECONDS = 120.0  # the payouts-topic read of a takeover (the processor'
 EXPIRED_PER_TICK = 500  # tombstones of settled payouts per transaction at most
 
 
-class NotServedHere(RuntimeError):
-    """This instance serves no payouts now (a standby, or fenced): go to ``owner`` (may be "")."""
+class NotServedHere(Unavailable):
+    """This instance serves no payouts now (a standby, or fenced): go to ``owner`` (may be ""),
+    named to the client in the trailing metadata ``jackpot-payout-owner``."""
 
     def __init__(self, owner: str) -> None:
         where = f"the owner is {owner}" if owner else "the owner is not known yet"
-        super().__init__(f"this payout instance serves no payouts now ({where}); reconnect")
+        super().__init__(
+            f"this payout instance serves no payouts now ({where}); reconnect",
+            ((OWNER_METADATA_KEY, owner),) if owner else (),
+        )
         self.owner = owner
 
 
@@ -512,16 +517,6 @@ class PayoutPartition:
         return batch
 
 
-def processor_config(settings: PayoutSettings) -> ProcessorConfig:
-    """The exactly-once processor's configuration from the payout's settings."""
-    return ProcessorConfig.of(
-        "payout",
-        settings,
-        input_topic=settings.awards_topic,
-        changelog_topic=settings.open_payouts_topic,
-    )
-
-
 class PayoutService:
     """The payout book of the owned partitions and the transitions terminals and supervisors ask."""
 
@@ -537,9 +532,13 @@ class PayoutService:
         self.serving = False
         self._flipped = asyncio.Event()  # set (and replaced) each time `serving` changes
         self.processor: ExactlyOnceProcessor[PayoutPartition] = ExactlyOnceProcessor(
-            processor_config(settings),
-            lambda p: PayoutPartition(p, settings, self.book),
-            processor_metrics or ProcessorMetrics(),
+            "payout",
+            settings.processor,
+            settings.kafka_options(),
+            input_topic=settings.awards_topic,
+            changelog_topic=settings.open_payouts_topic,
+            handler_factory=lambda p: PayoutPartition(p, settings, self.book),
+            metrics=processor_metrics or ProcessorMetrics(),
             tick_seconds=TICK_SECONDS,
             on_ownership=self._on_ownership,
             assignor=self.assignor,
@@ -611,7 +610,7 @@ class PayoutService:
         partitions = counts.get(settings.payouts_topic, OPEN_PAYOUTS.partitions)
         await ensure_topics(
             settings.bootstrap_servers,
-            [replace(OPEN_PAYOUTS, name=settings.open_payouts_topic, partitions=partitions)],
+            [renamed(OPEN_PAYOUTS, settings.open_payouts_topic, partitions)],
             **settings.kafka_security.client_options(),
         )
 

@@ -1,23 +1,39 @@
 """The payout service's settings: one frozen model, read in ``main`` from JACKPOT_PAYOUT_*.
 
 Every field is read from ``JACKPOT_PAYOUT_<FIELD NAME IN CAPITALS>`` unless it names its variable
-(``JACKPOT_PAYOUT_GRPC``; the brokers also from ``KAFKA_BOOTSTRAP_SERVERS``); Kafka security and
-access are the shared sections of :mod:`jackpot.platform.settings`. The table of every variable
-is docs/settings.md (``jackpot settings``).
+(``JACKPOT_PAYOUT_GRPC``; the brokers also from ``KAFKA_BOOTSTRAP_SERVERS``), its exactly-once
+processor's section (``processor``) too (``JACKPOT_PAYOUT_CONSUMER_GROUP``, ...); Kafka security
+and access are the shared sections of :mod:`jackpot.platform.settings`. The table of every
+variable is docs/settings.md (``jackpot settings``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from jackpot.platform.settings import Bool, Env, NoEnv, Port, ServiceSettings, default_instance_id
-from jackpot.topics import AWARDS, DEAD_LETTER, LEDGER, PAYOUTS, open_payouts_topic
+from jackpot.platform.exactly_once import ExactlyOnceSettings
+from jackpot.platform.settings import (
+    Bool,
+    Port,
+    ServiceSettings,
+    brokers,
+    not_from_environment,
+    read_credentials,
+)
+from jackpot.topics import (
+    AUDIT,
+    AWARDS,
+    DEAD_LETTER,
+    LEDGER,
+    PAYOUTS,
+    TopicSpec,
+    named_topics,
+    open_payouts_topic,
+)
 
 
 class PayoutSettings(ServiceSettings):
@@ -27,8 +43,14 @@ class PayoutSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="JACKPOT_PAYOUT_")
     service: ClassVar[str] = "payout"
 
-    grpc_address: Annotated[str, Env("{prefix}GRPC")] = Field(
-        "127.0.0.1:50053", description="PayoutService address (host:port)"
+    bootstrap_servers: str = brokers("JACKPOT_PAYOUT_")
+    processor: ExactlyOnceSettings = ExactlyOnceSettings(
+        consumer_group="jackpot-payout", transactional_id_prefix="jackpot-payout"
+    )
+    grpc_address: str = Field(
+        "127.0.0.1:50053",
+        validation_alias="JACKPOT_PAYOUT_GRPC",
+        description="PayoutService address (host:port)",
     )
     advertised_address: str = Field(
         "",
@@ -47,30 +69,26 @@ class PayoutSettings(ServiceSettings):
         le=3600,
         description="a supervisor's one-time code for approving at a terminal expires after this",
     )
-    consumer_group: str = Field("jackpot-payout", description="consumer group on the awards topic")
-    transactional_id_prefix: str = Field(
-        "jackpot-payout",
-        description="transactional ids are `<prefix>-<partition>`: one per awards partition "
-        "fences a zombie",
-    )
-    instance_id: Annotated[str, Env("{prefix}INSTANCE_ID", default="<hostname>-<pid>")] = Field(
-        default_factory=default_instance_id,
-        description="names this instance in logs and the audit log (the pod name in Kubernetes)",
-    )
     terminals_file: str = Field(
         "",
         description="JSON file {table_id: credential} of the dealer terminals (empty: any table, "
         "development)",
     )
-    terminal_credentials: Annotated[
-        Mapping[str, str] | None, NoEnv("read from terminals_file, or given as a keyword")
-    ] = Field(None, repr=False, description="dealer terminal credentials by table id")
+    terminal_credentials: Mapping[str, str] | None = Field(
+        None,
+        repr=False,
+        description="dealer terminal credentials by table id",
+        json_schema_extra=not_from_environment("read from terminals_file, or given as a keyword"),
+    )
     create_topics: Bool = Field(True, description="create missing topics at start")
-    awards_topic: str = Field(AWARDS.name, description="input: awards (pot service)")
+    awards_topic: str = Field(
+        AWARDS.name, description="input: awards (pot service); the processor's input"
+    )
     payouts_topic: str = Field(
         PAYOUTS.name,
         description="every payout's latest state, kept forever (compacted); what is open of it "
-        "is the open-payouts topic named after it (jackpot.topics.open_payouts_topic)",
+        "is the open-payouts topic named after it (jackpot.topics.open_payouts_topic), the "
+        "processor's changelog",
     )
     settled_kept_seconds: float = Field(
         3600.0,
@@ -87,20 +105,6 @@ class PayoutSettings(ServiceSettings):
     )
     ledger_topic: str = Field(LEDGER.name, description="output: paid and voided payouts")
     dead_letter_topic: str = Field(DEAD_LETTER.name, description="refused awards, with the reason")
-    session_timeout_ms: int = Field(
-        3_000,
-        description="consumer group session: a killed instance's partitions move after this "
-        "long (brokers need group.min.session.timeout.ms at most this; fencing keeps it safe)",
-    )
-    heartbeat_ms: int = Field(500, description="the consumer group's heartbeat")
-    max_poll_interval_ms: int = Field(
-        60_000,
-        description="a stalled instance leaves the group after this long; its successor fences it",
-    )
-    transaction_timeout_ms: int = Field(30_000, description="Kafka transaction timeout")
-    retry_backoff_ms: int = Field(500, description="pause before retrying a failed transaction")
-    poll_timeout_ms: int = Field(100, description="longest wait for input")
-    max_batch_records: int = Field(200, ge=1, description="input records per transaction at most")
 
     @model_validator(mode="before")
     @classmethod
@@ -110,16 +114,7 @@ class PayoutSettings(ServiceSettings):
         if data.get("terminal_credentials") is not None:
             return data
         path = str(data["terminals_file"])
-        try:
-            loaded = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise ValueError(f"JACKPOT_PAYOUT_TERMINALS_FILE {path!r}: {error}") from None
-        if not isinstance(loaded, dict):
-            raise ValueError(
-                f"JACKPOT_PAYOUT_TERMINALS_FILE {path!r}: expected a JSON object "
-                "{table_id: credential}"
-            )
-        credentials = {str(k): str(v) for k, v in loaded.items()}
+        credentials = read_credentials(path, "JACKPOT_PAYOUT_TERMINALS_FILE")
         return {**data, "terminal_credentials": credentials}
 
     @property
@@ -127,5 +122,13 @@ class PayoutSettings(ServiceSettings):
         """What is open of the payouts topic: the processor's changelog (restored at takeover)."""
         return open_payouts_topic(self.payouts_topic)
 
-    def transactional_id(self, partition: int) -> str:
-        return f"{self.transactional_id_prefix}-{partition}"
+    def topic_specs(self) -> list[TopicSpec]:
+        """The topics the payout service creates at start, named as these settings say (the
+        open-payouts topic follows the payouts topic's partitions: PayoutService makes it)."""
+        return named_topics(
+            (AWARDS, self.awards_topic),
+            (PAYOUTS, self.payouts_topic),
+            (LEDGER, self.ledger_topic),
+            (DEAD_LETTER, self.dead_letter_topic),
+            (AUDIT, self.access.audit_topic),
+        )

@@ -57,6 +57,7 @@ from aiokafka.errors import (
     UnknownProducerId,
 )
 from aiokafka.structs import ConsumerRecord
+from pydantic import Field, ValidationInfo, field_validator
 
 from jackpot.platform.kafka import (
     STARTUP_TOPIC_WAIT_SECONDS,
@@ -65,6 +66,7 @@ from jackpot.platform.kafka import (
     topic_partitions,
 )
 from jackpot.platform.metrics import ProcessorMetrics
+from jackpot.platform.settings import Settings, default_instance_id
 from jackpot.platform.tracing import batch_span, child_span, failed, kafka_headers
 
 log = structlog.get_logger("jackpot.exactly_once")
@@ -210,77 +212,60 @@ class PartitionHandler(Protocol[B]):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessorConfig:
-    """How one service's processor connects and paces itself (built from its settings)."""
+RESTORE_TIMEOUT_SECONDS = 120.0  # a takeover's changelog read at most
 
-    name: str  # the service, for logs and client ids
-    kafka_options: Mapping[str, Any]  # bootstrap_servers and security options
-    input_topic: str
-    changelog_topic: str
-    consumer_group: str
-    transactional_id_prefix: str
-    instance_id: str
-    session_timeout_ms: int = 10_000
-    heartbeat_ms: int = 3_000
-    max_poll_interval_ms: int = 60_000
-    transaction_timeout_ms: int = 30_000
-    poll_timeout_ms: int = 100
-    max_batch_records: int = 200
-    retry_backoff_ms: int = 500
-    restore_timeout_seconds: float = 120.0
+
+class ExactlyOnceSettings(Settings):
+    """How a service's exactly-once processor joins its consumer group and paces its
+    transactions. A section of the pot's and the payout's settings, read under the service's own
+    prefix (``JACKPOT_CONSUMER_GROUP``, ``JACKPOT_PAYOUT_CONSUMER_GROUP``), each with its own
+    default group and transactional ids."""
+
+    consumer_group: str = Field(
+        description="consumer group of every instance; its offsets commit in transactions"
+    )
+    transactional_id_prefix: str = Field(
+        description="transactional ids are `<prefix>-<partition>`: one per input partition "
+        "fences a zombie"
+    )
+    instance_id: str = Field(
+        default_factory=default_instance_id,
+        description="names this instance in logs, client ids and the audit log (the pod name in "
+        "Kubernetes)",
+        json_schema_extra={"shown_default": "<hostname>-<pid>"},
+    )
+    session_timeout_ms: int = Field(
+        3_000,
+        description="consumer group session: a killed instance's partitions move after this "
+        "long (brokers need group.min.session.timeout.ms at most this; fencing keeps it safe)",
+    )
+    heartbeat_ms: int = Field(500, description="the consumer group's heartbeat")
+    max_poll_interval_ms: int = Field(
+        60_000,
+        description="a stalled instance leaves the group after this long; its successor fences it",
+    )
+    transaction_timeout_ms: int = Field(30_000, description="Kafka transaction timeout")
+    retry_backoff_ms: int = Field(500, description="pause before retrying a failed transaction")
+    poll_timeout_ms: int = Field(100, description="longest wait for input")
+    max_batch_records: int = Field(200, description="input records per transaction at most")
+
+    @field_validator("consumer_group", "transactional_id_prefix")
+    @classmethod
+    def _not_empty(cls, value: str, info: ValidationInfo) -> str:
+        if not value:
+            raise ValueError(f"{info.field_name} must not be empty")
+        return value
+
+    @field_validator("max_batch_records")
+    @classmethod
+    def _at_least_one(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("max_batch_records must be at least 1")
+        return value
 
     def transactional_id(self, partition: int) -> str:
+        """The transactional id of input partition ``partition``'s producer."""
         return f"{self.transactional_id_prefix}-{partition}"
-
-    @classmethod
-    def of(
-        cls, name: str, settings: ProcessorSettings, *, input_topic: str, changelog_topic: str
-    ) -> ProcessorConfig:
-        """The configuration of service ``name`` from its settings (pot and payout alike)."""
-        return cls(
-            name=name,
-            kafka_options=settings.kafka_options(),
-            input_topic=input_topic,
-            changelog_topic=changelog_topic,
-            consumer_group=settings.consumer_group,
-            transactional_id_prefix=settings.transactional_id_prefix,
-            instance_id=settings.instance_id,
-            session_timeout_ms=settings.session_timeout_ms,
-            heartbeat_ms=settings.heartbeat_ms,
-            max_poll_interval_ms=settings.max_poll_interval_ms,
-            transaction_timeout_ms=settings.transaction_timeout_ms,
-            poll_timeout_ms=settings.poll_timeout_ms,
-            max_batch_records=settings.max_batch_records,
-            retry_backoff_ms=settings.retry_backoff_ms,
-        )
-
-
-class ProcessorSettings(Protocol):
-    """The settings a service running a processor has (``PotSettings``, ``PayoutSettings``)."""
-
-    @property
-    def consumer_group(self) -> str: ...
-    @property
-    def transactional_id_prefix(self) -> str: ...
-    @property
-    def instance_id(self) -> str: ...
-    @property
-    def session_timeout_ms(self) -> int: ...
-    @property
-    def heartbeat_ms(self) -> int: ...
-    @property
-    def max_poll_interval_ms(self) -> int: ...
-    @property
-    def transaction_timeout_ms(self) -> int: ...
-    @property
-    def poll_timeout_ms(self) -> int: ...
-    @property
-    def max_batch_records(self) -> int: ...
-    @property
-    def retry_backoff_ms(self) -> int: ...
-
-    def kafka_options(self) -> dict[str, Any]: ...
 
 
 @dataclass(slots=True)
@@ -311,15 +296,25 @@ class ExactlyOnceProcessor(Generic[H]):
 
     def __init__(
         self,
-        config: ProcessorConfig,
+        name: str,
+        settings: ExactlyOnceSettings,
+        kafka_options: Mapping[str, Any],
+        *,
+        input_topic: str,
+        changelog_topic: str,
         handler_factory: Callable[[int], H],
         metrics: ProcessorMetrics,
-        *,
         tick_seconds: float | None = None,
         on_ownership: Callable[[list[int]], None] | None = None,
         assignor: Any = RangePartitionAssignor,
+        restore_timeout_seconds: float = RESTORE_TIMEOUT_SECONDS,
     ) -> None:
-        self.config = config
+        self.name = name  # the service, for logs and spans
+        self.settings = settings
+        self.kafka_options = kafka_options  # bootstrap_servers and security options
+        self.input_topic = input_topic
+        self.changelog_topic = changelog_topic  # partition p holds input partition p's state
+        self.restore_timeout_seconds = restore_timeout_seconds
         self.metrics = metrics
         self._factory = handler_factory
         self._tick_seconds = tick_seconds
@@ -337,7 +332,7 @@ class ExactlyOnceProcessor(Generic[H]):
         self._running_task: asyncio.Task[Any] | None = None
         self._done = asyncio.Event()
         self.running = asyncio.Event()  # set once subscribed: the group may assign partitions
-        self._log = log.bind(service=config.name, instance=config.instance_id)
+        self._log = log.bind(service=name, instance=settings.instance_id)
 
     # ----------------------------------------------------------------------------- life
 
@@ -365,7 +360,7 @@ class ExactlyOnceProcessor(Generic[H]):
             while not self._stopping.is_set():
                 await self._step()
                 if self._failure is not None:
-                    raise ProcessorError(f"{self.config.name} cannot continue") from self._failure
+                    raise ProcessorError(f"{self.name} cannot continue") from self._failure
         finally:
             await self._shutdown()
             self._done.set()
@@ -378,55 +373,54 @@ class ExactlyOnceProcessor(Generic[H]):
             await self._done.wait()
 
     async def _start(self) -> None:
-        config = self.config
-        connection = KafkaConnection(config.kafka_options)
+        settings = self.settings
+        connection = KafkaConnection(self.kafka_options)
         await self._check_changelog_partitions()
         self._restore_consumer = connection.consumer(
             auto_offset_reset="earliest",
             # A new assignment waits for the fetch in flight: with the default 500 ms every
             # restore took at least half a second, even of an empty changelog.
             fetch_max_wait_ms=20,
-            client_id=f"{config.instance_id}-restore",
+            client_id=f"{settings.instance_id}-restore",
         )
         await self._restore_consumer.start()
         self._consumer = connection.consumer(
-            group_id=config.consumer_group,
+            group_id=settings.consumer_group,
             auto_offset_reset="earliest",
             partition_assignment_strategy=(self._assignor,),
-            session_timeout_ms=config.session_timeout_ms,
-            heartbeat_interval_ms=config.heartbeat_ms,
-            max_poll_interval_ms=config.max_poll_interval_ms,
+            session_timeout_ms=settings.session_timeout_ms,
+            heartbeat_interval_ms=settings.heartbeat_ms,
+            max_poll_interval_ms=settings.max_poll_interval_ms,
             # aiokafka defaults this to the session timeout: a member still fencing and restoring
             # in its rebalance callback after 3 s would be evicted, rejoin, and evict the others
             # in turn (seen with two pot instances). A dead member still leaves after 3 s.
-            rebalance_timeout_ms=config.max_poll_interval_ms,
-            client_id=config.instance_id,
+            rebalance_timeout_ms=settings.max_poll_interval_ms,
+            client_id=settings.instance_id,
         )
         await self._consumer.start()
-        self._consumer.subscribe([config.input_topic], listener=_Rebalance(self))
+        self._consumer.subscribe([self.input_topic], listener=_Rebalance(self))
         self.running.set()
-        self._log.info("processor_started", topic=config.input_topic)
+        self._log.info("processor_started", topic=self.input_topic)
 
     async def _check_changelog_partitions(self) -> None:
         """The state of input partition p is kept on changelog partition p: the changelog needs
         at least as many partitions as the input."""
-        config = self.config
         counts = await topic_partitions(
-            config.kafka_options,
-            [config.input_topic, config.changelog_topic],
+            self.kafka_options,
+            [self.input_topic, self.changelog_topic],
             wait_seconds=STARTUP_TOPIC_WAIT_SECONDS,
         )
-        inputs = counts.get(config.input_topic, 0)
-        changelogs = counts.get(config.changelog_topic, 0)
+        inputs = counts.get(self.input_topic, 0)
+        changelogs = counts.get(self.changelog_topic, 0)
         if not inputs or not changelogs:
             raise ProcessorError(
-                f"topics {config.input_topic} and {config.changelog_topic} must exist "
+                f"topics {self.input_topic} and {self.changelog_topic} must exist "
                 "(let the service create them, or create them from jackpot.topics)"
             )
         if changelogs < inputs:
             raise ProcessorError(
-                f"{config.changelog_topic} has {changelogs} partitions, fewer than the {inputs} "
-                f"of {config.input_topic}"
+                f"{self.changelog_topic} has {changelogs} partitions, fewer than the {inputs} "
+                f"of {self.input_topic}"
             )
 
     async def _shutdown(self) -> None:
@@ -451,7 +445,7 @@ class ExactlyOnceProcessor(Generic[H]):
         assert consumer is not None
         epoch = self._assignment_epoch
         batch = await consumer.getmany(
-            timeout_ms=self.config.poll_timeout_ms, max_records=self.config.max_batch_records
+            timeout_ms=self.settings.poll_timeout_ms, max_records=self.settings.max_batch_records
         )
         async with self._lock:
             if epoch != self._assignment_epoch:
@@ -475,7 +469,7 @@ class ExactlyOnceProcessor(Generic[H]):
         fresh = [r for r in records if r.offset >= handler.next_offset]  # older: before a re-seek
         if not fresh:
             return
-        name = self.config.name
+        name = self.name
         with batch_span(
             f"{name}.process",
             (r.headers for r in fresh),
@@ -531,7 +525,7 @@ class ExactlyOnceProcessor(Generic[H]):
     async def _transact(self, owned: Owned[H], batch: B, kind: str) -> bool:
         """Write a batch (with offsets for input batches) in one transaction; undo on failure."""
         started = time.perf_counter()
-        with child_span(f"{self.config.name}.transaction", **{"jackpot.batch": kind}):
+        with child_span(f"{self.name}.transaction", **{"jackpot.batch": kind}):
             return await self._write(owned, batch, kind, started)
 
     async def _write(self, owned: Owned[H], batch: B, kind: str, started: float) -> bool:
@@ -553,7 +547,7 @@ class ExactlyOnceProcessor(Generic[H]):
             await asyncio.gather(*sent)
             if kind == "batch":
                 await producer.send_offsets_to_transaction(
-                    {owned.tp: handler.next_offset}, self.config.consumer_group
+                    {owned.tp: handler.next_offset}, self.settings.consumer_group
                 )
             await producer.commit_transaction()
         except ProducerFenced as error:
@@ -597,7 +591,7 @@ class ExactlyOnceProcessor(Generic[H]):
             self._halt(owned, "abort_failed", abort_error)
             self._failure = abort_error
             return
-        await asyncio.sleep(self.config.retry_backoff_ms / 1000)
+        await asyncio.sleep(self.settings.retry_backoff_ms / 1000)
 
     async def _renew(self, owned: Owned[H]) -> None:
         """Replace a producer whose idempotence state the brokers no longer accept, or whose
@@ -662,7 +656,7 @@ class ExactlyOnceProcessor(Generic[H]):
             self._assignment_epoch += 1
             for tp in revoked:
                 owned = self._owned.pop(tp.partition, None)
-                if owned is not None and tp.topic == self.config.input_topic:
+                if owned is not None and tp.topic == self.input_topic:
                     await self._close(owned)
             self._ownership_changed()
             self._log.info("partitions_revoked", partitions=sorted(tp.partition for tp in revoked))
@@ -670,7 +664,7 @@ class ExactlyOnceProcessor(Generic[H]):
     async def _on_assigned(self, assigned: list[TopicPartition]) -> None:
         async with self._lock:
             self._assignment_epoch += 1
-            topic = self.config.input_topic
+            topic = self.input_topic
             fresh = sorted(
                 (tp for tp in assigned if tp.topic == topic and tp.partition not in self._owned),
                 key=lambda tp: tp.partition,
@@ -737,14 +731,14 @@ class ExactlyOnceProcessor(Generic[H]):
 
     async def _fencing_producer(self, partition: int) -> AIOKafkaProducer:
         """Start partition's transactional producer; returns once older epochs are fenced."""
-        config = self.config
-        producer = KafkaConnection(config.kafka_options).producer(
+        settings = self.settings
+        producer = KafkaConnection(self.kafka_options).producer(
             # A transaction sends all its records before it waits for any: they batch without
             # lingering, and the 2 ms linger only delayed the commit (bench: p50 6-8 -> 4-4.5 ms).
             linger_ms=0,
-            transactional_id=config.transactional_id(partition),
-            transaction_timeout_ms=config.transaction_timeout_ms,
-            client_id=f"{config.instance_id}-p{partition}",
+            transactional_id=settings.transactional_id(partition),
+            transaction_timeout_ms=settings.transaction_timeout_ms,
+            client_id=f"{settings.instance_id}-p{partition}",
         )
         await producer.start()
         try:
@@ -764,9 +758,9 @@ class ExactlyOnceProcessor(Generic[H]):
         assert consumer is not None
         return await read_compacted(
             consumer,
-            self.config.changelog_topic,
+            self.changelog_topic,
             partitions,
-            self.config.restore_timeout_seconds,
+            self.restore_timeout_seconds,
         )
 
     async def _close(self, owned: Owned[H]) -> None:

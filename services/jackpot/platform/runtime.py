@@ -1,10 +1,11 @@
 """The one supervised runtime of every ``jackpot <service>``: its parts, its health, its exit.
 
-A service's composition root (``compose``) builds its components, starts them, and tells the
-:class:`Supervisor` three things: the parts to watch (the asyncio tasks that do the work: a
-processor, a publisher, a watchdog, a feed, the audit writer), the gRPC servers whose health
-reports for the service, and the steps that stop it gracefully, in order. Then :func:`serve`
-waits for one of two things:
+A service's composition root (``compose_<service>`` in its ``main`` module) builds its
+components, starts them, and tells the :class:`Supervisor` three things: the parts to watch (the
+asyncio tasks that do the work: a processor, a publisher, a watchdog, a feed, the audit writer),
+the gRPC servers whose health reports for the service, and the steps that stop it gracefully, in
+order (the audited gRPC edge, :class:`jackpot.platform.grpc_edge.AuditedEdge`, adds its own: the
+server's where it is built, the audit log's last). Then :func:`serve` waits for one of two things:
 
 - SIGTERM or SIGINT (or the ``stop`` event): the stop steps run, each within its budget, the
   parts still running are cancelled, and the exit status is 0;
@@ -61,6 +62,7 @@ class Supervisor:
         self._parts: dict[asyncio.Task[Any], str] = {}
         self._health: list[Health] = []
         self._steps: list[StopStep] = []
+        self._last_steps: list[StopStep] = []
         self.failed: tuple[str, BaseException | None] | None = None
         self._log = log.bind(service=service)
 
@@ -81,9 +83,21 @@ class Supervisor:
         """A stop step's grace period: ``seconds`` after a signal, short after a failure."""
         return min(seconds, FAILURE_GRACE_SECONDS) if self.failed else seconds
 
-    def on_stop(self, name: str, step: Callable[[], Awaitable[object]]) -> None:
-        """A graceful stop step; steps run in the order they were added."""
-        self._steps.append(StopStep(name, step))
+    def on_stop(
+        self, name: str, step: Callable[[], Awaitable[object]], *, last: bool = False
+    ) -> None:
+        """A graceful stop step; steps run in the order they were added, those added ``last``
+        after all the others (the audit log: every step before it may still write to it)."""
+        (self._last_steps if last else self._steps).append(StopStep(name, step))
+
+    async def end_part(self, name: str) -> None:
+        """Cancel the part ``name`` (one that runs until cancelled) and wait until it has ended:
+        a stop step's first move, before what the part reads from is closed under it."""
+        tasks = [task for task, part in self._parts.items() if part == name]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
 
     @property
     def health_servers(self) -> list[Health]:
@@ -129,7 +143,7 @@ class Supervisor:
         budget = FAILURE_STOP_SECONDS if failed else None
         if not failed:
             self._log.info("service_stopping", parts=self.parts)
-        for step in self._steps:
+        for step in [*self._steps, *self._last_steps]:
             left = STOP_STEP_SECONDS if budget is None else budget - (time.monotonic() - started)
             if left <= 0:
                 self._log.warning("service_stop_step_skipped", step=step.name)

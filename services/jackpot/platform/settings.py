@@ -1,50 +1,49 @@
-"""One settings scheme for every service: typed, frozen pydantic-settings models, read in ``main``.
+"""Every service's settings: frozen pydantic-settings models, read once by :func:`load`.
 
-* Each service has one :class:`ServiceSettings` subclass with its own environment prefix (pot
-  ``JACKPOT_``, payout ``JACKPOT_PAYOUT_``, display ``JACKPOT_DISPLAY_``, gateway
-  ``JACKPOT_GATEWAY_``). A field is read from ``<PREFIX><FIELD NAME IN CAPITALS>`` unless it names
-  its variables with :class:`Env` (the first one set wins); :class:`NoEnv` fields are not read from
-  the environment at all (keyword or file only).
-* The parts every service shares are nested :class:`SettingsSection` models with fixed variable
-  names: :class:`KafkaSecurity` (``KAFKA_*``) and :class:`AccessSettings` (``JACKPOT_TLS_*``,
-  ``JACKPOT_AUDIT_TOPIC``, ``JACKPOT_INSECURE_ROLES``, ``JACKPOT_HEALTH_GRPC``).
-* :func:`load_settings` reads a class from a mapping of variables (``os.environ`` by default) and,
-  for the gateway, a file's values beneath them. Any bad value is a :class:`SettingsError` of ONE
-  line naming the variable, the value and what is allowed; :func:`load_or_exit` (what a ``main``
-  calls) prints that line on stderr and exits with status 2 before anything connects.
-* Constructing a class with keywords (tests do: ``PotSettings(table_events_topic=...)``) never
-  reads the environment: what is passed, or the default. ``settings.replace(**changes)`` is a
-  validated copy (the models are frozen).
+* A service's settings are one :class:`ServiceSettings` subclass whose ``model_config`` names its
+  ``env_prefix`` (pot ``JACKPOT_``, payout ``JACKPOT_PAYOUT_``, display ``JACKPOT_DISPLAY_``,
+  gateway ``JACKPOT_GATEWAY_``, terminal ``JACKPOT_TERMINAL_``). A field is read from
+  ``<env_prefix><FIELD NAME IN CAPITALS>``, or, when it has a ``validation_alias``, from that
+  variable (an ``AliasChoices``: the first one set wins): pydantic-settings' own rule, exactly
+  as named (not also the field's name beside its alias, nor in another case).
+* A field whose type is a :class:`Settings` model is a nested *section*. A section that declares
+  its own ``env_prefix`` or aliases has the same variables in every service (:class:`KafkaSecurity`
+  ``KAFKA_*``, :class:`AccessSettings` ``JACKPOT_TLS_*`` and friends, :class:`TracingSettings`
+  ``OTEL_*``); one that does not is read under its service's prefix (the exactly-once processor's
+  :class:`~jackpot.platform.exactly_once.ExactlyOnceSettings`: ``JACKPOT_CONSUMER_GROUP`` for the
+  pot, ``JACKPOT_PAYOUT_CONSUMER_GROUP`` for the payout).
+* :func:`load` is the one way to read them: the variables of a mapping (``os.environ`` by
+  default) over a JSON file's values (the gateway's ``--config``) over the defaults. Any bad value
+  is a :class:`SettingsError` of ONE line naming the variable, the value and what is allowed; the
+  ``jackpot`` command prints it on stderr and exits with status 2 before anything connects.
+* Constructing a class with keywords (tests do: ``PotSettings(table_events_topic=...)``) reads
+  no environment: what is passed, or the default; a section given as a mapping changes only the
+  fields it names. ``settings.replace(**changes)`` is a validated copy (the models are frozen).
 
 Booleans accept only true/false, 1/0, yes/no, on/off. Every setting is in docs/settings.md,
-generated from these models by :func:`settings_markdown` (``jackpot settings``, which lists
-the services' classes: this module imports none of them, as every service imports it).
+generated from these models by :mod:`jackpot.tools.settings_doc` (``jackpot settings``).
 """
 
 from __future__ import annotations
 
-import contextvars
+import json
 import os
 import socket
 import sys
-import types
-import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from enum import Enum
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NoReturn, Self, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeVar
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    model_validator,
-)
+import pydantic_settings
+from pydantic import AliasChoices, BeforeValidator, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+from pydantic_settings.sources import PydanticBaseEnvSettingsSource
 
 from jackpot.domain.access import Role, parse_roles
 from jackpot.topics import AUDIT
@@ -54,8 +53,7 @@ if TYPE_CHECKING:
 
     import grpc
 
-S = TypeVar("S", bound="ServiceSettings")
-T = TypeVar("T")
+S = TypeVar("S", bound="Settings")
 
 TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
 FALSE_WORDS = frozenset({"false", "0", "no", "off"})
@@ -65,34 +63,7 @@ class SettingsError(ValueError):
     """A setting is missing, malformed or inconsistent with another (one line, for stderr)."""
 
 
-# --------------------------------------------------------------------------- field markers
-
-
-class Env:
-    """The environment variables of a field, the first one set wins (``{prefix}`` is the class's
-    prefix). ``kind`` and ``default`` replace the type and default shown in docs/settings.md."""
-
-    __slots__ = ("default", "kind", "names")
-
-    def __init__(self, *names: str, kind: str = "", default: str = "") -> None:
-        self.names = names
-        self.kind = kind
-        self.default = default
-
-    def __repr__(self) -> str:
-        return f"Env{self.names!r}"
-
-
-class NoEnv:
-    """The field has no environment variable; ``how`` says where it comes from instead."""
-
-    __slots__ = ("how",)
-
-    def __init__(self, how: str) -> None:
-        self.how = how
-
-    def __repr__(self) -> str:
-        return f"NoEnv({self.how!r})"
+# --------------------------------------------------------------------------- value types
 
 
 def parse_bool(value: object) -> object:
@@ -120,6 +91,8 @@ def _upper(value: object) -> object:
 
 Bool = Annotated[bool, BeforeValidator(parse_bool)]
 Port = Annotated[int, Field(ge=0, le=65535)]
+# Comma-separated in a variable (NoDecode: not JSON), a set of roles as a keyword.
+Roles = Annotated[frozenset[Role], NoDecode, BeforeValidator(_roles)]
 
 
 def default_instance_id() -> str:
@@ -127,91 +100,89 @@ def default_instance_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
+# A field's ``json_schema_extra`` may say how docs/settings.md shows it ("shown_type",
+# "shown_default": instead of the annotation's and the default's), and keep it out of the
+# environment (NOT_FROM_ENVIRONMENT: a file's or a keyword's only; "source" says which).
+NOT_FROM_ENVIRONMENT = "from_environment"
+
+
+def not_from_environment(source: str) -> dict[str, Any]:
+    """``json_schema_extra`` of a field no variable sets; ``source`` says what does."""
+    return {NOT_FROM_ENVIRONMENT: False, "source": source}
+
+
 # --------------------------------------------------------------------------- base classes
 
 
-class SettingsSection(BaseModel):
-    """A group of settings nested in every service's settings, with fixed variable names."""
+class Settings(BaseSettings):
+    """A settings model (a service's, or a section nested in it): frozen, unknown keys refused,
+    fields given by name or by their variable's alias.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    # Documented once, under this title, rather than in each service's table.
+    Constructing one reads keywords only (``settings_customise_sources``): the environment is read
+    by :func:`load` alone. A section given as a mapping updates its default
+    (``nested_model_default_partial_update``): ``PotSettings(processor={"instance_id": "a"})``
+    keeps the pot's consumer group."""
+
+    model_config = SettingsConfigDict(
+        frozen=True,
+        extra="forbid",
+        validate_by_name=True,
+        nested_model_default_partial_update=True,
+    )
+    # A section documented once, under this title, rather than in each service's table.
     shared_title: ClassVar[str] = ""
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
-        """This section alone from the variables (``os.environ`` by default)."""
-        environ = os.environ if environ is None else environ
-        try:
-            return cls.model_validate(read_environ(cls, environ))
-        except ValidationError as error:
-            raise SettingsError(describe(error, cls, environ)) from None
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
 
     def replace(self, **changes: Any) -> Self:
-        """A validated copy with ``changes`` (the model is frozen)."""
-        return type(self)(**{**dict(self), **changes})
+        """A validated copy with ``changes`` (the models are frozen); a section's change may be a
+        mapping of the fields to change (``processor={"instance_id": "b"}``)."""
+        values = dict(self)
+        for name, change in changes.items():
+            current = values.get(name)
+            if isinstance(current, Settings) and isinstance(change, Mapping):
+                change = current.replace(**change)
+            values[name] = change
+        return type(self)(**values)
 
 
-@dataclass(frozen=True, slots=True)
-class _Load:
-    environ: Mapping[str, str]
-    values: Mapping[str, Any]
-
-
-# Set by load_settings while it constructs: the sources to read besides the keywords.
-_LOADING: contextvars.ContextVar[_Load | None] = contextvars.ContextVar(
-    "jackpot_settings_loading", default=None
-)
-
-
-class EnvironSource(PydanticBaseSettingsSource):
-    """The variables of a settings class (and its sections) from the mapping given to
-    :func:`load_settings`, keyed by field name."""
-
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
-        super().__init__(settings_cls)
-        self.environ = environ
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return self.environ.get(field_name), field_name, False  # unused: __call__ reads all
-
-    def __call__(self) -> dict[str, Any]:
-        return read_environ(self.settings_cls, self.environ)
-
-
-class ValuesSource(PydanticBaseSettingsSource):
-    """Values beneath the environment (the gateway's --config file), keyed by field name."""
-
-    def __init__(self, settings_cls: type[BaseSettings], values: Mapping[str, Any]) -> None:
-        super().__init__(settings_cls)
-        self.values = values
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return self.values.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self.values)
-
-
-class KafkaSecurity(SettingsSection):
+class KafkaSecurity(Settings):
     """How a client authenticates to the brokers: the same KAFKA_* variables for every service
     (the deployment's shared kafka-client ConfigMap and each service's Secret)."""
 
+    model_config = SettingsConfigDict(env_prefix="KAFKA_")
     shared_title: ClassVar[str] = "Kafka client security (every service)"
 
     protocol: Annotated[
-        Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
-        BeforeValidator(_upper),
-        Env("KAFKA_SECURITY_PROTOCOL"),
-    ] = Field("PLAINTEXT", description="how clients connect to the brokers")
-    sasl_mechanism: Annotated[str, Env("KAFKA_SASL_MECHANISM")] = Field(
+        Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"], BeforeValidator(_upper)
+    ] = Field(
+        "PLAINTEXT",
+        validation_alias="KAFKA_SECURITY_PROTOCOL",
+        description="how clients connect to the brokers",
+    )
+    sasl_mechanism: str = Field(
         "", description="SASL mechanism, for example SCRAM-SHA-512 (empty: PLAIN)"
     )
-    username: Annotated[str, Env("KAFKA_SASL_USERNAME")] = Field("", description="SASL user")
-    password: Annotated[str, Env("KAFKA_SASL_PASSWORD")] = Field(
-        "", repr=False, description="SASL password (from a Secret; never logged)"
+    username: str = Field("", validation_alias="KAFKA_SASL_USERNAME", description="SASL user")
+    password: str = Field(
+        "",
+        repr=False,
+        validation_alias="KAFKA_SASL_PASSWORD",
+        description="SASL password (from a Secret; never logged)",
     )
-    cafile: Annotated[str, Env("KAFKA_SSL_CAFILE")] = Field(
-        "", description="CA bundle that signed the brokers' certificates (SSL, SASL_SSL)"
+    cafile: str = Field(
+        "",
+        validation_alias="KAFKA_SSL_CAFILE",
+        description="CA bundle that signed the brokers' certificates (SSL, SASL_SSL)",
     )
 
     def client_options(self) -> dict[str, Any]:
@@ -230,18 +201,19 @@ class KafkaSecurity(SettingsSection):
         return options
 
 
-class TlsSettings(SettingsSection):
+class TlsSettings(Settings):
     """Mutual TLS for every gRPC endpoint (:mod:`jackpot.platform.tls`). All three files set:
     servers require and verify client certificates, clients present theirs. None: plaintext."""
 
-    cert_file: Annotated[str, Env("JACKPOT_TLS_CERT")] = Field(
-        "", description="this process's certificate (PEM)"
+    cert_file: str = Field(
+        "", validation_alias="JACKPOT_TLS_CERT", description="this process's certificate (PEM)"
     )
-    key_file: Annotated[str, Env("JACKPOT_TLS_KEY")] = Field(
-        "", description="its private key (PEM)"
+    key_file: str = Field(
+        "", validation_alias="JACKPOT_TLS_KEY", description="its private key (PEM)"
     )
-    ca_file: Annotated[str, Env("JACKPOT_TLS_CA")] = Field(
+    ca_file: str = Field(
         "",
+        validation_alias="JACKPOT_TLS_CA",
         description="the CA that signs every peer (PEM): peers must present a certificate it "
         "signed",
     )
@@ -305,27 +277,24 @@ class TlsSettings(SettingsSection):
         )
 
 
-class AccessSettings(SettingsSection):
+class AccessSettings(Settings):
     """Who may call the gRPC APIs (jackpot.platform.authz): mutual TLS, the audit log, and the
     development escape hatch for plaintext."""
 
+    model_config = SettingsConfigDict(env_prefix="JACKPOT_")
     shared_title: ClassVar[str] = "Access: mutual TLS, audit log, development roles (every service)"
 
-    tls: TlsSettings = Field(default_factory=TlsSettings)
-    insecure_roles: Annotated[
-        frozenset[Role],
-        BeforeValidator(_roles),
-        Env("JACKPOT_INSECURE_ROLES", kind="roles, comma-separated"),
-    ] = Field(
+    tls: TlsSettings = TlsSettings()
+    insecure_roles: Roles = Field(
         frozenset(),
         description="plaintext only: the roles every caller gets, for example operator,supervisor "
         "(development; refused together with TLS)",
+        json_schema_extra={"shown_type": "roles, comma-separated"},
     )
-    audit_topic: Annotated[str, Env("JACKPOT_AUDIT_TOPIC")] = Field(
-        AUDIT.name, description="the hash-chained audit log"
-    )
-    health_address: Annotated[str, Env("JACKPOT_HEALTH_GRPC")] = Field(
+    audit_topic: str = Field(AUDIT.name, description="the hash-chained audit log")
+    health_address: str = Field(
         "",
+        validation_alias="JACKPOT_HEALTH_GRPC",
         description="host:port of a plaintext, health-only gRPC port for probes (empty: none)",
     )
 
@@ -336,17 +305,18 @@ class AccessSettings(SettingsSection):
         return self
 
 
-class TracingSettings(SettingsSection):
+class TracingSettings(Settings):
     """Where spans go (:mod:`jackpot.platform.tracing`): OpenTelemetry's own variables. No
     endpoint: tracing is off and costs nothing. Sampling follows the SDK's OTEL_TRACES_SAMPLER and
     OTEL_TRACES_SAMPLER_ARG."""
 
     shared_title: ClassVar[str] = "Tracing: OpenTelemetry over OTLP (every service)"
 
-    endpoint: Annotated[
-        str, Env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-    ] = Field(
+    endpoint: str = Field(
         "",
+        validation_alias=AliasChoices(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"
+        ),
         description="the OTLP/gRPC collector: http://host:port plaintext, https://host:port TLS "
         "(empty: tracing off)",
     )
@@ -364,136 +334,149 @@ class TracingSettings(SettingsSection):
         return self
 
 
-class ServiceSettings(BaseSettings):
-    """The settings of one service: subclasses set ``env_prefix`` and ``service``."""
+def brokers(prefix: str) -> Any:
+    """The ``bootstrap_servers`` field of the service whose prefix is ``prefix``: its own
+    variable, else the deployment's shared ``KAFKA_BOOTSTRAP_SERVERS``."""
+    return Field(
+        "127.0.0.1:9092",
+        validation_alias=AliasChoices(f"{prefix}BOOTSTRAP_SERVERS", "KAFKA_BOOTSTRAP_SERVERS"),
+        description="Kafka brokers, comma-separated host:port",
+    )
 
-    model_config = SettingsConfigDict(frozen=True, extra="forbid", env_prefix="JACKPOT_")
+
+class ServiceSettings(Settings):
+    """The settings of one service: subclasses set ``env_prefix``, ``service`` and their
+    ``bootstrap_servers = brokers(<prefix>)``."""
+
+    model_config = SettingsConfigDict(env_prefix="JACKPOT_")
     service: ClassVar[str] = ""  # the `jackpot <service>` subcommand
 
-    bootstrap_servers: Annotated[
-        str, Env("{prefix}BOOTSTRAP_SERVERS", "KAFKA_BOOTSTRAP_SERVERS")
-    ] = Field("127.0.0.1:9092", description="Kafka brokers, comma-separated host:port")
-    kafka_security: KafkaSecurity = Field(default_factory=KafkaSecurity)
-    access: AccessSettings = Field(default_factory=AccessSettings)
-    tracing: TracingSettings = Field(default_factory=TracingSettings)
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Keywords only, unless :func:`load_settings` is constructing: then keywords, the given
-        variables, the given (file) values, in that order of precedence."""
-        loading = _LOADING.get()
-        if loading is None:
-            return (init_settings,)
-        return (
-            init_settings,
-            EnvironSource(settings_cls, loading.environ),
-            ValuesSource(settings_cls, loading.values),
-        )
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
-        """Defaults overridden by the variables (``os.environ`` by default); see load_settings."""
-        return load_settings(cls, environ)
-
-    def replace(self, **changes: Any) -> Self:
-        """A validated copy with ``changes`` (the model is frozen); reads no environment."""
-        return type(self)(**{**dict(self), **changes})
+    bootstrap_servers: str = brokers("JACKPOT_")
+    kafka_security: KafkaSecurity = KafkaSecurity()
+    access: AccessSettings = AccessSettings()
+    tracing: TracingSettings = TracingSettings()
 
     def kafka_options(self) -> dict[str, Any]:
         """Connection options every Kafka client of the service is built with."""
         return {"bootstrap_servers": self.bootstrap_servers, **self.kafka_security.client_options()}
 
-    @classmethod
-    def variables(cls) -> list[tuple[str, str]]:
-        """(variable, default as shown in docs/settings.md) of every setting read from the
-        environment, sections included."""
-        return [(row.variables[0], row.default) for row in rows(cls) if row.variables]
-
 
 # --------------------------------------------------------------------------- loading
 
 
-def load_settings(
-    cls: type[S],
-    environ: Mapping[str, str] | None = None,
-    *,
-    values: Mapping[str, Any] | None = None,
-    origin: str = "",
+def load(
+    cls: type[S], environ: Mapping[str, str] | None = None, *, file: str | Path | None = None
 ) -> S:
-    """``cls`` from the variables in ``environ`` (``os.environ`` by default) over ``values`` (a
-    file's, named ``origin`` in errors) over the defaults; a :class:`SettingsError` otherwise."""
+    """The one way settings are read: ``cls`` from the variables in ``environ`` (``os.environ``
+    by default) over the JSON object in ``file`` (the gateway's ``--config``; its keys are the
+    fields) over the defaults. A :class:`SettingsError` of one line otherwise."""
     environ = os.environ if environ is None else environ
-    token = _LOADING.set(_Load(environ, values or {}))
+    values: dict[str, Any] = {}
+    if file is not None:
+        try:
+            values = read_json_object(file)
+        except (OSError, ValueError) as error:
+            what = getattr(cls, "service", "") or cls.__name__
+            raise SettingsError(f"{file}: cannot read the {what} settings: {error}") from None
     try:
-        return cls()
+        values = _merged(values, from_environment(cls, environ))
+    except pydantic_settings.SettingsError as error:  # a complex value that is not JSON
+        raise SettingsError(f"{error}: {error.__cause__}") from None
+    try:
+        return cls(**values)
     except ValidationError as error:
-        raise SettingsError(describe(error, cls, environ, origin)) from None
-    finally:
-        _LOADING.reset(token)
+        raise SettingsError(describe(error, cls, environ, str(file or ""))) from None
 
 
-def settings_or_exit(load: Callable[[], T], program: str) -> T:
-    """``load()``; a :class:`SettingsError` is printed as one line on stderr, then exit status 2."""
+def read_json_object(path: str | Path) -> dict[str, Any]:
+    """The JSON object in the file at ``path`` (OSError or ValueError otherwise)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    return data
+
+
+def read_credentials(path: str, setting: str) -> dict[str, str]:
+    """The ``{table_id: credential}`` JSON object of a credentials file (the gateway's devices,
+    the payout's terminals); a ValueError naming ``setting`` otherwise."""
     try:
-        return load()
-    except SettingsError as error:
-        exit_on_settings_error(error, program)
+        loaded = read_json_object(path)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{setting} {path!r}: {error} (a {{table_id: credential}} file)") from None
+    return {str(k): str(v) for k, v in loaded.items()}
 
 
-def exit_on_settings_error(error: SettingsError, program: str) -> NoReturn:
-    """Print ``error`` as one line on stderr (``program: bad setting: ...``) and exit 2."""
-    message = " ".join(str(error).split())  # one line, whatever the message held
-    print(f"{program}: bad setting: {message}", file=sys.stderr, flush=True)
-    raise SystemExit(2)
+def _merged(below: Mapping[str, Any], above: Mapping[str, Any]) -> dict[str, Any]:
+    """``above`` over ``below``, sections (nested mappings) merged key by key."""
+    merged = dict(below)
+    for key, value in above.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            value = _merged(merged[key], value)
+        merged[key] = value
+    return merged
 
 
-def load_or_exit(cls: type[S], environ: Mapping[str, str] | None = None) -> S:
-    """What a service's ``main`` calls: its settings, or one line on stderr and exit status 2."""
-    return settings_or_exit(lambda: load_settings(cls, environ), f"jackpot {cls.service}")
-
-
-def variables_of(model: type[BaseModel], name: str) -> tuple[str, ...]:
-    """The variables of one field, in precedence order (empty: not from the environment)."""
-    info = model.model_fields[name]
-    prefix = str(model.model_config.get("env_prefix") or "")
-    for marker in info.metadata:
-        if isinstance(marker, NoEnv):
-            return ()
-        if isinstance(marker, Env) and marker.names:
-            return tuple(n.format(prefix=prefix) for n in marker.names)
-    if issubclass(model, ServiceSettings):
-        return (prefix + name.upper(),)
-    return ()
-
-
-def _section(info: FieldInfo) -> type[SettingsSection] | None:
+def section_of(info: FieldInfo) -> type[Settings] | None:
+    """The section a field holds, if it is one."""
     annotation = info.annotation
-    if isinstance(annotation, type) and issubclass(annotation, SettingsSection):
+    if isinstance(annotation, type) and issubclass(annotation, Settings):
         return annotation
     return None
 
 
-def read_environ(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:
-    """The values of ``model``'s fields (sections as nested dicts) that ``environ`` sets."""
-    values: dict[str, Any] = {}
+def prefix_of(model: type[BaseSettings], enclosing: str = "") -> str:
+    """The ``env_prefix`` of ``model``'s own variables: its own, else its enclosing model's."""
+    return str(model.model_config.get("env_prefix") or enclosing)
+
+
+def variables_of(model: type[BaseSettings], name: str, prefix: str = "") -> tuple[str, ...]:
+    """The variables of one field, in precedence order (empty: not from the environment):
+    its ``validation_alias`` (choices in order), else ``<prefix><NAME>``."""
+    info = model.model_fields[name]
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    if section_of(info) is not None or extra.get(NOT_FROM_ENVIRONMENT) is False:
+        return ()
+    alias = info.validation_alias
+    if isinstance(alias, AliasChoices):
+        return tuple(choice for choice in alias.choices if isinstance(choice, str))
+    if isinstance(alias, str):
+        return (alias,)
+    return (prefix_of(model, prefix) + name.upper(),)
+
+
+class EnvironmentSource(PydanticBaseEnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping: each field from its own
+    variables (:func:`variables_of`), exactly as named (sections are read by
+    :func:`from_environment`). Complex values are JSON unless the field says ``NoDecode``."""
+
+    def __init__(
+        self, settings_cls: type[BaseSettings], environ: Mapping[str, str], prefix: str
+    ) -> None:
+        super().__init__(settings_cls, case_sensitive=True, env_prefix=prefix)
+        self.environ = environ
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        for variable in variables_of(self.settings_cls, field_name, self.env_prefix):
+            if variable in self.environ:
+                return self.environ[variable], field_name, False
+        return None, field_name, False
+
+
+def from_environment(
+    model: type[BaseSettings], environ: Mapping[str, str], enclosing: str = ""
+) -> dict[str, Any]:
+    """The values of ``model``'s fields that ``environ`` sets, keyed by field name (sections as
+    nested mappings, read under their own prefix or ``model``'s)."""
+    prefix = prefix_of(model, enclosing)
+    values = EnvironmentSource(model, environ, prefix)()
     for name, info in model.model_fields.items():
-        section = _section(info)
-        if section is not None:
-            nested = read_environ(section, environ)
-            if nested:
-                values[name] = nested
-            continue
-        variable = next((v for v in variables_of(model, name) if v in environ), None)
-        if variable is not None:
-            values[name] = environ[variable]
+        section = section_of(info)
+        if section is not None and (nested := from_environment(section, environ, prefix)):
+            values[name] = nested
     return values
+
+
+# --------------------------------------------------------------------------- one-line errors
 
 
 def _message(error: Mapping[str, Any]) -> str:
@@ -515,39 +498,53 @@ def _shown(value: object, secret: bool) -> str:
 
 
 def _locate(
-    model: type[BaseModel], loc: tuple[int | str, ...]
-) -> tuple[type[BaseModel], str] | None:
-    """The model and field a leaf error location names (None: a section or list element)."""
+    model: type[BaseSettings], loc: tuple[int | str, ...], enclosing: str
+) -> tuple[type[BaseSettings], str, str] | None:
+    """The model, field and prefix a leaf error location names (None: a list element or a key
+    that is no field)."""
     if not loc or not isinstance(loc[0], str) or loc[0] not in model.model_fields:
         return None
-    section = _section(model.model_fields[loc[0]])
+    prefix = prefix_of(model, enclosing)
+    section = section_of(model.model_fields[loc[0]])
     if section is not None:
-        return _locate(section, loc[1:])
-    return (model, loc[0]) if len(loc) == 1 else None
+        return _locate(section, loc[1:], prefix)
+    return (model, loc[0], prefix) if len(loc) == 1 else None
+
+
+def _whole_sections(model: type[BaseSettings], loc: tuple[int | str, ...]) -> bool:
+    """Whether ``loc`` is the model itself or one of its (nested) sections: its own check,
+    whose message names its variables."""
+    if not loc:
+        return True
+    if not isinstance(loc[0], str) or loc[0] not in model.model_fields:
+        return False
+    section = section_of(model.model_fields[loc[0]])
+    return section is not None and _whole_sections(section, loc[1:])
 
 
 def describe(
     error: ValidationError,
-    model: type[BaseModel],
+    model: type[BaseSettings],
     environ: Mapping[str, str],
     origin: str = "",
 ) -> str:
-    """One line for all of ``error``: each problem with its variable, value and what is allowed."""
+    """One line for all of ``error``: each problem with its variable, value and what is allowed
+    (``origin``: the file the other values came from)."""
     parts = []
     for item in error.errors():
         loc = tuple(item["loc"])
         message = _message(item)
         path = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in loc).replace(".[", "[")
-        located = _locate(model, loc)
+        located = _locate(model, loc, "")
         if located is None:
-            if _whole_sections(model, loc):  # a model's own check: its message names variables
+            if _whole_sections(model, loc):
                 parts.append(message)
             else:  # a list element, a file-only field or an unknown key
                 parts.append(f"{origin}: {path}: {message}" if origin else f"{path}: {message}")
             continue
-        owner, name = located
+        owner, name, prefix = located
         secret = owner.model_fields[name].repr is False
-        variables = variables_of(owner, name)
+        variables = variables_of(owner, name, prefix)
         variable = next((v for v in variables if v in environ), None)
         if variable is not None:
             parts.append(f"{variable}{_shown(environ[variable], secret)}: {message}")
@@ -562,136 +559,9 @@ def describe(
     return "; ".join(parts)
 
 
-def _whole_sections(model: type[BaseModel], loc: tuple[int | str, ...]) -> bool:
-    """Whether ``loc`` is the model itself or one of its (nested) sections."""
-    if not loc:
-        return True
-    if not isinstance(loc[0], str) or loc[0] not in model.model_fields:
-        return False
-    section = _section(model.model_fields[loc[0]])
-    return section is not None and _whole_sections(section, loc[1:])
-
-
-# --------------------------------------------------------------------------- documentation
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One setting as docs/settings.md shows it."""
-
-    path: str  # the keyword / file key, dotted through sections
-    variables: tuple[str, ...]
-    kind: str
-    default: str
-    description: str
-
-
-def _kind(annotation: Any) -> str:
-    origin = typing.get_origin(annotation)
-    if origin is Annotated:
-        return _kind(typing.get_args(annotation)[0])
-    if origin is Literal:
-        return "one of " + ", ".join(str(a) for a in typing.get_args(annotation))
-    if origin in (types.UnionType, typing.Union):
-        kinds = [_kind(a) for a in typing.get_args(annotation) if a is not type(None)]
-        return " or ".join(kinds)
-    if origin in (tuple, list, frozenset, set):
-        return "list of " + _kind(typing.get_args(annotation)[0])
-    if origin is not None:
-        return (
-            "mapping" if issubclass(origin, Mapping) else getattr(origin, "__name__", str(origin))
-        )
-    if isinstance(annotation, type) and issubclass(annotation, Enum):
-        return "one of " + ", ".join(str(m.value) for m in annotation)
-    return getattr(annotation, "__name__", str(annotation))
-
-
-def _shown_default(info: FieldInfo) -> str:
-    for marker in info.metadata:
-        if isinstance(marker, Env) and marker.default:
-            return marker.default
-    if info.default_factory is not None:
-        return "(computed)"
-    value = info.default
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None or value in ("", ()) or value == frozenset():
-        return "(none)"
-    return str(value)
-
-
-def rows(model: type[BaseModel], prefix: str = "", shared: bool = True) -> Iterator[Row]:
-    """Every setting of ``model``, sections flattened (shared sections too, unless not
-    ``shared``: they have a table of their own)."""
-    for name, info in model.model_fields.items():
-        section = _section(info)
-        if section is not None:
-            if shared or not section.shared_title:
-                yield from rows(section, f"{prefix}{name}.", shared)
-            continue
-        kind = next((m.kind for m in info.metadata if isinstance(m, Env) and m.kind), "")
-        how = next((m.how for m in info.metadata if isinstance(m, NoEnv)), "")
-        description = info.description or ""
-        if how:
-            description = f"{description} ({how})" if description else how
-        yield Row(
-            path=prefix + name,
-            variables=variables_of(model, name),
-            kind=kind or _kind(info.annotation),
-            default=_shown_default(info),
-            description=description,
-        )
-
-
-def _table(lines: list[str], model: type[BaseModel], shared: bool, prefix: str = "") -> None:
-    lines += ["| variable | setting | type | default | description |", "|---|---|---|---|---|"]
-    for row in rows(model, prefix, shared=shared):
-        variable = " or ".join(f"`{v}`" for v in row.variables) or "—"
-        default = row.default if row.default.startswith("(") else f"`{row.default}`"
-        lines.append(
-            f"| {variable} | `{row.path}` | {row.kind} | {default} | {row.description} |".replace(
-                "|  |", "| |"
-            )
-        )
-    lines.append("")
-
-
-def _doc(model: type[BaseModel]) -> str:
-    text = (model.__doc__ or "").strip()
-    return " ".join(text.split())
-
-
-def settings_markdown(classes: Sequence[type[ServiceSettings]]) -> str:
-    """docs/settings.md: one table per service (``classes``, in order; the list is
-    :func:`jackpot.tools.settings_doc.service_settings`) and per shared section."""
-    lines = [
-        "# Settings",
-        "",
-        "<!-- Generated from the settings models by `jackpot settings > docs/settings.md`;",
-        "     tests/unit/test_settings.py fails when this file and the models differ. -->",
-        "",
-        "Every service reads its settings once at start from environment variables (the gateway "
-        "also from its `--config` file, beneath the variables). Where two variables are listed, "
-        "the first one set wins. Booleans are `true`/`false`, `1`/`0`, `yes`/`no` or `on`/`off`. "
-        "A bad value stops the service before it connects to anything: one line on stderr naming "
-        "the variable, the value and what is allowed, exit status 2. The *setting* column is the "
-        "keyword of the settings class (`jackpot.<service>.settings`) and, for the gateway, the "
-        "key in its file.",
-        "",
-    ]
-    shared = {
-        name: section
-        for name, info in ServiceSettings.model_fields.items()
-        if (section := _section(info)) is not None and section.shared_title
-    }
-    quoted = [f"`{name}`" for name in shared]
-    names = ", ".join(quoted[:-1]) + f" and {quoted[-1]}" if len(quoted) > 1 else "".join(quoted)
-    for cls in classes:
-        prefix = cls.model_config.get("env_prefix")
-        lines += [f"## {cls.service}: `jackpot {cls.service}` ({prefix}*)", "", _doc(cls), ""]
-        _table(lines, cls, shared=False)
-        lines += [f"Plus {names}: the shared sections at the end.", ""]
-    for name, section in shared.items():
-        lines += [f"## {section.shared_title}", "", _doc(section), ""]
-        _table(lines, section, shared=True, prefix=f"{name}.")
-    return "\n".join(lines).rstrip("\n") + "\n"
+def settings_refused(error: SettingsError, program: str) -> int:
+    """What the ``jackpot`` command does with a bad setting: ``program: bad setting: ...`` as
+    one line on stderr, and exit status 2."""
+    message = " ".join(str(error).split())  # one line, whatever the message held
+    print(f"{program}: bad setting: {message}", file=sys.stderr, flush=True)
+    return 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 import structlog
@@ -19,9 +19,11 @@ from aiokafka import AIOKafkaProducer
 
 from jackpot.domain.access import Action, Principal
 from jackpot.domain.config import load_config
-from jackpot.domain.errors import DomainError
+from jackpot.domain.engine import PotGroup
+from jackpot.domain.errors import DomainError, Reason
 from jackpot.platform import codec
 from jackpot.platform.authz import Authorizer
+from jackpot.platform.grpc_edge import Call, answered
 from jackpot.platform.kafka import idempotent_producer
 from jackpot.pot import commands, records
 from jackpot.pot.settings import PotSettings
@@ -30,18 +32,15 @@ from jackpot.v1 import pot_pb2, pot_pb2_grpc, table_events_pb2
 
 log = structlog.get_logger("jackpot.pot.api")
 
+AdminRequest = (
+    pot_pb2.CreatePotGroupRequest
+    | pot_pb2.UpdateConfigRequest
+    | pot_pb2.LinkTableRequest
+    | pot_pb2.UnlinkTableRequest
+)
 SERVICE_NAME = pot_pb2.DESCRIPTOR.services_by_name["PotService"].full_name
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
-
-# How a refusal's reason maps to a gRPC status.
-REFUSAL_STATUS = {
-    "INVALID_CONFIG": grpc.StatusCode.INVALID_ARGUMENT,
-    "MALFORMED": grpc.StatusCode.INVALID_ARGUMENT,
-    "UNKNOWN_GAME": grpc.StatusCode.INVALID_ARGUMENT,
-    "UNKNOWN_POT_GROUP": grpc.StatusCode.NOT_FOUND,
-    "UNKNOWN_TABLE": grpc.StatusCode.NOT_FOUND,
-}
 
 
 class CommandPublisher:
@@ -55,7 +54,7 @@ class CommandPublisher:
         options = self.settings.kafka_options()
         self._producer = idempotent_producer(
             options.pop("bootstrap_servers"),
-            client_id=f"{self.settings.instance_id}-admin",
+            client_id=f"{self.settings.processor.instance_id}-admin",
             **options,
         )
         await self._producer.start()
@@ -76,6 +75,8 @@ class CommandPublisher:
 class PotApi(pot_pb2_grpc.PotServiceServicer):
     """jackpot.v1.PotService."""
 
+    service_name = SERVICE_NAME
+
     def __init__(
         self,
         settings: PotSettings,
@@ -91,20 +92,24 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
     def register(self, server: grpc.aio.Server) -> None:
         pot_pb2_grpc.add_PotServiceServicer_to_server(self, server)  # type: ignore[no-untyped-call]
 
+    async def end_streams(self) -> None:
+        """End every WatchPotGroups stream (before a graceful stop, so none holds it up)."""
+        self.view.end_watches()
+
     # ---------------------------------------------------------------------------- queries
 
+    @answered
     async def GetPotGroup(
-        self, request: pot_pb2.GetPotGroupRequest, context: grpc.aio.ServicerContext
+        self, request: pot_pb2.GetPotGroupRequest, call: Call
     ) -> pot_pb2.GetPotGroupResponse:
-        await self.authorizer.require_read(context, "GetPotGroup")
-        return pot_pb2.GetPotGroupResponse(
-            pot_group=await self._pot_group(request.pot_group_id, context)
-        )
+        await call.read("GetPotGroup")
+        return pot_pb2.GetPotGroupResponse(pot_group=self._pot_group(request.pot_group_id))
 
+    @answered
     async def ListPotGroups(
-        self, request: pot_pb2.ListPotGroupsRequest, context: grpc.aio.ServicerContext
+        self, request: pot_pb2.ListPotGroupsRequest, call: Call
     ) -> pot_pb2.ListPotGroupsResponse:
-        await self.authorizer.require_read(context, "ListPotGroups")
+        await call.read("ListPotGroups")
         groups = []
         for group_id in self.view.group_ids():
             found = self.view.group(group_id)
@@ -112,10 +117,11 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
                 groups.append(records.pot_group_message(*found))
         return pot_pb2.ListPotGroupsResponse(pot_groups=groups)
 
+    @answered
     async def WatchPotGroups(
-        self, request: pot_pb2.WatchPotGroupsRequest, context: grpc.aio.ServicerContext
+        self, request: pot_pb2.WatchPotGroupsRequest, call: Call
     ) -> AsyncIterator[pot_pb2.WatchPotGroupsResponse]:
-        await self.authorizer.require_read(context, "WatchPotGroups")
+        await call.read("WatchPotGroups")
         subscription = self.view.subscribe(request.pot_group_ids, request.include_heartbeats)
         try:
             for latest in self.view.latest_updates(request.pot_group_ids):
@@ -124,7 +130,7 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
                 update = await subscription.queue.get()
                 if update is None:
                     if subscription.overflowed:
-                        await context.abort(
+                        await call.abort(
                             grpc.StatusCode.RESOURCE_EXHAUSTED,
                             "the watcher fell too far behind the pot updates; watch again",
                         )
@@ -133,125 +139,94 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
         finally:
             self.view.unsubscribe(subscription)
 
+    @answered
     async def GetMeters(
-        self, request: pot_pb2.GetMetersRequest, context: grpc.aio.ServicerContext
+        self, request: pot_pb2.GetMetersRequest, call: Call
     ) -> pot_pb2.GetMetersResponse:
-        await self.authorizer.require_read(context, "GetMeters")
-        found = self.view.group(request.pot_group_id)
-        if found is None:
-            await context.abort(
-                grpc.StatusCode.NOT_FOUND, f"pot group {request.pot_group_id!r} does not exist"
-            )
-        _, group = found  # type: ignore[misc]
+        await call.read("GetMeters")
+        _, group = self._found(request.pot_group_id)
         return pot_pb2.GetMetersResponse(meters=records.meters_message(group))
 
+    @answered
     async def ListLedger(
-        self, request: pot_pb2.ListLedgerRequest, context: grpc.aio.ServicerContext
+        self, request: pot_pb2.ListLedgerRequest, call: Call
     ) -> pot_pb2.ListLedgerResponse:
-        await self.authorizer.require_read(context, "ListLedger")
+        await call.read("ListLedger")
         if not request.pot_group_id:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "pot_group_id is required")
+            raise DomainError(Reason.MALFORMED, "pot_group_id is required")
         page_size = min(request.page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
         try:
             entries, token = await read_ledger_page(
                 self.settings, request.pot_group_id, page_size, request.page_token
             )
-        except ValueError as error:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        except ValueError as error:  # a page token that is not one of ours
+            raise DomainError(Reason.MALFORMED, str(error)) from None
         return pot_pb2.ListLedgerResponse(entries=entries, next_page_token=token)
 
     # ------------------------------------------------------------------------------ admin
 
+    @answered
     async def CreatePotGroup(
-        self, request: pot_pb2.CreatePotGroupRequest, context: grpc.aio.ServicerContext
+        self, request: pot_pb2.CreatePotGroupRequest, call: Call
     ) -> pot_pb2.CreatePotGroupResponse:
-        who = await self._require(context, request.admin, request.pot_group_id, "create", False)
-        await self._valid_config(context, request.config_json)
-        if self.view.group(request.pot_group_id) is not None:
-            await context.abort(
-                grpc.StatusCode.ALREADY_EXISTS, f"pot group {request.pot_group_id} exists already"
-            )
-        event = commands.create_group(
-            request.pot_group_id,
-            request.config_json,
-            self._requested_by(who, request.admin),
-            request.admin.reason,
-            event_id=request.admin.request_id or None,
-        )
-        group = await self._execute(
-            event, context, who, {"INVALID_STATE": grpc.StatusCode.ALREADY_EXISTS}
-        )
+        group_id = request.pot_group_id
+        who = await self._require(call, request.admin, group_id, "create", False)
+        self._valid_config(request.config_json)
+        if self.view.group(group_id) is not None:
+            await call.abort(grpc.StatusCode.ALREADY_EXISTS, f"pot group {group_id} exists already")
+        event = self._command(commands.create_group, group_id, request.config_json, who, request)
+        group = await self._execute(event, call)
         return pot_pb2.CreatePotGroupResponse(pot_group=group, command_event_id=event.event_id)
 
+    @answered
     async def UpdateConfig(
-        self, request: pot_pb2.UpdateConfigRequest, context: grpc.aio.ServicerContext
+        self, request: pot_pb2.UpdateConfigRequest, call: Call
     ) -> pot_pb2.UpdateConfigResponse:
-        who = await self._require(context, request.admin, request.pot_group_id, "update", True)
-        await self._valid_config(context, request.config_json)
-        event = commands.propose_config(
-            request.pot_group_id,
-            request.config_json,
-            self._requested_by(who, request.admin),
-            request.admin.reason,
-            event_id=request.admin.request_id or None,
-        )
-        group = await self._execute(event, context, who)
+        group_id = request.pot_group_id
+        who = await self._require(call, request.admin, group_id, "update", True)
+        self._valid_config(request.config_json)
+        event = self._command(commands.propose_config, group_id, request.config_json, who, request)
+        group = await self._execute(event, call)
         return pot_pb2.UpdateConfigResponse(pot_group=group, command_event_id=event.event_id)
 
+    @answered
     async def LinkTable(
-        self, request: pot_pb2.LinkTableRequest, context: grpc.aio.ServicerContext
+        self, request: pot_pb2.LinkTableRequest, call: Call
     ) -> pot_pb2.LinkTableResponse:
-        who = await self._require(
-            context, request.admin, request.pot_group_id, f"link {request.table.table_id}", False
-        )
-        if not request.table.table_id or codec.game_of(request.table.game) is None:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, "table.table_id and a known table.game needed"
-            )
-        event = commands.link_table(
-            request.pot_group_id,
-            request.table,
-            self._requested_by(who, request.admin),
-            request.admin.reason,
-            event_id=request.admin.request_id or None,
-        )
-        # Limits that differ from the group's are a precondition of the group, not bad input (E1).
-        group = await self._execute(
-            event, context, who, {"INVALID_CONFIG": grpc.StatusCode.FAILED_PRECONDITION}
-        )
+        group_id, table = request.pot_group_id, request.table
+        who = await self._require(call, request.admin, group_id, f"link {table.table_id}", False)
+        if not table.table_id or codec.game_of(table.game) is None:
+            raise DomainError(Reason.MALFORMED, "table.table_id and a known table.game needed")
+        event = self._command(commands.link_table, group_id, table, who, request)
+        group = await self._execute(event, call)
         return pot_pb2.LinkTableResponse(pot_group=group, command_event_id=event.event_id)
 
+    @answered
     async def UnlinkTable(
-        self, request: pot_pb2.UnlinkTableRequest, context: grpc.aio.ServicerContext
+        self, request: pot_pb2.UnlinkTableRequest, call: Call
     ) -> pot_pb2.UnlinkTableResponse:
-        who = await self._require(
-            context, request.admin, request.pot_group_id, f"unlink {request.table_id}", False
-        )
-        if not request.table_id:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "table_id is required")
-        event = commands.unlink_table(
-            request.pot_group_id,
-            request.table_id,
-            self._requested_by(who, request.admin),
-            request.admin.reason,
-            event_id=request.admin.request_id or None,
-        )
-        group = await self._execute(event, context, who)
+        group_id, table_id = request.pot_group_id, request.table_id
+        who = await self._require(call, request.admin, group_id, f"unlink {table_id}", False)
+        if not table_id:
+            raise DomainError(Reason.MALFORMED, "table_id is required")
+        event = self._command(commands.unlink_table, group_id, table_id, who, request)
+        group = await self._execute(event, call)
         return pot_pb2.UnlinkTableResponse(pot_group=group, command_event_id=event.event_id)
 
     # ---------------------------------------------------------------------------- helpers
 
-    async def _pot_group(
-        self, group_id: str, context: grpc.aio.ServicerContext
-    ) -> pot_pb2.PotGroup:
+    def _found(self, group_id: str) -> tuple[pot_pb2.PotGroupState, PotGroup]:
         found = self.view.group(group_id)
         if found is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"pot group {group_id!r} does not exist")
-        return records.pot_group_message(*found)  # type: ignore[misc]
+            raise DomainError(Reason.UNKNOWN_POT_GROUP, f"pot group {group_id!r} does not exist")
+        return found
+
+    def _pot_group(self, group_id: str) -> pot_pb2.PotGroup:
+        return records.pot_group_message(*self._found(group_id))
 
     async def _require(
         self,
-        context: grpc.aio.ServicerContext,
+        call: Call,
         admin: pot_pb2.AdminContext,
         group_id: str,
         change: str,
@@ -259,44 +234,50 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
     ) -> Principal:
         """The operator making this change (audited), once the request names what C7 wants."""
         if not group_id:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "pot_group_id is required")
-        principal = await self.authorizer.require(
-            context,
+            raise DomainError(Reason.MALFORMED, "pot_group_id is required")
+        principal = await call.require(
             Action.CONFIGURE_POT,
             target=group_id,
             detail=f"{change}; reason: {admin.reason or '-'}; request {admin.request_id or '-'}",
         )
         if not admin.requested_by and principal.authenticated_by != "x509":
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, "admin.requested_by is required (rule C7)"
-            )
+            raise DomainError(Reason.MALFORMED, "admin.requested_by is required (rule C7)")
         if needs_reason and not admin.reason:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, "admin.reason is required (rule C7)"
-            )
+            raise DomainError(Reason.MALFORMED, "admin.reason is required (rule C7)")
         return principal
 
     @staticmethod
-    def _requested_by(principal: Principal, admin: pot_pb2.AdminContext) -> str:
-        """Who the ledger names (C7): the certificate's name when there is one, not a claim."""
-        return principal.name if principal.authenticated_by == "x509" else admin.requested_by
+    def _command(
+        build: Callable[..., table_events_pb2.TableEvent],
+        group_id: str,
+        payload: object,
+        principal: Principal,
+        request: AdminRequest,
+    ) -> table_events_pb2.TableEvent:
+        """The command ``build`` (one of :mod:`jackpot.pot.commands`) makes of ``payload``, naming
+        who the ledger names (C7: the certificate's name when there is one, not a claim), why,
+        and the request id that makes a retry idempotent."""
+        admin = request.admin
+        requested_by = (
+            principal.name if principal.authenticated_by == "x509" else admin.requested_by
+        )
+        return build(
+            group_id, payload, requested_by, admin.reason, event_id=admin.request_id or None
+        )
 
-    async def _valid_config(self, context: grpc.aio.ServicerContext, config_json: str) -> None:
+    @staticmethod
+    def _valid_config(config_json: str) -> None:
+        """A configuration valid on its own, or MALFORMED (INVALID_ARGUMENT) before anything is
+        published; what the pot refuses then conflicts with the group (INVALID_CONFIG)."""
         try:
             data = json.loads(config_json)
             if not isinstance(data, dict):
                 raise ValueError("configuration JSON must be an object")
             load_config(data)
         except (ValueError, DomainError) as error:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"INVALID_CONFIG: {error}")
+            raise DomainError(Reason.MALFORMED, f"config_json: {error}") from None
 
-    async def _execute(
-        self,
-        event: table_events_pb2.TableEvent,
-        context: grpc.aio.ServicerContext,
-        principal: Principal,
-        statuses: dict[str, grpc.StatusCode] | None = None,
-    ) -> pot_pb2.PotGroup:
+    async def _execute(self, event: table_events_pb2.TableEvent, call: Call) -> pot_pb2.PotGroup:
         """Publish a command and wait for its outcome; the group as it stands after it."""
         command = event.pot_group_command
         bound = log.bind(
@@ -313,27 +294,20 @@ class PotApi(pot_pb2_grpc.PotServiceServicer):
             outcome = await asyncio.wait_for(outcome_future, timeout)
         except TimeoutError:
             bound.warning("command_not_confirmed", timeout_seconds=timeout)
-            await context.abort(
+            await call.abort(
                 grpc.StatusCode.DEADLINE_EXCEEDED,
                 f"command {event.event_id} was published but not seen applied within "
                 f"{timeout:g} s; it may still be applied: check GetPotGroup before retrying "
                 "(retry with the same admin.request_id to make it idempotent)",
+                outcome=None,  # not known: the ledger will say
             )
         finally:
             self.view.forget(event.event_id)
-        self.authorizer.outcome(
-            principal,
-            Action.CONFIGURE_POT,
-            "applied" if outcome.applied else "refused",
-            event.pot_group_id,
-            f"command {event.event_id}"
-            + ("" if outcome.applied else f": {outcome.reason}: {outcome.detail}"),
-        )
         if not outcome.applied:
             bound.info("command_refused", reason=outcome.reason, detail=outcome.detail)
-            status = {**REFUSAL_STATUS, **(statuses or {})}.get(
-                outcome.reason, grpc.StatusCode.FAILED_PRECONDITION
+            raise DomainError(
+                Reason(outcome.reason), f"{outcome.detail} (command {event.event_id})"
             )
-            await context.abort(status, f"{outcome.reason}: {outcome.detail}")
+        call.applied(f"command {event.event_id}")
         bound.info("command_confirmed")
-        return await self._pot_group(event.pot_group_id, context)
+        return self._pot_group(event.pot_group_id)

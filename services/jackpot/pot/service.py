@@ -24,7 +24,6 @@ from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform.exactly_once import (
     ExactlyOnceProcessor,
     OutputRecord,
-    ProcessorConfig,
 )
 from jackpot.platform.kafka import KafkaConnection, TopicReader
 from jackpot.pot.ledger_audit import GroupAudit
@@ -73,7 +72,7 @@ class PotPartition:
             checkpoint_entries=settings.checkpoint_interval_entries,
             checkpoint_seconds=settings.checkpoint_interval_seconds,
         )
-        self._log = log.bind(instance=settings.instance_id, partition=partition)
+        self._log = log.bind(instance=settings.processor.instance_id, partition=partition)
 
     @property
     def next_offset(self) -> int:
@@ -246,16 +245,6 @@ class PotPartition:
         return PotBatch(outputs, records)
 
 
-def processor_config(settings: PotSettings) -> ProcessorConfig:
-    """The exactly-once processor's configuration from the pot's settings."""
-    return ProcessorConfig.of(
-        "pot",
-        settings,
-        input_topic=settings.table_events_topic,
-        changelog_topic=settings.state_topic,
-    )
-
-
 class PotService:
     """Consumes table events, applies them, and writes everything in Kafka transactions."""
 
@@ -270,9 +259,13 @@ class PotService:
         self.metrics = metrics if metrics is not None else PotMetrics()
         # Heartbeats are checked after every poll (poll_timeout_ms <= heartbeat_interval_ms).
         self.processor: ExactlyOnceProcessor[PotPartition] = ExactlyOnceProcessor(
-            processor_config(settings),
-            lambda p: PotPartition(p, settings, self.metrics, trigger_source),
-            self.metrics.processor,
+            "pot",
+            settings.processor,
+            settings.kafka_options(),
+            input_topic=settings.table_events_topic,
+            changelog_topic=settings.state_topic,
+            handler_factory=lambda p: PotPartition(p, settings, self.metrics, trigger_source),
+            metrics=self.metrics.processor,
             tick_seconds=0.0,
         )
 

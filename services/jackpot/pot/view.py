@@ -92,7 +92,9 @@ class PotStateView:
     async def start(self) -> None:
         """Connect and position: state from the beginning, updates and dead letters from now."""
         settings = self.settings
-        consumer = KafkaConnection.of(settings).consumer(client_id=f"{settings.instance_id}-view")
+        consumer = KafkaConnection.of(settings).consumer(
+            client_id=f"{settings.processor.instance_id}-view"
+        )
         await consumer.start()
         self._consumer = consumer
         counts = await topic_partitions(

@@ -1,6 +1,6 @@
 """The terminal's two links, each reconnecting by itself: the gateway's watch of the table, and
 the payout service's DealerTerminal stream (on the owning instance, followed through
-:class:`jackpot.payout.client.PayoutTargets`, with keepalive pings so a frozen instance is left).
+:class:`jackpot.clients.payout.PayoutTargets`, with keepalive pings so a frozen instance is left).
 
 A confirmation is sent on the stream and answered by the service's next push: a refusal names
 its reason (``DealerTerminalResponse.refused``); the prize gone from the open list means paid.
@@ -17,7 +17,7 @@ from typing import Any
 import grpc
 import structlog
 
-from jackpot.payout.client import PayoutTargets
+from jackpot.clients.payout import PayoutTargets
 from jackpot.platform.tls import secure_channel
 from jackpot.terminal.screen import Answer, Screen
 from jackpot.terminal.settings import TerminalSettings

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.runtime import Supervisor, run_service, serve
-from jackpot.platform.settings import load_or_exit
+from jackpot.platform.settings import load
 from jackpot.terminal.links import PayoutLink, follow_gateway
 from jackpot.terminal.screen import Screen
 from jackpot.terminal.settings import TerminalSettings
@@ -60,7 +60,7 @@ def main(table_id: str | None = None) -> int:
     environ = dict(os.environ)
     if table_id is not None:
         environ["JACKPOT_TERMINAL_TABLE"] = table_id
-    settings = load_or_exit(TerminalSettings, environ)
+    settings = load(TerminalSettings, environ)
     configure_logging()
     return run_service(
         f"terminal:{settings.table_id}", partial(compose_terminal, settings), settings.tracing

@@ -10,12 +10,12 @@ variable is docs/settings.md (``jackpot settings``).
 from __future__ import annotations
 
 import re
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
 from pydantic import Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from jackpot.platform.settings import Env, Port, ServiceSettings
+from jackpot.platform.settings import Port, ServiceSettings, brokers
 
 TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -27,14 +27,20 @@ class TerminalSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="JACKPOT_TERMINAL_")
     service: ClassVar[str] = "terminal"
 
-    table_id: Annotated[str, Env("{prefix}TABLE")] = Field(
-        "", description="the table this terminal serves (`--table`; required)"
+    bootstrap_servers: str = brokers("JACKPOT_TERMINAL_")
+    table_id: str = Field(
+        "",
+        validation_alias="JACKPOT_TERMINAL_TABLE",
+        description="the table this terminal serves (`--table`; required)",
     )
-    gateway_address: Annotated[str, Env("{prefix}GATEWAY")] = Field(
-        "127.0.0.1:50051", description="the table's gateway (TableDeviceService, host:port)"
+    gateway_address: str = Field(
+        "127.0.0.1:50051",
+        validation_alias="JACKPOT_TERMINAL_GATEWAY",
+        description="the table's gateway (TableDeviceService, host:port)",
     )
-    payout_targets: Annotated[str, Env("{prefix}PAYOUT")] = Field(
+    payout_targets: str = Field(
         "127.0.0.1:50053",
+        validation_alias="JACKPOT_TERMINAL_PAYOUT",
         description="PayoutService addresses, comma-separated; the terminal follows the owner",
     )
     http_host: str = Field(

@@ -38,11 +38,11 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from jackpot.clients.device import DeviceClient
+from jackpot.clients.payout import PayoutTargets, call_owner
 from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
 from jackpot.domain.money import MINOR_PER_PESO, format_amount
-from jackpot.gateway.client import DeviceClient
-from jackpot.payout.client import PayoutTargets, call_owner
 from jackpot.platform.codec import game_to_proto
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.manifest import record_for_working_tree
@@ -266,95 +266,103 @@ class Demo:
         )
 
     def start_services(self) -> None:
+        """Every service of the floor as a process: the pot, the payout, the display, a gateway
+        per site and the reference dealer terminals, in that order."""
         self.state.mkdir(parents=True, exist_ok=True)
         record_for_working_tree()  # R6: the services verify the tree they run from
         self.issue_certificates()
-        self._spawn(
-            "pot",
-            ["pot"],
-            {
-                "JACKPOT_BOOTSTRAP_SERVERS": self.bootstrap,
-                "JACKPOT_GRPC_ADDRESS": self.target("pot"),
-                "JACKPOT_METRICS_PORT": str(self.metrics_ports["pot"]),
-                "JACKPOT_CONSUMER_GROUP": f"{self.prefix}-pot",
-                "JACKPOT_TRANSACTIONAL_ID_PREFIX": f"{self.prefix}-pot",
-                "JACKPOT_TABLE_EVENTS_TOPIC": self.topic("table-events"),
-                "JACKPOT_POT_UPDATES_TOPIC": self.topic("pot-updates"),
-                "JACKPOT_AWARDS_TOPIC": self.topic("awards"),
-                "JACKPOT_LEDGER_TOPIC": self.topic("ledger"),
-                "JACKPOT_STATE_TOPIC": self.topic("pot-state"),
-                "JACKPOT_DEAD_LETTER_TOPIC": self.topic("dead-letter"),
-                **self.tls_env("pot"),
-            },
-        )
-        self._spawn(
-            "payout",
-            ["payout"],
-            {
-                "JACKPOT_PAYOUT_GRPC": self.target("payout"),
-                "JACKPOT_PAYOUT_METRICS_PORT": str(self.metrics_ports["payout"]),
-                "JACKPOT_PAYOUT_CONSUMER_GROUP": f"{self.prefix}-payout",
-                "JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX": f"{self.prefix}-payout",
-                "JACKPOT_PAYOUT_AWARDS_TOPIC": self.topic("awards"),
-                "JACKPOT_PAYOUT_PAYOUTS_TOPIC": self.topic("payouts"),
-                "JACKPOT_PAYOUT_LEDGER_TOPIC": self.topic("ledger"),
-                **self.tls_env("payout"),
-            },
-        )
-        self._spawn(
-            "display",
-            ["display"],
-            {
-                "JACKPOT_DISPLAY_GRPC": self.target("display"),
-                "JACKPOT_DISPLAY_HTTP": f"127.0.0.1:{self.http_port}",
-                "JACKPOT_DISPLAY_METRICS_PORT": str(self.metrics_ports["display"]),
-                "JACKPOT_DISPLAY_MAX_RATE": "20",
-                "JACKPOT_DISPLAY_POT_UPDATES_TOPIC": self.topic("pot-updates"),
-                "JACKPOT_DISPLAY_AWARDS_TOPIC": self.topic("awards"),
-                "JACKPOT_DISPLAY_PAYOUTS_TOPIC": self.topic("payouts"),
-                **self.tls_env("display"),
-                # The web signs stay plain HTTP so a browser opens them without the dev CA.
-                "JACKPOT_DISPLAY_WEB_TLS": "false",
-            },
-        )
+        self._spawn("pot", ["pot"], self._pot_env())
+        self._spawn("payout", ["payout"], self._payout_env())
+        self._spawn("display", ["display"], self._display_env())
         for site in ("A", "B"):
             name = f"gateway-{site.lower()}"
-            config = {
-                "name": f"site-{site.lower()}-pit-1",
-                "grpc_address": self.target(name),
-                "metrics_port": self.metrics_ports[name],
-                "spool_path": str(self.state / f"{name}.sqlite"),
-                "topics": {
-                    "table_events": self.topic("table-events"),
-                    "pot_updates": self.topic("pot-updates"),
-                    "dead_letter": self.topic("dead-letter"),
-                },
-                "tables": [
-                    {
-                        "table_id": t.table_id,
-                        "game": t.game.value,
-                        "pot_group_id": t.group,
-                        "credential": t.credential,
-                    }
-                    for t in self.tables
-                    if t.site == site
-                ],
-            }
-            path = self.state / f"{name}.json"
-            path.write_text(json.dumps(config, indent=2))
+            path = self._write_gateway_config(site)
             self._spawn(name, ["gateway", "--config", str(path)], self.tls_env(name))
         for table, url in self.terminal_urls().items():
             self._spawn(
                 f"terminal-{table.table_id}",
                 ["terminal", "--table", table.table_id],
-                {
-                    "JACKPOT_TERMINAL_GATEWAY": self.site_target(table.site),
-                    "JACKPOT_TERMINAL_PAYOUT": self.payout_targets(),
-                    "JACKPOT_TERMINAL_HTTP_PORT": url.rsplit(":", 1)[1].rstrip("/"),
-                    "JACKPOT_TERMINAL_DEALER": f"dealer-{table.table_id.lower()}",
-                    **self.tls_env(f"terminal-{table.table_id}"),
-                },
+                self._terminal_env(table, url),
             )
+
+    def _pot_env(self) -> dict[str, str]:
+        return {
+            "JACKPOT_BOOTSTRAP_SERVERS": self.bootstrap,
+            "JACKPOT_GRPC_ADDRESS": self.target("pot"),
+            "JACKPOT_METRICS_PORT": str(self.metrics_ports["pot"]),
+            "JACKPOT_CONSUMER_GROUP": f"{self.prefix}-pot",
+            "JACKPOT_TRANSACTIONAL_ID_PREFIX": f"{self.prefix}-pot",
+            "JACKPOT_TABLE_EVENTS_TOPIC": self.topic("table-events"),
+            "JACKPOT_POT_UPDATES_TOPIC": self.topic("pot-updates"),
+            "JACKPOT_AWARDS_TOPIC": self.topic("awards"),
+            "JACKPOT_LEDGER_TOPIC": self.topic("ledger"),
+            "JACKPOT_STATE_TOPIC": self.topic("pot-state"),
+            "JACKPOT_DEAD_LETTER_TOPIC": self.topic("dead-letter"),
+            **self.tls_env("pot"),
+        }
+
+    def _payout_env(self) -> dict[str, str]:
+        return {
+            "JACKPOT_PAYOUT_GRPC": self.target("payout"),
+            "JACKPOT_PAYOUT_METRICS_PORT": str(self.metrics_ports["payout"]),
+            "JACKPOT_PAYOUT_CONSUMER_GROUP": f"{self.prefix}-payout",
+            "JACKPOT_PAYOUT_TRANSACTIONAL_ID_PREFIX": f"{self.prefix}-payout",
+            "JACKPOT_PAYOUT_AWARDS_TOPIC": self.topic("awards"),
+            "JACKPOT_PAYOUT_PAYOUTS_TOPIC": self.topic("payouts"),
+            "JACKPOT_PAYOUT_LEDGER_TOPIC": self.topic("ledger"),
+            **self.tls_env("payout"),
+        }
+
+    def _display_env(self) -> dict[str, str]:
+        return {
+            "JACKPOT_DISPLAY_GRPC": self.target("display"),
+            "JACKPOT_DISPLAY_HTTP": f"127.0.0.1:{self.http_port}",
+            "JACKPOT_DISPLAY_METRICS_PORT": str(self.metrics_ports["display"]),
+            "JACKPOT_DISPLAY_MAX_RATE": "20",
+            "JACKPOT_DISPLAY_POT_UPDATES_TOPIC": self.topic("pot-updates"),
+            "JACKPOT_DISPLAY_AWARDS_TOPIC": self.topic("awards"),
+            "JACKPOT_DISPLAY_PAYOUTS_TOPIC": self.topic("payouts"),
+            **self.tls_env("display"),
+            # The web signs stay plain HTTP so a browser opens them without the dev CA.
+            "JACKPOT_DISPLAY_WEB_TLS": "false",
+        }
+
+    def _write_gateway_config(self, site: str) -> Path:
+        """The JSON settings of ``site``'s gateway (its tables, topics, spool); their path."""
+        name = f"gateway-{site.lower()}"
+        config = {
+            "name": f"site-{site.lower()}-pit-1",
+            "grpc_address": self.target(name),
+            "metrics_port": self.metrics_ports[name],
+            "spool_path": str(self.state / f"{name}.sqlite"),
+            "topics": {
+                "table_events": self.topic("table-events"),
+                "pot_updates": self.topic("pot-updates"),
+                "dead_letter": self.topic("dead-letter"),
+            },
+            "tables": [
+                {
+                    "table_id": t.table_id,
+                    "game": t.game.value,
+                    "pot_group_id": t.group,
+                    "credential": t.credential,
+                }
+                for t in self.tables
+                if t.site == site
+            ],
+        }
+        path = self.state / f"{name}.json"
+        path.write_text(json.dumps(config, indent=2))
+        return path
+
+    def _terminal_env(self, table: DemoTable, url: str) -> dict[str, str]:
+        return {
+            "JACKPOT_TERMINAL_GATEWAY": self.site_target(table.site),
+            "JACKPOT_TERMINAL_PAYOUT": self.payout_targets(),
+            "JACKPOT_TERMINAL_HTTP_PORT": url.rsplit(":", 1)[1].rstrip("/"),
+            "JACKPOT_TERMINAL_DEALER": f"dealer-{table.table_id.lower()}",
+            **self.tls_env(f"terminal-{table.table_id}"),
+        }
 
     def terminal_urls(self) -> dict[DemoTable, str]:
         """The screen of each table that runs the reference dealer terminal."""
@@ -520,7 +528,7 @@ class Demo:
 
 
 def sim_config(demo: Demo, rig_rate: float, rounds_per_minute: float) -> Any:
-    from loadtest.floor import FloorConfig, SimTable
+    from jackpot.sim.floor import FloorConfig, SimTable
 
     return FloorConfig(
         tables=[
@@ -619,12 +627,13 @@ async def report(demo: Demo, stats: Any) -> dict[str, Any]:
 
 
 async def judged_report(demo: Demo, floor: Any, stats: Any) -> dict[str, Any]:
-    """The report with the floor's books (``books``): the fault suite's (``loadtest.books``),
-    which the floor simulator judges for the demo (``Floor.judge``; this module imports no
-    judge of loadtest): bet by bet, award by award with exactly one payout each, and every award
-    against the round oracle. ``lost`` and ``duplicated`` become the books' (bet by bet)."""
+    """The report with the floor's books (``books``, the fault suite's: ``jackpot.sim.books``):
+    bet by bet, award by award with exactly one payout each, and every award against the round
+    oracle. ``lost`` and ``duplicated`` become the books' (bet by bet)."""
+    from jackpot.sim.books import judge
+
     result = await report(demo, stats)
-    books = await floor.judge(demo, result)
+    books = await judge(demo, stats, result)
     result.update(lost=books["lost"], duplicated=books["duplicated"], books=books)
     return result
 
@@ -680,7 +689,9 @@ async def run_demo(
     rig_rate: float,
     rounds_per_minute: float,
 ) -> int:
-    from loadtest.floor import Floor
+    """Start the floor, play it (for ``duration`` seconds, or until Ctrl-C), report on its books,
+    stop everything; 0 when the books pass."""
+    from jackpot.sim.floor import Floor
 
     run_id = uuid.uuid4().hex[:8]
     demo = Demo(tables, REPO / ".run" / "demo" / run_id, run_id)
@@ -695,69 +706,107 @@ async def run_demo(
     try:
         await demo.wait_healthy()
         console.started = time.monotonic()
-
-        def restart(name: str) -> None:
-            demo.restart(name)
-            write_pids(demo.state, demo.processes)
-
-        supervisor = Supervisor(
-            demo.processes, restart, lambda message, kind: console.say(message, STYLES[kind])
-        )
+        supervisor = _supervisor(demo, console)
         background.append(asyncio.create_task(supervisor.run()))
         await demo.create_groups()
         await wait_progressive_open(demo)
-        console.line("jackpot demo is running:")
-        for line in demo.urls():
-            console.line("  " + line)
-        console.line("  by hand             jackpot demo --print-commands (a command per service)")
+        _show_floor(demo, console)
         floor = Floor(sim_config(demo, rig_rate, rounds_per_minute))
         signs = SignWatch(demo.target("display"), demo.tls("sign"), (POKER_GROUP, BLACKJACK_GROUP))
         background.append(asyncio.create_task(signs.run()))
-        if duration is None:
-            console.line("Ctrl-C stops everything.")
-
-            def interrupt() -> None:
-                console.say("stopping: each table finishes its round")
-                floor.stop()
-
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, interrupt)
-        ticker = asyncio.create_task(show_status(demo, floor.stats, supervisor, console, signs))
-        try:
-            stats = await floor.run(duration)
-        finally:
-            ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ticker
+        stats = await _play(demo, floor, duration, supervisor, console, signs)
         console.say("the floor stopped; the pipeline drains, then the ledger is audited")
         result = await judged_report(demo, floor, stats)
         result["restarts"] = dict(supervisor.restarts)
-        result["service_exits"] = [
-            {
-                "service": e.service,
-                "pid": e.pid,
-                "how": e.describe(),
-                "returncode": e.returncode,
-                "after_seconds": round(e.after_seconds, 2),
-            }
-            for e in supervisor.exits
-        ]
-        text = json.dumps(result, indent=2)
-        if report_path:
-            await asyncio.to_thread(Path(report_path).write_text, text + "\n")
-        for line in format_summary(result, console.colour):
-            console.line(line)
-        return 0 if result["books"]["books_ok"] else 1
+        result["service_exits"] = _service_exits(supervisor)
+        return await _publish(result, report_path, console)
     finally:
-        if supervisor is not None:
-            supervisor.stop()
-        for task in background:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        demo.stop_services()
-        mark_stopped(demo.state)
+        await _shut_down(demo, supervisor, background)
+
+
+def _supervisor(demo: Demo, console: Console) -> Supervisor:
+    """Starts a service again when its process exits, and says so on the console."""
+
+    def restart(name: str) -> None:
+        demo.restart(name)
+        write_pids(demo.state, demo.processes)
+
+    return Supervisor(
+        demo.processes, restart, lambda message, kind: console.say(message, STYLES[kind])
+    )
+
+
+def _show_floor(demo: Demo, console: Console) -> None:
+    console.line("jackpot demo is running:")
+    for line in demo.urls():
+        console.line("  " + line)
+    console.line("  by hand             jackpot demo --print-commands (a command per service)")
+
+
+async def _play(
+    demo: Demo,
+    floor: Any,
+    duration: float | None,
+    supervisor: Supervisor,
+    console: Console,
+    signs: SignWatch,
+) -> Any:
+    """Play the floor for ``duration`` seconds (None: until Ctrl-C or SIGTERM, each table then
+    finishing its round) with a status line every second; the floor's stats."""
+    if duration is None:
+        console.line("Ctrl-C stops everything.")
+
+        def interrupt() -> None:
+            console.say("stopping: each table finishes its round")
+            floor.stop()
+
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, interrupt)
+    ticker = asyncio.create_task(show_status(demo, floor.stats, supervisor, console, signs))
+    try:
+        return await floor.run(duration)
+    finally:
+        ticker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticker
+
+
+def _service_exits(supervisor: Supervisor) -> list[dict[str, Any]]:
+    return [
+        {
+            "service": e.service,
+            "pid": e.pid,
+            "how": e.describe(),
+            "returncode": e.returncode,
+            "after_seconds": round(e.after_seconds, 2),
+        }
+        for e in supervisor.exits
+    ]
+
+
+async def _publish(result: dict[str, Any], report_path: str | None, console: Console) -> int:
+    """Write the JSON report (if asked), print the summary; 0 when the books pass."""
+    text = json.dumps(result, indent=2)
+    if report_path:
+        await asyncio.to_thread(Path(report_path).write_text, text + "\n")
+    for line in format_summary(result, console.colour):
+        console.line(line)
+    return 0 if result["books"]["books_ok"] else 1
+
+
+async def _shut_down(
+    demo: Demo, supervisor: Supervisor | None, background: list[asyncio.Task[None]]
+) -> None:
+    """Stop the supervisor (so no service starts again), the background tasks, every service."""
+    if supervisor is not None:
+        supervisor.stop()
+    for task in background:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+    demo.stop_services()
+    mark_stopped(demo.state)
 
 
 def print_commands(run: str | None = None) -> int:

@@ -23,14 +23,14 @@ import time
 
 import grpc
 
+from jackpot.clients.payout import PayoutTargets, call_owner
 from jackpot.domain.payout import OPEN
-from jackpot.payout.client import PayoutTargets, call_owner
 from jackpot.payout.codec import from_proto
 from jackpot.payout.service import PayoutBook
 from jackpot.payout.settings import PayoutSettings
+from jackpot.platform import settings as platform_settings
 from jackpot.platform.exactly_once import read_compacted
 from jackpot.platform.kafka import KafkaConnection, stop_client, topic_partitions
-from jackpot.platform.settings import settings_or_exit
 from jackpot.topics import OPEN_PAYOUTS_MARK_KEY
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
@@ -140,7 +140,7 @@ async def issue_code(settings: PayoutSettings, award_id: str) -> str:
 def run(
     pending_only: bool, approve: str = "", void: str = "", reason: str = "", code: str = ""
 ) -> int:
-    settings = settings_or_exit(PayoutSettings.from_env, "jackpot payouts")
+    settings = platform_settings.load(PayoutSettings)
     if code:
         print(asyncio.run(issue_code(settings, code)))
         return 0

@@ -138,23 +138,11 @@ def issue(
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
         raise ValueError("the CA key is not an EC key")
     key = ec.generate_private_key(ec.SECP256R1())
-    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, name)]
-    attributes += [
-        x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, role.value)
-        for role in sorted(roles, key=lambda r: r.value)
-    ]
-    alternative: list[x509.GeneralName] = []
-    if table_id:
-        alternative.append(x509.UniformResourceIdentifier(TABLE_URI_PREFIX + table_id))
-    for host in hosts:
-        try:
-            alternative.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            alternative.append(x509.DNSName(host))
+    alternative = _alternative_names(table_id, hosts)
     now = _now()
     builder = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name(attributes))
+        .subject_name(_subject(name, roles))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
@@ -180,6 +168,29 @@ def issue(
     _write_private(issued.key, key_pem)
     _write_private(issued.bundle, key_pem + cert_pem)
     return issued
+
+
+def _subject(name: str, roles: Iterable[Role]) -> x509.Name:
+    """CN the principal, one OU per role (sorted)."""
+    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, name)]
+    attributes += [
+        x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, role.value)
+        for role in sorted(roles, key=lambda r: r.value)
+    ]
+    return x509.Name(attributes)
+
+
+def _alternative_names(table_id: str, hosts: Sequence[str]) -> list[x509.GeneralName]:
+    """The table binding (a URI) and the hosts (IP addresses or DNS names) a certificate names."""
+    alternative: list[x509.GeneralName] = []
+    if table_id:
+        alternative.append(x509.UniformResourceIdentifier(TABLE_URI_PREFIX + table_id))
+    for host in hosts:
+        try:
+            alternative.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            alternative.append(x509.DNSName(host))
+    return alternative
 
 
 def _files(directory: Path, file_name: str) -> Issued:

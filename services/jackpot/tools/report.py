@@ -16,9 +16,10 @@ first record, streamed. ``records read`` in the summary says what it cost. It wr
   received, closing per pot), ``prizes.csv`` (hits and amounts per category), ``awards.csv`` (each
   award: table, seat, round, hand, time, who approved and who paid), ``configs.csv`` (versions in
   force: base, percentages, ceilings, paytable, when and by whom), ``last_awards.csv`` (the last
-  25), ``contributions_by_hour.csv`` and ``main_pot.csv`` (the chart's points); a field that only
-  records before those read state (a configuration proposed long before the period, an award only
-  the checkpoint remembers) says ``not read (before T)``;
+  25), ``contributions_by_hour.csv`` and ``main_pot.csv`` (the chart's points: the main pot at
+  its last move of each minute); a field that only records before those read state (a
+  configuration proposed long before the period, an award only the checkpoint remembers) says
+  ``not read (before T)``;
 - ``report.html``: the same, self-contained (inline SVG charts of each main pot over the period and
   of contributions per hour, no script, no server), with the verdict at the top.
 

@@ -22,7 +22,7 @@
 # the rule and file in buf.yaml's breaking.ignore_only, in the same commit: the working tree's
 # buf.yaml configures both comparisons.
 #
-# Environment: BUF (default tools/node_modules/.bin/buf), PROTO_AGAINST, PROTO_MAIN.
+# Environment: BUF (default proto-tools/node_modules/.bin/buf), PROTO_AGAINST, PROTO_MAIN.
 set -euo pipefail
 
 say() { printf 'proto-breaking: %s\n' "$*"; }
@@ -35,8 +35,8 @@ if ! top=$(git rev-parse --show-toplevel 2>/dev/null); then
   skip "$(pwd) is not a git work tree, so there is no previous commit to compare protos/ with"
 fi
 cd "$top"
-buf=${BUF:-tools/node_modules/.bin/buf}
-[ -x "$buf" ] || { say "no buf at $buf: make setup installs it (tools/package.json)" >&2; exit 2; }
+buf=${BUF:-proto-tools/node_modules/.bin/buf}
+[ -x "$buf" ] || { say "no buf at $buf: make setup installs it (proto-tools/package.json)" >&2; exit 2; }
 [ -d protos ] || { say "no protos/ in $top" >&2; exit 2; }
 
 commit() { git rev-parse --verify --quiet --end-of-options "$1^{commit}" 2>/dev/null; }

@@ -13,7 +13,7 @@ of the same size therefore show as one lost and one duplicated, in whichever gro
 do not cancel out. Awards are compared per award id: every award in the ledger has exactly one
 payout, every payout an award, none is paid twice and (``require_paid``) each is paid or voided.
 Every award is also what the rules give for the cards the floor dealt: the round oracle
-(``loadtest.oracle``) follows the ledger and predicts each round's awards to the peso from the
+(``jackpot.sim.oracle``) follows the ledger and predicts each round's awards to the peso from the
 floor's record of each round (``FloorStats.dealt``) and the pot balances before it; one award of
 the wrong amount, to the wrong seat or from the wrong pot fails the books (``with_oracle``).
 """
@@ -25,14 +25,14 @@ import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from jackpot.payout.client import PayoutTargets, call_owner
+from jackpot.clients.payout import PayoutTargets, call_owner
 from jackpot.platform.kafka import KafkaConnection, group_offsets, read_records
-from jackpot.tools.demo import Demo, report
+from jackpot.platform.tls import TlsSettings
+from jackpot.sim.floor import Floor, FloorStats, RoundKey
+from jackpot.sim.oracle import Dealt, LedgerOracle
 from jackpot.v1 import payout_pb2, pot_pb2
-from loadtest.floor import Floor, FloorStats, RoundKey
-from loadtest.oracle import Dealt, LedgerOracle
 
 EXAMPLES = 20  # mismatches listed by name in the report, per kind
 AWARD_TYPES = (
@@ -43,6 +43,20 @@ PAYOUTS_SETTLE_SECONDS = 15  # how long the payout service may take to order the
 PAYMENTS_SETTLE_SECONDS = 30  # how long the dealers may take to pay the prizes left open
 APPLIED_SETTLE_SECONDS = 30  # how long the pot may take to apply the last table events
 SETTLED = (payout_pb2.PAYOUT_STATE_PAID, payout_pb2.PAYOUT_STATE_VOIDED)
+
+
+class FloorServices(Protocol):
+    """What the books need to know of the floor's services (``jackpot.tools.demo.Demo`` is one):
+    the broker, the run's topics and consumer groups, the payout addresses and a certificate."""
+
+    bootstrap: str
+    prefix: str  # the run's topics are ``<prefix>.<name>``, the pot's group ``<prefix>-pot``
+
+    def topic(self, name: str) -> str: ...
+
+    def payout_targets(self) -> str: ...
+
+    def tls(self, name: str) -> TlsSettings: ...
 
 
 @dataclass
@@ -200,7 +214,7 @@ def compare_awards(
     }
 
 
-async def list_payouts(demo: Demo) -> list[payout_pb2.Payout]:
+async def list_payouts(demo: FloorServices) -> list[payout_pb2.Payout]:
     """Every payout the owning payout instance knows."""
     listing = await call_owner(
         PayoutTargets(demo.payout_targets()),
@@ -218,7 +232,9 @@ def paid_per_award(payouts: Sequence[payout_pb2.Payout]) -> dict[str, int]:
     }
 
 
-async def finish_floor(demo: Demo, floor: Floor, playing: asyncio.Task[FloorStats]) -> FloorStats:
+async def finish_floor(
+    demo: FloorServices, floor: Floor, playing: asyncio.Task[FloorStats]
+) -> FloorStats:
     """Stop the tables and let them finish their round, wait until the pot applied every table
     event (so the ledger holds every award), let the dealers and the supervisor pay what is still
     open (until every award of the ledger has a settled payout, or ``PAYMENTS_SETTLE_SECONDS``),
@@ -238,7 +254,7 @@ async def finish_floor(demo: Demo, floor: Floor, playing: asyncio.Task[FloorStat
     return await playing
 
 
-async def events_applied(demo: Demo) -> bool:
+async def events_applied(demo: FloorServices) -> bool:
     """Waits (up to ``APPLIED_SETTLE_SECONDS``) until the pot has committed every table event:
     its lag on the table-events topic is 0 at two polls with the same end offsets, so the
     gateways' spools had nothing left to publish either. False if that never happened."""
@@ -258,19 +274,18 @@ async def events_applied(demo: Demo) -> bool:
 
 
 async def judge(
-    demo: Demo,
+    demo: FloorServices,
     stats: FloorStats,
+    totals: Mapping[str, Any],
     require_paid: bool = False,
-    totals: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The books of one floor: rounds, pesos accepted and collected, lost and duplicated bet by
     bet per pot group, awards and payouts per award id (with ``require_paid``: each paid or
     voided, after :func:`finish_floor`), every award against the round oracle, the audit and the
-    audit chain. ``totals``: the demo's report of the floor (``jackpot.tools.demo.report``), when
-    the caller has it already."""
-    # the report waits until the ledger caught up with the devices' collections; the oracle
-    # needs every result applied too (a round settled after the last collection)
-    books = totals if totals is not None else await report(demo, stats)
+    audit chain. ``totals``: the demo's report of the floor (``jackpot.tools.demo.report``, which
+    waits until the ledger caught up with the devices' collections and audits it)."""
+    books = totals
+    # the oracle needs every result applied too (a round settled after the last collection)
     await events_applied(demo)
     ledger = await read_ledger(demo.bootstrap, demo.topic("ledger"), stats.dealt)
     assert ledger.oracle is not None

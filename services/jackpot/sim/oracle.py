@@ -28,7 +28,7 @@ Balances are exact :class:`~fractions.Fraction` s of a peso and prizes whole pes
 :class:`LedgerOracle` follows a pot ledger entry by entry (the balances before each round come
 from the ledger's own transfers; checkpoints and the payout service's entries move no money and
 are skipped) and compares every award with the prediction for the round as the floor dealt it
-(:class:`Dealt`); ``loadtest.books.judge`` reports what disagrees, award by award.
+(:class:`Dealt`); ``jackpot.sim.books.judge`` reports what disagrees, award by award.
 """
 
 from __future__ import annotations

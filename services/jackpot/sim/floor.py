@@ -14,15 +14,14 @@ showing the winner.
 
 The simulator counts the pesos the gateway acknowledged as bets at each accepted lock, and
 records every round it played (``FloorStats.dealt``: the bets, the forfeits the gateway accepted,
-the cards dealt, whether the results were accepted); the books (``loadtest.books.judge``, which
-``Floor.judge`` runs for a caller that plays a floor) compare those bets with what the ledger
-collected, bet by bet, and every award of the ledger with what the rules give for those cards
-(``loadtest.oracle``).
+the cards dealt, whether the results were accepted); the books (``jackpot.sim.books.judge``)
+compare those bets with what the ledger collected, bet by bet, and every award of the ledger with
+what the rules give for those cards (``jackpot.sim.oracle``).
 
 With ``device_faults`` the table controllers duplicate, delay and reorder some of their events
-(fault 5 of the fault suite, ``loadtest.device_faults``); the counts of what was injected and what
-the gateway answered are in the report. Each table's rounds settled and the progressive status its
-gateway pushed (with the time) are kept for the site cut-off fault.
+(fault 5 of the fault suite, ``jackpot.sim.device_faults``); the counts of what was injected and
+what the gateway answered are in the report. Each table's rounds settled and the progressive status
+its gateway pushed (with the time) are kept for the site cut-off fault.
 """
 
 from __future__ import annotations
@@ -40,9 +39,12 @@ from typing import Any
 import grpc
 import structlog
 
+from jackpot.clients.payout import PayoutTargets, call_owner
 from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
-from jackpot.payout.client import PayoutTargets, call_owner
 from jackpot.platform.tls import TlsSettings, secure_channel
+from jackpot.sim.device_faults import DeviceFaultCounts, DeviceFaultRates, FaultyDeviceClient
+from jackpot.sim.hops import Hops
+from jackpot.sim.oracle import Dealt
 from jackpot.v1 import (
     common_pb2,
     device_pb2,
@@ -51,9 +53,6 @@ from jackpot.v1 import (
     payout_pb2,
     payout_pb2_grpc,
 )
-from loadtest.device_faults import DeviceFaultCounts, DeviceFaultRates, FaultyDeviceClient
-from loadtest.hops import Hops
-from loadtest.oracle import Dealt
 
 DECK = [r + s for r in RANKS for s in SUITS]
 ROYAL = ["AS", "KS", "QS", "JS", "TS"]
@@ -70,7 +69,7 @@ class SimTable:
     credential: str
 
 
-log = structlog.get_logger("loadtest.floor")
+log = structlog.get_logger("jackpot.sim.floor")
 # How long a dealer terminal waits for a payout instance's first answer before trying another.
 FIRST_ANSWER_SECONDS = 5.0
 PAYABLE = (payout_pb2.PAYOUT_STATE_ORDERED, payout_pb2.PAYOUT_STATE_APPROVED)
@@ -204,16 +203,6 @@ class Floor:
     def stop(self) -> None:
         self._tables_stop.set()
         self._stop.set()
-
-    async def judge(
-        self, demo: Any, totals: dict[str, Any] | None = None, require_paid: bool = False
-    ) -> dict[str, Any]:
-        """The books of this floor (``loadtest.books.judge``: bet by bet, award by award, each
-        award against the round oracle), for a caller that plays the floor but does not import
-        the books (``jackpot demo``: the product never imports loadtest's judges)."""
-        from loadtest.books import judge  # the books import this module
-
-        return await judge(demo, self.stats, require_paid, totals)
 
     def stop_tables(self) -> None:
         """The tables finish their round and stop; dealers and the supervisor go on paying the

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from jackpot.gateway.client import DeviceClient
+from jackpot.clients.device import DeviceClient
 from jackpot.platform.codec import reason_from_proto
 from jackpot.v1 import device_pb2
 
