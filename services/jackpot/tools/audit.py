@@ -26,7 +26,6 @@ end offsets are taken before and after the updates' and must agree); heartbeats 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import sys
 import time
@@ -148,8 +147,7 @@ async def audit_ledger(
         ends, update_ends = await _consistent_cut(ledger, up)
         firsts, _ = await ledger.bounds()
         todo = [p for p in ledger.partitions if ends[p] > max(firsts[p], state.offsets.get(p, 0))]
-        work = functools.partial(
-            audit_partitions,
+        cut = LedgerCut(
             dict(kafka_options),
             ledger_topic,
             dict(state.offsets),
@@ -157,7 +155,7 @@ async def audit_ledger(
             tuple(only_groups),
             state.groups,
         )
-        shares = await map_shares(work, todo, jobs)
+        shares = await map_shares(cut.audit, todo, jobs)
         groups = dict(state.groups)
         for share in shares:
             groups.update(share.value[0])
@@ -179,49 +177,43 @@ async def audit_ledger(
     )
 
 
-def audit_partitions(
-    kafka_options: dict[str, Any],
-    ledger_topic: str,
-    start: dict[int, int],
-    ends: dict[int, int],
-    only_groups: tuple[str, ...],
-    known: dict[str, GroupAudit],
-    partitions: list[int],
-) -> tuple[dict[str, GroupAudit], int]:
-    """One share of the ledger's partitions audited (a worker of :func:`audit`): the books of
-    the groups that had entries there, and the records read."""
-    return asyncio.run(
-        _audit_share(kafka_options, ledger_topic, start, ends, only_groups, known, partitions)
-    )
+@dataclass(frozen=True)
+class LedgerCut:
+    """What each process of an audit reads (:mod:`jackpot.tools.partitions`): the ledger from
+    the saved offsets to the cut, with the saved books (picklable: a worker gets a copy)."""
 
+    kafka_options: dict[str, Any]
+    ledger_topic: str
+    start: dict[int, int]
+    ends: dict[int, int]
+    only_groups: tuple[str, ...]
+    known: dict[str, GroupAudit]
 
-async def _audit_share(
-    kafka_options: dict[str, Any],
-    ledger_topic: str,
-    start: dict[int, int],
-    ends: dict[int, int],
-    only_groups: tuple[str, ...],
-    known: dict[str, GroupAudit],
-    partitions: list[int],
-) -> tuple[dict[str, GroupAudit], int]:
-    touched: dict[str, GroupAudit] = {}
-    count = 0
-    async with KafkaConnection(kafka_options).reader(ledger_topic) as ledger:
-        async for record in ledger.records(start or None, ends, partitions=partitions):
-            count += 1
-            if record.value is None:
-                continue
-            entry = pot_pb2.LedgerEntry.FromString(record.value)
-            group_id = entry.pot_group_id
-            if only_groups and group_id not in only_groups:
-                continue
-            if record.key != group_id.encode():
-                raise RuntimeError(f"ledger entry {entry.entry_id} is keyed {record.key!r}")
-            group = touched.get(group_id)
-            if group is None:
-                group = touched[group_id] = known.get(group_id) or GroupAudit(group_id)
-            group.add(entry, record.value)
-    return touched, count
+    def audit(self, partitions: list[int]) -> tuple[dict[str, GroupAudit], int]:
+        """These partitions audited: the books of the groups that had entries there, and the
+        records read."""
+        return asyncio.run(self._audit(partitions))
+
+    async def _audit(self, partitions: list[int]) -> tuple[dict[str, GroupAudit], int]:
+        touched: dict[str, GroupAudit] = {}
+        count = 0
+        async with KafkaConnection(self.kafka_options).reader(self.ledger_topic) as ledger:
+            records = ledger.records(self.start or None, self.ends, partitions=partitions)
+            async for record in records:
+                count += 1
+                if record.value is None:
+                    continue
+                entry = pot_pb2.LedgerEntry.FromString(record.value)
+                group_id = entry.pot_group_id
+                if self.only_groups and group_id not in self.only_groups:
+                    continue
+                if record.key != group_id.encode():
+                    raise RuntimeError(f"ledger entry {entry.entry_id} is keyed {record.key!r}")
+                group = touched.get(group_id)
+                if group is None:
+                    group = touched[group_id] = self.known.get(group_id) or GroupAudit(group_id)
+                group.add(entry, record.value)
+        return touched, count
 
 
 def render(groups: Sequence[GroupAudit]) -> str:

@@ -80,6 +80,12 @@ from jackpot.v1 import (
 
 REPO = Path(__file__).resolve().parents[3]
 KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
+# A checkout keeps the demo's state under .run/; an installed package (the image) has no
+# checkout around it: its state goes under JACKPOT_STATE (as deploy/local/kafka.sh) or ~/.cache.
+STATE = Path(
+    os.environ.get("JACKPOT_STATE")
+    or (REPO / ".run" if KAFKA_SH.exists() else Path.home() / ".cache" / "jackpot")
+)
 # The services' conventional ports (50051-50054) lie in Linux's ephemeral range (32768-60999), where
 # the floor's own outgoing connections (hundreds of Kafka and gRPC clients) may hold one just when a
 # service restarts; the local floor listens below that range instead.
@@ -225,6 +231,11 @@ class Demo:
     def start_kafka(self) -> None:
         if self.bootstrap:
             return
+        if not KAFKA_SH.exists():
+            raise SystemExit(
+                "jackpot demo: set KAFKA_BOOTSTRAP_SERVERS (no checkout here to start a local "
+                f"broker from: {KAFKA_SH} is missing)"
+            )
         status = subprocess.run([str(KAFKA_SH), "status"], capture_output=True)
         if status.returncode != 0:
             subprocess.run([str(KAFKA_SH), "up"], check=True)
@@ -694,7 +705,7 @@ async def run_demo(
     from jackpot.sim.floor import Floor
 
     run_id = uuid.uuid4().hex[:8]
-    demo = Demo(tables, REPO / ".run" / "demo" / run_id, run_id)
+    demo = Demo(tables, STATE / "demo" / run_id, run_id)
     demo.terminal_tables = demo.played_tables()[:DEMO_TERMINALS]
     demo.start_kafka()
     await demo.create_topics()
@@ -813,7 +824,7 @@ def print_commands(run: str | None = None) -> int:
     """``jackpot demo --print-commands [RUN]``: a shell command line per service of the run."""
     from jackpot.tools.demo_supervisor import print_commands as print_run_commands
 
-    return print_run_commands(REPO / ".run" / "demo", run)
+    return print_run_commands(STATE / "demo", run)
 
 
 def main(
