@@ -13,8 +13,8 @@ a :class:`Code` (today's tree, or an old copy on ``PYTHONPATH`` for the 'before'
   start after an upgrade may write what older code never wrote); from the process start until
   its gRPC health answers SERVING (the payout: its PayoutService, i.e. it owns and restored the
   payouts). The figure is the second start's; the first is kept beside it.
-- **audit writer resume**: an :class:`~jackpot.platform.audit.AuditLog` of the gateway's chain in
-  a process of its own, from ``start()`` to ``ready`` (its chain's head found); the process then
+- **audit writer resume**: an :class:`~jackpot.platform.access_log.AuditLog` of the gateway's
+  chain in a process of its own, from ``start()`` to ``ready`` (its chain's head found); the process then
   dies without a clean stop, as a crash would, and the second such start is the figure.
 - **tools**: ``jackpot report`` of the history's last day, ``jackpot audit`` of everything and
   ``jackpot restore --from-ledger``: wall time of the process and its peak RSS (``wait4``).
@@ -55,7 +55,7 @@ WORK_SECONDS = 3.0  # the first pot instance works this long before it is killed
 WORKERS_RSS = re.compile(r"workers' peak RSS (\d+) MB")
 RESUME_SNIPPET = """
 import asyncio, json, os, sys, time
-from jackpot.platform.audit import AuditLog
+from jackpot.platform.access_log import AuditLog
 async def main():
     log = AuditLog(sys.argv[1], sys.argv[2], sys.argv[3], {})
     started = time.perf_counter()

@@ -57,7 +57,7 @@ from jackpot.domain.payout import Payout, PayoutState, approve, pay
 from jackpot.gateway.service import EVENT_ID_NAMESPACE
 from jackpot.payout.codec import ledger_entry, payout_for_award, to_proto
 from jackpot.payout.settings import PayoutSettings
-from jackpot.platform.audit import to_record
+from jackpot.platform.access_log import to_record
 from jackpot.platform.codec import game_to_proto
 from jackpot.pot import commands
 from jackpot.pot.partitions import key_partition

@@ -24,7 +24,7 @@ from jackpot.gateway.grpc_api import SERVICE_NAME, TableDeviceServicer
 from jackpot.gateway.service import Gateway
 from jackpot.gateway.settings import GatewaySettings, TableSettings, Topics
 from jackpot.gateway.spool import Spool
-from jackpot.platform.audit import AuditLog
+from jackpot.platform.access_log import AuditLog
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import (
     KafkaConnection,

@@ -21,7 +21,7 @@ import pytest
 
 from jackpot.domain.access import Principal, Role
 from jackpot.domain.auditchain import ChainHead, ChainReport
-from jackpot.platform.audit import EVERY_CHAIN, AuditLog, read_entries, to_record
+from jackpot.platform.access_log import EVERY_CHAIN, AuditLog, read_entries, to_record
 from jackpot.platform.kafka import (
     KafkaConnection,
     ensure_topics,

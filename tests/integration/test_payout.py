@@ -44,7 +44,7 @@ from jackpot.payout.codec import from_proto
 from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
 from jackpot.payout.service import NotServedHere, PayoutService
 from jackpot.payout.settings import PayoutSettings
-from jackpot.platform.audit import AuditLog
+from jackpot.platform.access_log import AuditLog
 from jackpot.platform.authz import AccessSettings, Authorizer
 from jackpot.platform.exactly_once import NotCommitted, ProcessorError, read_compacted
 from jackpot.platform.grpc_server import GrpcServer

@@ -17,7 +17,7 @@ import pytest
 from loadtest.browser import chromium
 
 from jackpot.domain.money import MINOR_PER_PESO
-from jackpot.platform.audit import read_entries
+from jackpot.platform.access_log import read_entries
 from jackpot.platform.kafka import KafkaConnection
 from jackpot.platform.manifest import package_root, verify
 from jackpot.sim.books import judge

@@ -29,7 +29,7 @@ from jackpot.payout.grpc_api import SERVICE_NAME as PAYOUT_SERVICE
 from jackpot.payout.grpc_api import PayoutServicer
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
-from jackpot.platform.audit import AuditLog, read_entries, to_record
+from jackpot.platform.access_log import AuditLog, read_entries, to_record
 from jackpot.platform.authz import AccessSettings, Authorizer
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, idempotent_producer

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jackpot.domain.auditchain import GENESIS, AuditEntry, ChainHead, verify
-from jackpot.platform.audit import decode, to_record
+from jackpot.platform.access_log import decode, to_record
 from jackpot.tools.audit_chain import entry_to_json, run, verify_positions
 from tests.unit.fuzzing import FUZZ
 

@@ -28,7 +28,7 @@ from loadtest.history_synth import (
 )
 
 from jackpot.domain.auditchain import verify
-from jackpot.platform.audit import from_record
+from jackpot.platform.access_log import from_record
 from jackpot.pot.ledger_audit import GroupAudit  # the judge of `jackpot audit` (tools.audit)
 from jackpot.pot.processor import state_key
 from jackpot.v1 import audit_pb2, pot_pb2

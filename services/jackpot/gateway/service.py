@@ -51,7 +51,7 @@ from jackpot.gateway.adapters import ADAPTERS
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool, SpoolWrite
 from jackpot.platform import codec
-from jackpot.platform.audit import AuditLog
+from jackpot.platform.access_log import AuditLog
 from jackpot.platform.deadletter import dead_letter
 from jackpot.platform.kafka import follow_latest, idempotent_producer, stop_client
 from jackpot.platform.tracing import TRACER, headers_of, start_span_under, traceparent

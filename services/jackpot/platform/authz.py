@@ -25,7 +25,7 @@ import grpc
 import structlog
 
 from jackpot.domain.access import ANONYMOUS, Action, Principal, authorize
-from jackpot.platform.audit import AuditLog
+from jackpot.platform.access_log import AuditLog
 from jackpot.platform.settings import AccessSettings as AccessSettings
 from jackpot.platform.tls import peer_principal
 

@@ -40,7 +40,7 @@ import grpc
 
 from jackpot.domain.access import Action, Principal
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.platform.audit import AuditLog
+from jackpot.platform.access_log import AuditLog
 from jackpot.platform.authz import AccessSettings, Authorizer
 from jackpot.platform.exactly_once import NotCommitted
 from jackpot.platform.grpc_server import GrpcServer

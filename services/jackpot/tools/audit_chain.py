@@ -30,7 +30,7 @@ from typing import Any, TextIO
 from aiokafka.errors import KafkaError
 
 from jackpot.domain.auditchain import Anchor, AuditEntry, Break, ChainReport, ChainVerifier
-from jackpot.platform.audit import read_entries
+from jackpot.platform.access_log import read_entries
 from jackpot.platform.kafka import KafkaConnection
 
 
@@ -88,8 +88,9 @@ async def verify_stream(
     anchors: Mapping[str, Anchor] | None = None,
     export: TextIO | None = None,
 ) -> ChainReport:
-    """:func:`verify_positions` of an async stream (:func:`jackpot.platform.audit.read_entries`);
-    a stream left at a break is closed (its reader with it)."""
+    """:func:`verify_positions` of an async stream
+    (:func:`jackpot.platform.access_log.read_entries`); a stream left at a break is closed (its
+    reader with it)."""
     verification = _Verification(anchors, export)
     try:
         async for position, entry in positions:

@@ -576,7 +576,7 @@ async def wait_progressive_open(
 
 
 async def report(demo: Demo, stats: Any) -> dict[str, Any]:
-    from jackpot.platform.audit import read_entries
+    from jackpot.platform.access_log import read_entries
     from jackpot.platform.kafka import KafkaConnection
     from jackpot.tools.audit import audit
     from jackpot.tools.audit_chain import verify_stream
