@@ -14,8 +14,9 @@ a :class:`Code` (today's tree, or an old copy on ``PYTHONPATH`` for the 'before'
   its gRPC health answers SERVING (the payout: its PayoutService, i.e. it owns and restored the
   payouts). The figure is the second start's; the first is kept beside it.
 - **audit writer resume**: an :class:`~jackpot.platform.access_log.AuditLog` of the gateway's
-  chain in a process of its own, from ``start()`` to ``ready`` (its chain's head found); the process then
-  dies without a clean stop, as a crash would, and the second such start is the figure.
+  chain in a process of its own, from ``start()`` to ``ready`` (its chain's head found); the
+  process then dies without a clean stop, as a crash would, and the second such start is the
+  figure.
 - **tools**: ``jackpot report`` of the history's last day, ``jackpot audit`` of everything and
   ``jackpot restore --from-ledger``: wall time of the process and its peak RSS (``wait4``).
 """
