@@ -12,6 +12,7 @@ import asyncio
 import hmac
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 
 import grpc
 
@@ -26,6 +27,15 @@ from jackpot.platform.grpc_edge import Call, Unavailable, answer_for, answered
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
 SERVICE_NAME = "jackpot.v1.PayoutService"
+
+
+@dataclass
+class _Session:
+    """One dealer terminal's session: a change to show, refusals to show, where it moved."""
+
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    refused: list[str] = field(default_factory=list)
+    moved: list[Unavailable] = field(default_factory=list)
 
 
 class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
@@ -163,64 +173,78 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         """The table's open payouts after every change, its confirmations applied, until the
         terminal hangs up, this instance stops, or it no longer serves the payouts (then the
         stream ends UNAVAILABLE, naming the owner when it is known)."""
-        changed = asyncio.Event()
-        refused: list[str] = []
-        moved: list[Unavailable] = []
+        session = _Session()
 
         def listener(table_id: str) -> None:
             if table_id == hello.table_id:
-                changed.set()
-
-        async def confirmations() -> None:
-            async for message in requests:
-                kind = message.WhichOneof("message")
-                if kind in ("paid", "decision"):
-                    try:
-                        if kind == "paid":
-                            await self._confirm(hello, terminal, message.paid.award_id)
-                        else:
-                            await self._decide(hello, terminal, message.decision)
-                    except Unavailable as elsewhere:
-                        moved.append(elsewhere)
-                    except Exception as error:
-                        answer = answer_for(error)
-                        if answer is None:
-                            raise
-                        refused.append(answer.detail)  # answered in the stream, not by its end
-                    changed.set()
+                session.changed.set()
 
         self._service.book.subscribe(listener)
         self._service.book.attend(hello.table_id)
-        reader = asyncio.create_task(confirmations())
+        reader = asyncio.create_task(self._confirmations(hello, terminal, requests, session))
         ending = asyncio.create_task(self._ending.wait())
         try:
             while True:
                 if not self._service.serving:
-                    moved.append(NotServedHere(self._service.owner))
-                if moved:
-                    raise moved[-1]
+                    session.moved.append(NotServedHere(self._service.owner))
+                if session.moved:
+                    raise session.moved[-1]
                 open_payouts = self._service.book.open_for(hello.table_id)
                 yield payout_pb2.DealerTerminalResponse(
                     open=[to_proto(p) for p in open_payouts],
-                    refused=refused.pop() if refused else "",
+                    refused=session.refused.pop() if session.refused else "",
                 )
-                changed.clear()
-                waiter = asyncio.create_task(changed.wait())
-                stepped_aside = asyncio.create_task(self._stepped_aside())
-                done, _ = await asyncio.wait(
-                    {waiter, reader, ending, stepped_aside}, return_when=asyncio.FIRST_COMPLETED
-                )
-                waiter.cancel()
-                stepped_aside.cancel()
-                if ending in done:
-                    raise Unavailable("this payout instance is stopping; reconnect")
-                if reader in done:
+                if not await self._next_change(session, reader, ending):
                     return
         finally:
             self._service.book.unsubscribe(listener)
             self._service.book.leave(hello.table_id)
             reader.cancel()
             ending.cancel()
+
+    async def _confirmations(
+        self,
+        hello: payout_pb2.TerminalHello,
+        terminal: Principal,
+        requests: AsyncIterator[payout_pb2.DealerTerminalRequest],
+        session: _Session,
+    ) -> None:
+        """The terminal's confirmations, applied one at a time; a refusal is answered in the
+        stream (the next screen), not by its end."""
+        async for message in requests:
+            kind = message.WhichOneof("message")
+            if kind not in ("paid", "decision"):
+                continue
+            try:
+                if kind == "paid":
+                    await self._confirm(hello, terminal, message.paid.award_id)
+                else:
+                    await self._decide(hello, terminal, message.decision)
+            except Unavailable as elsewhere:
+                session.moved.append(elsewhere)
+            except Exception as error:
+                answer = answer_for(error)
+                if answer is None:
+                    raise
+                session.refused.append(answer.detail)
+            session.changed.set()
+
+    async def _next_change(
+        self, session: _Session, reader: asyncio.Task[None], ending: asyncio.Task[bool]
+    ) -> bool:
+        """Wait for the table's payouts to change, a confirmation, this instance to stop
+        serving; False when the terminal hung up (its requests ended)."""
+        session.changed.clear()
+        waiter = asyncio.create_task(session.changed.wait())
+        stepped_aside = asyncio.create_task(self._stepped_aside())
+        done, _ = await asyncio.wait(
+            {waiter, reader, ending, stepped_aside}, return_when=asyncio.FIRST_COMPLETED
+        )
+        waiter.cancel()
+        stepped_aside.cancel()
+        if ending in done:
+            raise Unavailable("this payout instance is stopping; reconnect")
+        return reader not in done
 
     async def _stepped_aside(self) -> None:
         """Returns when this instance stops serving the payouts (fenced, or its partitions

@@ -78,6 +78,18 @@ TABLES_FINISH_SECONDS = 30.0  # how long a stopping table may take to finish its
 
 
 @dataclass
+class _DealerSession:
+    """One dealer terminal stream. A dealer confirms again what a new session lists as still to
+    pay (the confirmation sent before the service went away may never have arrived), and
+    presses again after a refusal (a transaction that failed); a few times per session at most."""
+
+    table_id: str
+    stream: int  # the how-many-th session of this table's terminal
+    confirmed: set[str] = field(default_factory=set)
+    attempts: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
 class FloorConfig:
     tables: list[SimTable]
     # host:port of the payout service, or several comma-separated ("" to skip terminals)
@@ -453,58 +465,9 @@ class Floor:
         stream = 0
         targets = PayoutTargets(self.config.payout_target)
         while not self._stop.is_set():
-            # A dealer confirms again what a new session lists as still to pay (the confirmation
-            # sent before the service went away may never have arrived), and presses again
-            # after a refusal (a transaction that failed); a few times per session at most.
-            confirmed: set[str] = set()
-            attempts: Counter[str] = Counter()
             stream += 1
             try:
-                async with secure_channel(
-                    targets.current, self._tls(f"terminal-{table_id}"), targets.options()
-                ) as channel:
-                    stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
-                    # The call object, not a request generator: grpc could not close a generator
-                    # parked on its queue, and the channel's close then never returned (a
-                    # terminal stuck for good after a refusal, seen in make chaos).
-                    call = stub.DealerTerminal()
-                    await call.write(
-                        payout_pb2.DealerTerminalRequest(
-                            hello=payout_pb2.TerminalHello(table_id=table_id, dealer="sim-dealer")
-                        )
-                    )
-                    # A serving instance answers at once; one that does not (a process dying
-                    # mid-shutdown, a half-open connection) is left for the next address.
-                    message = await asyncio.wait_for(call.read(), FIRST_ANSWER_SECONDS)
-                    while message is not grpc.aio.EOF:
-                        if message.refused:
-                            log.info("terminal_refused", table=table_id, reason=message.refused)
-                            confirmed.clear()
-                        now = time.monotonic()
-                        views.append((now, stream, frozenset(p.award_id for p in message.open)))
-                        for payout in message.open:
-                            if payout.award_id not in seen:
-                                seen.add(payout.award_id)
-                                self.stats.payouts_received += 1
-                                key = f"{payout.table_id}/{payout.round_id}/{payout.seat}"
-                                if key in self._wins:
-                                    self.stats.latencies.add(
-                                        "result_to_terminal", now - self._wins.pop(key)
-                                    )
-                            if (
-                                payout.award_id not in confirmed
-                                and attempts[payout.award_id] < CONFIRM_ATTEMPTS
-                                and payout.state in PAYABLE
-                            ):
-                                confirmed.add(payout.award_id)
-                                attempts[payout.award_id] += 1
-                                await call.write(
-                                    payout_pb2.DealerTerminalRequest(
-                                        paid=payout_pb2.PaymentConfirmed(award_id=payout.award_id)
-                                    )
-                                )
-                                self.stats.payouts_paid += attempts[payout.award_id] == 1
-                        message = await call.read()
+                await self._terminal_session(_DealerSession(table_id, stream), targets, seen, views)
             except grpc.aio.AioRpcError as error:
                 # To the owner the instance named at once; otherwise the next address, soon.
                 if not targets.moved(error):
@@ -517,6 +480,71 @@ class Floor:
                 log.warning("terminal_session_failed", table=table_id, error=repr(error))
                 targets.moved()
                 await asyncio.sleep(0.5)
+
+    async def _terminal_session(
+        self,
+        session: _DealerSession,
+        targets: PayoutTargets,
+        seen: set[str],
+        views: list[tuple[float, int, frozenset[str]]],
+    ) -> None:
+        """One DealerTerminal stream, from the hello to its end."""
+        table_id = session.table_id
+        async with secure_channel(
+            targets.current, self._tls(f"terminal-{table_id}"), targets.options()
+        ) as channel:
+            stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
+            # The call object, not a request generator: grpc could not close a generator
+            # parked on its queue, and the channel's close then never returned (a
+            # terminal stuck for good after a refusal, seen in make chaos).
+            call = stub.DealerTerminal()
+            await call.write(
+                payout_pb2.DealerTerminalRequest(
+                    hello=payout_pb2.TerminalHello(table_id=table_id, dealer="sim-dealer")
+                )
+            )
+            # A serving instance answers at once; one that does not (a process dying
+            # mid-shutdown, a half-open connection) is left for the next address.
+            message = await asyncio.wait_for(call.read(), FIRST_ANSWER_SECONDS)
+            while message is not grpc.aio.EOF:
+                if message.refused:
+                    log.info("terminal_refused", table=table_id, reason=message.refused)
+                    session.confirmed.clear()
+                now = time.monotonic()
+                views.append((now, session.stream, frozenset(p.award_id for p in message.open)))
+                for payout in message.open:
+                    self._seen_on_terminal(payout, seen, now)
+                    await self._confirm_on_terminal(session, call, payout)
+                message = await call.read()
+
+    def _seen_on_terminal(self, payout: payout_pb2.Payout, seen: set[str], now: float) -> None:
+        """A prize the first time a terminal shows it: received, and how long it took."""
+        if payout.award_id in seen:
+            return
+        seen.add(payout.award_id)
+        self.stats.payouts_received += 1
+        key = f"{payout.table_id}/{payout.round_id}/{payout.seat}"
+        if key in self._wins:
+            self.stats.latencies.add("result_to_terminal", now - self._wins.pop(key))
+
+    async def _confirm_on_terminal(
+        self, session: _DealerSession, call: Any, payout: payout_pb2.Payout
+    ) -> None:
+        """The dealer presses "Pagado" for a payable prize not confirmed in this session, a
+        few times per session at most."""
+        award_id = payout.award_id
+        if (
+            award_id in session.confirmed
+            or session.attempts[award_id] >= CONFIRM_ATTEMPTS
+            or payout.state not in PAYABLE
+        ):
+            return
+        session.confirmed.add(award_id)
+        session.attempts[award_id] += 1
+        await call.write(
+            payout_pb2.DealerTerminalRequest(paid=payout_pb2.PaymentConfirmed(award_id=award_id))
+        )
+        self.stats.payouts_paid += session.attempts[award_id] == 1
 
     async def _screen_dealer(self, table_id: str, url: str) -> None:
         """A dealer at the reference terminal: reads the screen's state and presses "Paid" for
