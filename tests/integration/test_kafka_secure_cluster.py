@@ -367,9 +367,11 @@ async def test_the_pot_service_runs_a_round_on_the_secure_cluster(
     finally:
         await channel.close()
         await server.stop()
-    (group,) = await audit(
-        secure_cluster.options("jackpot-audit"), LEDGER.name, POT_UPDATES.name, [group_id]
-    )
+    (group,) = (
+        await audit(
+            secure_cluster.options("jackpot-audit"), LEDGER.name, POT_UPDATES.name, [group_id]
+        )
+    ).groups
     assert group.problems == []  # conservation (M2), balances = the last pot update
     assert group.collected > 0
     assert sum(group.hits.values()) == 1, group.hits  # the flush: an award was written too

@@ -39,7 +39,7 @@ from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.processor import InputRecord, PotProcessor
 from jackpot.pot.service import PotService
 from jackpot.pot.settings import PotSettings
-from jackpot.tools.audit import AuditState, audit, audit_ledger
+from jackpot.tools.audit import AuditState, audit
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, pot_pb2_grpc, table_events_pb2
 from tests.integration.in_process import pot_in_process
 from tests.polling import eventually
@@ -314,9 +314,8 @@ async def assert_exactly_once(
         # Heartbeats included, across restarts and takeovers: 1, 2, 3... (PotUpdate contract).
         assert sequences == list(range(1, len(sequences) + 1)), group_id
 
-    groups = await audit(
-        settings.kafka_options(), settings.ledger_topic, settings.pot_updates_topic
-    )
+    done = await audit(settings.kafka_options(), settings.ledger_topic, settings.pot_updates_topic)
+    groups = done.groups
     assert [g.group_id for g in groups] == sorted(expected_ledger)
     for group in groups:
         assert group.problems == [], group.problems
@@ -476,16 +475,16 @@ async def test_an_incremental_audit_reads_only_what_follows_its_saved_state(
         await produce(settings, events[:half])
         await wait_processed(settings)
         state = AuditState.load(state_file, settings.ledger_topic)
-        first = await audit(*topics, state=state)
+        first = (await audit(*topics, state=state)).groups
         assert all(not g.problems for g in first)
         state.save(state_file)
         await produce(settings, events[half:])
         await wait_processed(settings)
         resumed_state = AuditState.load(state_file, settings.ledger_topic)
         before = sum(g.entries for g in resumed_state.groups.values())
-        resumed = await audit(*topics, state=resumed_state, jobs=2)
-        full = await audit(*topics)
-        side_by_side = await audit_ledger(*topics, jobs=2)
+        resumed = (await audit(*topics, state=resumed_state, jobs=2)).groups
+        full = (await audit(*topics)).groups
+        side_by_side = await audit(*topics, jobs=2)
     assert side_by_side.processes == 2
     assert side_by_side.workers_rss_mb > 0  # it did run in worker processes
     assert [g.figures() for g in side_by_side.groups] == [g.figures() for g in full]
@@ -500,7 +499,8 @@ async def test_an_incremental_audit_reads_only_what_follows_its_saved_state(
     group = sorted(tampered["groups"])[0]
     tampered["groups"][group]["accounts"]["commission"] += 1  # one picopeso
     state_file.write_text(json.dumps(tampered))
-    refused = await audit(*topics, state=AuditState.load(state_file, settings.ledger_topic), jobs=2)
+    state = AuditState.load(state_file, settings.ledger_topic)
+    refused = (await audit(*topics, state=state, jobs=2)).groups
     problems = next(g.problems for g in refused if g.group_id == group)
     assert any("checkpoint" in p or "M2" in p for p in problems), problems
 
@@ -744,9 +744,8 @@ async def test_config_change_takes_effect_only_at_the_next_reset_through_the_api
     assert max(gaps) < 1.0, gaps
     sequences = [u.update_sequence for u in watched]
     assert sequences == sorted(set(sequences))
-    (audited,) = await audit(
-        settings.kafka_options(), settings.ledger_topic, settings.pot_updates_topic
-    )
+    done = await audit(settings.kafka_options(), settings.ledger_topic, settings.pot_updates_topic)
+    (audited,) = done.groups
     assert audited.problems == []
 
 

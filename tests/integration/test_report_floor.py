@@ -51,9 +51,10 @@ async def test_R1_the_report_of_a_floor_equals_the_audit_and_the_books(
         await wait_progressive_open(demo, within_seconds=60)
         stats = await Floor(sim_config(demo, rig_rate=0.2, rounds_per_minute=90)).run(PLAY_SECONDS)
         books = await judge(demo, stats, await demo_report(demo, stats))
-        groups = await audit(
+        done = await audit(
             {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger"), demo.topic("pot-updates")
         )
+        groups = done.groups
         records = await read_whole_ledger(
             {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger")
         )

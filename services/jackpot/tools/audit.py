@@ -43,7 +43,7 @@ from jackpot.pot.ledger_audit import (
     audit_from_dict,
     audit_to_dict,
 )
-from jackpot.tools.partitions import map_shares
+from jackpot.tools.partitions import cost_line, map_shares
 from jackpot.v1 import pot_pb2
 
 CUT_ATTEMPTS = 10
@@ -110,19 +110,6 @@ class AuditRun:
 
 
 async def audit(
-    kafka_options: Mapping[str, Any],
-    ledger_topic: str,
-    updates_topic: str,
-    only_groups: Sequence[str] = (),
-    state: AuditState | None = None,
-    jobs: int = 1,
-) -> list[GroupAudit]:
-    """Every pot group (or the named ones) recomputed from the ledger (:func:`audit_ledger`)."""
-    done = await audit_ledger(kafka_options, ledger_topic, updates_topic, only_groups, state, jobs)
-    return done.groups
-
-
-async def audit_ledger(
     kafka_options: Mapping[str, Any],
     ledger_topic: str,
     updates_topic: str,
@@ -265,18 +252,14 @@ def run(
     try:
         state = AuditState.load(state_path, ledger_topic) if state_path else None
         done = asyncio.run(
-            audit_ledger(kafka_options, ledger_topic, updates_topic, only_groups, state, jobs)
+            audit(kafka_options, ledger_topic, updates_topic, only_groups, state, jobs)
         )
     except (LookupError, RuntimeError, OSError, KafkaError, ValueError) as error:
         print(f"jackpot audit: {error}", file=sys.stderr)
         return 2
     groups = done.groups
     print(render(groups))
-    print(
-        f"jackpot audit: {done.records} ledger records in {time.perf_counter() - started:.1f} s, "
-        f"{done.processes} process(es); workers' peak RSS {done.workers_rss_mb:.0f} MB in all",
-        file=sys.stderr,
-    )
+    print(cost_line("jackpot audit", done.records, started, done.workers_rss_mb), file=sys.stderr)
     missing = set(only_groups) - {g.group_id for g in groups}
     for group_id in sorted(missing):
         print(f"pot group {group_id}: no ledger entries", file=sys.stderr)

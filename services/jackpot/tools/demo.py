@@ -584,9 +584,10 @@ async def report(demo: Demo, stats: Any) -> dict[str, Any]:
     accepted = stats.bets_accepted
     groups: list[Any] = []
     for _ in range(30):  # let the pipeline drain: the ledger catches up with the devices
-        groups = await audit(
+        done = await audit(
             {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger"), demo.topic("pot-updates")
         )
+        groups = done.groups
         collected = sum(g.collected for g in groups) // MINOR_PER_PESO
         if collected >= accepted:
             break

@@ -16,6 +16,7 @@ import asyncio
 import multiprocessing
 import os
 import resource
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -44,6 +45,15 @@ def shares(partitions: Sequence[int], jobs: int) -> list[list[int]]:
     for index, partition in enumerate(sorted(partitions)):
         dealt[index % count].append(partition)
     return [share for share in dealt if share]
+
+
+def cost_line(tool: str, records: int, started: float, workers_rss_mb: float) -> str:
+    """What a run read and cost, for its stderr (``make bench-history`` reads the RSS)."""
+    seconds = time.perf_counter() - started
+    return (
+        f"{tool}: {records} ledger records in {seconds:.1f} s; "
+        f"workers' peak RSS {workers_rss_mb:.0f} MB in all"
+    )
 
 
 def peak_rss_mb() -> float:

@@ -48,7 +48,7 @@ from aiokafka.partitioner import DefaultPartitioner
 from jackpot.domain.money import floor_pesos, format_amount
 from jackpot.platform.kafka import KafkaConnection
 from jackpot.pot.settings import PotSettings
-from jackpot.tools.partitions import map_shares
+from jackpot.tools.partitions import cost_line, map_shares
 from jackpot.tools.report_figures import (
     FROM_FIRST_ENTRY,
     AwardRow,
@@ -521,9 +521,7 @@ def run(
     (folder / "report.html").write_text(render_html(report), encoding="utf-8")
     print(render_text(report, folder))
     print(
-        f"jackpot report: {report.records_read} ledger records in "
-        f"{time.perf_counter() - started:.1f} s; workers' peak RSS {report.workers_rss_mb:.0f} MB"
-        " in all",
+        cost_line("jackpot report", report.records_read, started, report.workers_rss_mb),
         file=sys.stderr,
     )
     return 0 if report.reconciles else 1
