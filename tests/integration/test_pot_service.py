@@ -39,6 +39,7 @@ from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.processor import InputRecord, PotProcessor
 from jackpot.pot.service import PotService
 from jackpot.pot.settings import PotSettings
+from jackpot.tools import partitions
 from jackpot.tools.audit import AuditState, audit
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, pot_pb2_grpc, table_events_pb2
 from tests.integration.in_process import pot_in_process
@@ -460,7 +461,7 @@ async def test_a_takeover_reads_the_ledger_since_the_last_checkpoints_not_its_hi
 
 
 async def test_an_incremental_audit_reads_only_what_follows_its_saved_state(
-    kafka_bootstrap: str, unique: str, tmp_path: Path
+    kafka_bootstrap: str, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 23: `jackpot audit --state FILE` goes on from the last clean audit; its verdict and
     figures equal a full audit's, and a tampered saved state is refused by the entries after; two
@@ -469,6 +470,7 @@ async def test_an_incremental_audit_reads_only_what_follows_its_saved_state(
     await create_topics(settings)
     events = scripted_events(group_names(2, 2), rounds_per_table=60, seed=8)
     half = len(events) // 2
+    monkeypatch.setattr(partitions, "RECORDS_PER_PROCESS", 1)  # side by side even when small
     state_file = tmp_path / "audit-state.json"
     topics = (settings.kafka_options(), settings.ledger_topic, settings.pot_updates_topic)
     async with running(PotService(settings, PotMetrics())):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from jackpot.tools import partitions
 from jackpot.tools import report as report_tool
 from jackpot.tools.report_figures import Period, compute, iso
 from jackpot.v1 import pot_pb2
@@ -43,7 +44,7 @@ async def write(bootstrap: str, topic: str, ledger: dict[int, list[pot_pb2.Ledge
 
 
 async def test_one_day_of_four_reads_the_day_and_equals_the_whole_ledger(
-    kafka_bootstrap: str, make_topic: TopicFactory, tmp_path: Path
+    kafka_bootstrap: str, make_topic: TopicFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ledger = casino()
     topic = await make_topic("ledger", partitions=2)
@@ -65,6 +66,7 @@ async def test_one_day_of_four_reads_the_day_and_equals_the_whole_ledger(
         assert mine.main_series == theirs.main_series
     assert report.records_read < total * 0.45, (report.records_read, total)
     # Two processes, a partition each (--jobs 2): the same books, the same records read.
+    monkeypatch.setattr(partitions, "RECORDS_PER_PROCESS", 1)  # side by side even when small
     side_by_side = await report_tool.report_from_kafka(options, topic, period, jobs=2)
     assert side_by_side.workers_rss_mb > 0  # it did run in worker processes
     assert side_by_side.records_read == report.records_read

@@ -14,7 +14,7 @@ from jackpot.pot.ledger_audit import (
     audit_to_dict,
     overflow_of,
 )
-from jackpot.tools.partitions import shares
+from jackpot.tools.partitions import RECORDS_PER_PROCESS, shares
 from jackpot.v1 import pot_pb2
 
 pytestmark = pytest.mark.unit
@@ -73,9 +73,18 @@ def test_overflow_is_read_from_the_collection_detail(detail: str, picopesos: int
     assert picopesos == sum(a for _, _, a in json.loads(detail).get("overflow", ()))
 
 
-def test_partitions_are_dealt_round_robin_into_non_empty_shares() -> None:
-    assert shares([5, 0, 3, 1, 4, 2], 2) == [[0, 2, 4], [1, 3, 5]]
-    assert shares([0, 1], 8) == [[0], [1]]
-    assert shares([7], 2) == [[7]]
-    assert shares([], 2) == []
-    assert shares([0, 1, 2], 1) == [[0, 1, 2]]
+def test_partitions_are_dealt_into_shares_of_about_as_many_records() -> None:
+    many = 10 * RECORDS_PER_PROCESS
+    records = {0: many, 1: many // 2, 2: many // 2, 3: 0, 4: many // 10}
+    assert shares(records, 2) == [[0, 4], [1, 2]]  # 1.1 and 1.0 of ``many``; 3 has nothing
+    assert shares(records, 8) == [[0], [1], [2], [4]]
+    assert shares(records, 1) == [[0, 1, 2, 4]]
+    assert shares({}, 2) == []
+
+
+def test_a_small_read_stays_in_one_process() -> None:
+    """Spawning costs more than it saves below RECORDS_PER_PROCESS records a process."""
+    assert shares({0: 10, 1: 10}, 2) == [[0, 1]]
+    half = RECORDS_PER_PROCESS // 2
+    assert shares({0: half, 1: half + 1}, 2) == [[0, 1]]
+    assert shares({0: RECORDS_PER_PROCESS, 1: RECORDS_PER_PROCESS}, 2) == [[0], [1]]

@@ -133,7 +133,7 @@ async def audit(
                 raise LookupError(f"topic {reader.topic} does not exist")
         ends, update_ends = await _consistent_cut(ledger, up)
         firsts, _ = await ledger.bounds()
-        todo = [p for p in ledger.partitions if ends[p] > max(firsts[p], state.offsets.get(p, 0))]
+        todo = {p: ends[p] - max(firsts[p], state.offsets.get(p, 0)) for p in ledger.partitions}
         cut = LedgerCut(
             dict(kafka_options),
             ledger_topic,

@@ -190,7 +190,7 @@ async def _feed_side_by_side(
     """The partitions read by ``jobs`` processes (:mod:`jackpot.tools.partitions`), each into
     an empty copy of ``builder``, whose books ``builder`` then takes (a group lives on one
     partition)."""
-    todo = [p for p in start if end.get(p, 0) > start[p]]
+    todo = {p: end.get(p, 0) - start[p] for p in start}
     work = functools.partial(
         report_partitions, dict(kafka_options), topic, builder, dict(start), dict(end)
     )
