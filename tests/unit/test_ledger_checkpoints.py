@@ -150,6 +150,20 @@ def test_restore_from_the_last_checkpoint_equals_the_rebuild_from_the_beginning(
         GROUP, [*raw(floor), *((e, e.SerializeToString()) for e in from_checkpoint.ledger)]
     )
     assert books.chain == from_checkpoint.state.ledger_chain
+    # The restored state names the checkpoint it was rebuilt from, so the pot's next takeover
+    # check reads from there, not from the ledger's first entry (a year of a floor).
+    state = from_checkpoint.state
+    assert state.checkpoint_sequence == floor.ledger[last].ledger_sequence
+    assert state.checkpoint_at == floor.ledger[last].recorded_at
+    assert whole.state.checkpoint_sequence == state.checkpoint_sequence  # group_entries: the last
+    check = TakeoverAudit({GROUP: state.checkpoint_sequence})
+    written = [(e, e.SerializeToString()) for e in from_checkpoint.ledger]
+    for entry, data in [*raw(floor)[last:], *written]:
+        check.add(entry, data)
+    assert check.read == len(floor.ledger) - last + len(written)
+    group = from_checkpoint.group
+    why = disagreement(GROUP, group, state.ledger_sequence, check.audits[GROUP], state.ledger_chain)
+    assert why == ""
 
 
 def test_an_audit_saved_halfway_goes_on_to_the_same_verdict(floor: Floor) -> None:

@@ -130,6 +130,9 @@ def rebuild(
         ledger_chain=chain,  # the pot writes a first checkpoint at its first heartbeat
         table_sequences=sequences,
     )
+    if start is not None:  # the takeover check begins at this checkpoint, not at the ledger's start
+        state.checkpoint_sequence = own[0].ledger_sequence
+        state.checkpoint_at.CopyFrom(own[0].recorded_at)
     return Rebuilt(group_id, state, ledger, group)
 
 
