@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jackpot.tools.demo_supervisor import process_alive
+
 if TYPE_CHECKING:
     import docker
     from testcontainers.core.container import DockerContainer
@@ -237,7 +239,7 @@ class Engine:
         try:
             for container in client.containers.list(all=True, filters={"label": PID_LABEL}):
                 labels = container.labels
-                if labels.get(HOST_LABEL) != host() or pid_alive(int(labels[PID_LABEL])):
+                if labels.get(HOST_LABEL) != host() or process_alive(int(labels[PID_LABEL])):
                     continue
                 with contextlib.suppress(Exception):
                     container.remove(force=True)
@@ -282,22 +284,12 @@ def remove_ended_folders() -> None:
     service ends with it, its folder stays)."""
     for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*"):
         with contextlib.suppress(OSError, ValueError):
-            if not pid_alive(int((folder / "owner").read_text())):
+            if not process_alive(int((folder / "owner").read_text())):
                 shutil.rmtree(folder, ignore_errors=True)
 
 
 def host() -> str:
     return socket.gethostname()
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _die_with_parent() -> None:  # pragma: no cover (runs in the child)
