@@ -60,6 +60,7 @@ from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.access_log import to_record
 from jackpot.platform.codec import game_to_proto
 from jackpot.pot import commands
+from jackpot.pot.ledger_audit import AWARD_TYPES
 from jackpot.pot.partitions import key_partition
 from jackpot.pot.processor import InputRecord, Outputs, PotProcessor, sequence_mark_key, state_key
 from jackpot.pot.settings import PotSettings
@@ -74,8 +75,6 @@ from jackpot.tools.demo import (
 )
 from jackpot.topics import TABLE_EVENTS
 from jackpot.v1 import pot_pb2, table_events_pb2
-
-AWARD_TYPES = (pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED, pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED)
 
 SECOND_NS = 10**9
 MINUTE_NS = 60 * SECOND_NS
