@@ -575,23 +575,30 @@ async def wait_progressive_open(
             await asyncio.sleep(0.5)
 
 
-async def report(demo: Demo, stats: Any) -> dict[str, Any]:
-    from jackpot.platform.access_log import read_entries
-    from jackpot.platform.kafka import KafkaConnection
+async def drained_books(demo: Demo, accepted: int) -> list[Any]:
+    """Every group's books once the ledger has caught up with the bets the devices had
+    accepted (or after 30 tries a second apart)."""
     from jackpot.tools.audit import audit
-    from jackpot.tools.audit_chain import verify_stream
 
-    accepted = stats.bets_accepted
     groups: list[Any] = []
-    for _ in range(30):  # let the pipeline drain: the ledger catches up with the devices
+    for _ in range(30):
         done = await audit(
             {"bootstrap_servers": demo.bootstrap}, demo.topic("ledger"), demo.topic("pot-updates")
         )
         groups = done.groups
-        collected = sum(g.collected for g in groups) // MINOR_PER_PESO
-        if collected >= accepted:
+        if sum(g.collected for g in groups) // MINOR_PER_PESO >= accepted:
             break
         await asyncio.sleep(1)
+    return groups
+
+
+async def report(demo: Demo, stats: Any) -> dict[str, Any]:
+    from jackpot.platform.access_log import read_entries
+    from jackpot.platform.kafka import KafkaConnection
+    from jackpot.tools.audit_chain import verify_stream
+
+    accepted = stats.bets_accepted
+    groups = await drained_books(demo, accepted)
     collected_minor = sum(g.collected for g in groups)
     collected = collected_minor // MINOR_PER_PESO
     listing = await call_owner(
