@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -23,6 +24,22 @@ class FakeHealth:
     async def set_serving(self, serving: bool) -> None:
         self.serving = serving
         self.journal.append(f"serving={serving}")
+
+
+async def serving(
+    compose: Callable[[Supervisor], Awaitable[None]], stop: asyncio.Event
+) -> asyncio.Task[int]:
+    """``serve`` running in a task, once its composition root has returned (so a fault or a stop
+    signal given next meets the service composed)."""
+    composed = asyncio.Event()
+
+    async def composing(supervisor: Supervisor) -> None:
+        await compose(supervisor)
+        composed.set()
+
+    task = asyncio.create_task(serve("test", composing, stop))
+    await asyncio.wait_for(composed.wait(), 2.0)
+    return task
 
 
 async def failing(after: asyncio.Event, error: BaseException | None) -> None:
@@ -54,8 +71,7 @@ async def test_a_part_that_raises_turns_health_off_then_stops_the_rest_and_exits
         supervisor.spawn("publisher", failing(fail, RuntimeError("broker gone")))
         supervisor.spawn("watchdog", worker())
 
-    task = asyncio.create_task(serve("test", compose, asyncio.Event()))
-    await asyncio.sleep(0)
+    task = await serving(compose, asyncio.Event())
     fail.set()
     assert await asyncio.wait_for(task, 2.0) == 1
     assert journal == ["serving=False", "stop grpc while serving=False"]
@@ -87,8 +103,7 @@ async def test_a_hanging_stop_step_does_not_keep_a_failed_service_alive() -> Non
         supervisor.on_stop("drain", hangs)
         supervisor.spawn("processor", failing(fail, ValueError("fenced")))
 
-    task = asyncio.create_task(serve("test", compose, asyncio.Event()))
-    await asyncio.sleep(0)
+    task = await serving(compose, asyncio.Event())
     started = time.monotonic()
     fail.set()
     assert await asyncio.wait_for(task, 2.0) == 1
@@ -111,8 +126,7 @@ async def test_a_stop_signal_runs_the_steps_in_order_and_exits_0() -> None:
             supervisor.on_stop(name, step(name))
         supervisor.spawn("processor", asyncio.Event().wait())
 
-    task = asyncio.create_task(serve("test", compose, stop))
-    await asyncio.sleep(0)
+    task = await serving(compose, stop)
     stop.set()
     assert await asyncio.wait_for(task, 2.0) == 0
     assert journal == ["grpc", "processor", "audit"]  # health is the grpc step's to turn off
@@ -150,8 +164,7 @@ async def test_steps_added_last_run_after_every_other_step() -> None:
         supervisor.on_stop("processor", step("processor"))
         supervisor.spawn("processor", asyncio.Event().wait())
 
-    task = asyncio.create_task(serve("test", compose, stop))
-    await asyncio.sleep(0)
+    task = await serving(compose, stop)
     stop.set()
     assert await asyncio.wait_for(task, 2.0) == 0
     assert journal == ["grpc", "processor", "audit"]
@@ -175,8 +188,7 @@ async def test_a_stop_step_ends_a_part_before_closing_what_it_reads() -> None:
         supervisor.on_stop("view", stop_view)
         supervisor.spawn("view", follow())
 
-    task = asyncio.create_task(serve("test", compose, stop))
-    await asyncio.sleep(0)
+    task = await serving(compose, stop)
     stop.set()
     assert await asyncio.wait_for(task, 2.0) == 0
     assert journal == ["view ended", "consumer closed"]
