@@ -632,25 +632,14 @@ def floor_facts(plan: Plan, groups: Sequence[GroupPlan], digest: str) -> list[Fa
     facts = []
     tables = [t for g in groups for t in g.tables]
     for n, start in enumerate(starts):
-        for service in ("pot-api", "payout", "display"):
-            chain = instance_chain(service, starts, start)
+        chains = [
+            (start, instance_chain(s, starts, start)) for s in ("pot-api", "payout", "display")
+        ]
+        chains += [(start + 1, f"gateway:site-{site}-pit-1") for site in ("a", "b")]
+        for at, chain in chains:
             facts.append(
                 Fact(
-                    start,
-                    chain,
-                    chain,
-                    ("service",),
-                    "software_verified",
-                    "allowed",
-                    "jackpot",
-                    f"sha256:{digest}",
-                )
-            )
-        for site in ("a", "b"):
-            chain = f"gateway:site-{site}-pit-1"
-            facts.append(
-                Fact(
-                    start + 1,
+                    at,
                     chain,
                     chain,
                     ("service",),

@@ -38,7 +38,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -235,30 +235,23 @@ class Engine:
         """Remove containers of this module's earlier sessions on this host whose test process
         is gone; their names."""
         client = self.client()
-        removed = []
         try:
-            for container in client.containers.list(all=True, filters={"label": PID_LABEL}):
-                labels = container.labels
-                if labels.get(HOST_LABEL) != host() or process_alive(int(labels[PID_LABEL])):
-                    continue
-                with contextlib.suppress(Exception):
-                    container.remove(force=True)
-                    removed.append(container.name)
+            ended = [
+                container
+                for container in client.containers.list(all=True, filters={"label": PID_LABEL})
+                if container.labels.get(HOST_LABEL) == host()
+                and not process_alive(int(container.labels[PID_LABEL]))
+            ]
+            return remove_containers(ended)
         finally:
             client.close()
-        return removed
 
     def _remove_ours(self) -> list[str]:
         client = self.client()
-        removed = []
         try:
-            for container in self.ours(client):
-                with contextlib.suppress(Exception):
-                    container.remove(force=True)
-                    removed.append(container.name)
+            return remove_containers(self.ours(client))
         finally:
             client.close()
-        return removed
 
     def close(self) -> list[str]:
         """Remove every container of this session, stop the service if this module started
@@ -286,6 +279,16 @@ def remove_ended_folders() -> None:
         with contextlib.suppress(OSError, ValueError):
             if not process_alive(int((folder / "owner").read_text())):
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_containers(containers: Iterable[Any]) -> list[str]:
+    """Remove each container (one already gone is no error); the names of those removed."""
+    names = []
+    for container in containers:
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+            names.append(container.name)
+    return names
 
 
 def host() -> str:

@@ -6,6 +6,7 @@ Each subcommand imports its implementation lazily, so `jackpot resolve` never lo
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -302,12 +303,10 @@ def _jobs(text: str) -> int:
 
 
 def _add_jobs(parser: argparse.ArgumentParser) -> None:
-    from jackpot.tools.partitions import default_jobs
-
     parser.add_argument(
         "--jobs",
         type=_jobs,
-        default=default_jobs(),
+        default=len(os.sched_getaffinity(0)),  # one per core this process may run on
         metavar="N",
         help="processes reading the ledger's partitions side by side (default: one per core)",
     )

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import os
 import resource
 import time
 from collections.abc import Callable, Mapping
@@ -35,11 +34,6 @@ class ShareResult(Generic[T]):
 
     value: T
     rss_mb: float
-
-
-def default_jobs() -> int:
-    """One process per core this process may run on."""
-    return max(1, len(os.sched_getaffinity(0)))
 
 
 def shares(records: Mapping[int, int], jobs: int) -> list[list[int]]:
