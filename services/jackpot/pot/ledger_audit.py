@@ -214,16 +214,11 @@ class GroupAudit:
         moved_from_bets = 0
         accounts = self.accounts
         for transfer in entry.transfers:
-            exact = transfer.amount
-            numerator, denominator = exact.numerator, exact.denominator
-            if denominator == 1:  # whole pesos, as the pot writes them: no division
-                amount = numerator * MINOR_PER_PESO
-            else:
-                try:
-                    amount = records.minor_units(exact)
-                except ValueError as error:
-                    self.problems.append(f"entry {entry.entry_id}: {error}")
-                    continue
+            try:
+                amount = records.minor_units(transfer.amount)
+            except ValueError as error:
+                self.problems.append(f"entry {entry.entry_id}: {error}")
+                continue
             source, target = transfer.source, transfer.target
             if amount <= 0:
                 self.problems.append(f"entry {entry.entry_id}: transfer of {amount} minor units")

@@ -12,7 +12,6 @@ log last. A part that fails turns health NOT_SERVING and exits 1.
 
 from __future__ import annotations
 
-import asyncio
 from functools import partial
 
 import structlog
@@ -22,7 +21,7 @@ from jackpot.platform.grpc_edge import audited_grpc_edge
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
-from jackpot.platform.runtime import Supervisor, run_service, serve
+from jackpot.platform.runtime import Supervisor, run_service
 from jackpot.platform.settings import load
 from jackpot.pot.api import CommandPublisher, PotApi
 from jackpot.pot.metrics import PotMetrics
@@ -74,15 +73,6 @@ async def compose_pot(
         metrics_port=settings.metrics_port,
         instance=settings.processor.instance_id,
     )
-
-
-async def run_pot(
-    settings: PotSettings,
-    stop: asyncio.Event,
-    registry: CollectorRegistry = REGISTRY,
-) -> int:
-    """The pot service in this event loop until ``stop`` (0) or a part fails (1)."""
-    return await serve("pot", partial(compose_pot, settings, registry=registry), stop)
 
 
 def main() -> int:

@@ -45,6 +45,8 @@ def exact_amount(minor: int) -> common_pb2.ExactAmount:
 
 def minor_units(amount: common_pb2.ExactAmount) -> int:
     """An ExactAmount back to picopesos; ValueError when it is not a whole number of them."""
+    if amount.denominator == 1:  # whole pesos, as the pot writes most: no division
+        return int(amount.numerator) * MINOR_PER_PESO
     if amount.denominator <= 0:
         raise ValueError(f"ExactAmount with denominator {amount.denominator}")
     minor, remainder = divmod(amount.numerator * MINOR_PER_PESO, amount.denominator)

@@ -26,6 +26,7 @@ end offsets are taken before and after the updates' and must agree); heartbeats 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sys
 import time
@@ -88,13 +89,14 @@ class AuditState:
 
 async def _consistent_cut(
     ledger: TopicReader, updates: TopicReader
-) -> tuple[dict[int, int], dict[int, int]]:
-    """Ledger and update end offsets, the ledger's unmoved while the updates' were taken."""
+) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
+    """The ledger's first and end offsets and the updates' end offsets, the ledger's unmoved
+    while the updates' were taken."""
     for _ in range(CUT_ATTEMPTS):
-        _, ends = await ledger.bounds()
+        firsts, ends = await ledger.bounds()
         _, update_ends = await updates.bounds()
         if (await ledger.bounds())[1] == ends:
-            return ends, update_ends
+            return firsts, ends, update_ends
         await asyncio.sleep(0.2)
     raise RuntimeError("the ledger kept growing: no consistent cut; stop the pot service")
 
@@ -131,8 +133,7 @@ async def audit(
         for reader in (ledger, up):
             if not reader.partitions:
                 raise LookupError(f"topic {reader.topic} does not exist")
-        ends, update_ends = await _consistent_cut(ledger, up)
-        firsts, _ = await ledger.bounds()
+        firsts, ends, update_ends = await _consistent_cut(ledger, up)
         todo = {p: ends[p] - max(firsts[p], state.offsets.get(p, 0)) for p in ledger.partitions}
         cut = LedgerCut(
             dict(kafka_options),
@@ -142,7 +143,7 @@ async def audit(
             tuple(only_groups),
             state.groups,
         )
-        shares = await map_shares(cut.audit, todo, jobs)
+        shares = await map_shares(cut.audit, todo, jobs, functools.partial(cut.read, ledger))
         groups = dict(state.groups)
         for share in shares:
             groups.update(share.value[0])
@@ -182,24 +183,30 @@ class LedgerCut:
         return asyncio.run(self._audit(partitions))
 
     async def _audit(self, partitions: list[int]) -> tuple[dict[str, GroupAudit], int]:
+        async with KafkaConnection(self.kafka_options).reader(self.ledger_topic) as ledger:
+            return await self.read(ledger, partitions)
+
+    async def read(
+        self, ledger: TopicReader, partitions: list[int]
+    ) -> tuple[dict[str, GroupAudit], int]:
+        """These partitions audited through an open reader of the ledger."""
         touched: dict[str, GroupAudit] = {}
         count = 0
-        async with KafkaConnection(self.kafka_options).reader(self.ledger_topic) as ledger:
-            records = ledger.records(self.start or None, self.ends, partitions=partitions)
-            async for record in records:
-                count += 1
-                if record.value is None:
-                    continue
-                entry = pot_pb2.LedgerEntry.FromString(record.value)
-                group_id = entry.pot_group_id
-                if self.only_groups and group_id not in self.only_groups:
-                    continue
-                if record.key != group_id.encode():
-                    raise RuntimeError(f"ledger entry {entry.entry_id} is keyed {record.key!r}")
-                group = touched.get(group_id)
-                if group is None:
-                    group = touched[group_id] = self.known.get(group_id) or GroupAudit(group_id)
-                group.add(entry, record.value)
+        records = ledger.records(self.start or None, self.ends, partitions=partitions)
+        async for record in records:
+            count += 1
+            if record.value is None:
+                continue
+            entry = pot_pb2.LedgerEntry.FromString(record.value)
+            group_id = entry.pot_group_id
+            if self.only_groups and group_id not in self.only_groups:
+                continue
+            if record.key != group_id.encode():
+                raise RuntimeError(f"ledger entry {entry.entry_id} is keyed {record.key!r}")
+            group = touched.get(group_id)
+            if group is None:
+                group = touched[group_id] = self.known.get(group_id) or GroupAudit(group_id)
+            group.add(entry, record.value)
         return touched, count
 
 

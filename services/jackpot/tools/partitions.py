@@ -17,7 +17,7 @@ import asyncio
 import multiprocessing
 import resource
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -71,18 +71,19 @@ def measured(work: Callable[[list[int]], T], share: list[int]) -> ShareResult[T]
 
 
 async def map_shares(
-    work: Callable[[list[int]], T], records: Mapping[int, int], jobs: int
+    work: Callable[[list[int]], T],
+    records: Mapping[int, int],
+    jobs: int,
+    here: Callable[[list[int]], Awaitable[T]],
 ) -> list[ShareResult[T]]:
     """``work`` over each share of the partitions (``records``: partition -> records to read
-    there; :func:`shares`): in this process when there is one share, else in one spawned
-    process per share. ``work`` is a picklable synchronous callable (a
-    module-level function or a ``functools.partial`` of one) that runs its own event loop."""
+    there; :func:`shares`): when there is one share, ``here`` does it in this process (on what
+    the caller has open), else ``work`` runs in one spawned process per share: a picklable
+    synchronous callable (a module-level function, a bound method of a picklable object or a
+    ``functools.partial`` of one) that runs its own event loop."""
     dealt = shares(records, jobs)
-    if len(dealt) <= 1:
-        loop = asyncio.get_running_loop()
-        # its own loop, in a thread: ``work`` calls asyncio.run and this loop is running
-        value = await loop.run_in_executor(None, work, dealt[0] if dealt else [])
-        return [ShareResult(value, 0.0)]
+    if len(dealt) <= 1:  # ``here``: the same work in this process, on its open reader
+        return [ShareResult(await here(dealt[0] if dealt else []), 0.0)]
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=len(dealt), mp_context=context) as pool:
         loop = asyncio.get_running_loop()

@@ -77,6 +77,7 @@ PROBE_RECORDS = 100  # the last records before --from first read to see when the
 class LedgerReader(Protocol):
     """What the report needs of :class:`~jackpot.platform.kafka.TopicReader`."""
 
+    topic: str
     partitions: list[int]
 
     async def bounds(
@@ -180,8 +181,8 @@ async def _feed(
 
 
 async def _feed_side_by_side(
+    reader: LedgerReader,
     kafka_options: Mapping[str, Any],
-    topic: str,
     jobs: int,
     builder: ReportBuilder,
     start: Mapping[int, int],
@@ -189,14 +190,20 @@ async def _feed_side_by_side(
 ) -> None:
     """The partitions read by ``jobs`` processes (:mod:`jackpot.tools.partitions`), each into
     an empty copy of ``builder``, whose books ``builder`` then takes (a group lives on one
-    partition)."""
+    partition); a read too small for that is fed to ``builder`` here, through ``reader``."""
     todo = {p: end.get(p, 0) - start[p] for p in start}
     work = functools.partial(
-        report_partitions, dict(kafka_options), topic, builder, dict(start), dict(end)
+        report_partitions, dict(kafka_options), reader.topic, builder, dict(start), dict(end)
     )
-    for share in await map_shares(work, todo, jobs):
-        builder.absorb(share.value)
-        builder.workers_rss_mb += share.rss_mb
+
+    async def here(partitions: list[int]) -> ReportBuilder:
+        await _feed(reader, builder, start, end, partitions)
+        return builder
+
+    for share in await map_shares(work, todo, jobs, here):
+        if share.value is not builder:  # fed in a worker process
+            builder.absorb(share.value)
+            builder.workers_rss_mb += share.rss_mb
 
 
 def report_partitions(
@@ -239,12 +246,12 @@ async def report_from_kafka(
 ) -> Report:
     """The report of ``period`` from the ledger topic, its partitions read by ``jobs``
     processes side by side (1: this one)."""
-    feed = None
-    if jobs > 1:
-        feed = functools.partial(_feed_side_by_side, kafka_options, topic, jobs)
     async with KafkaConnection(kafka_options).reader(topic) as reader:
         if not reader.partitions:
             raise LookupError(f"topic {topic} does not exist")
+        feed = None
+        if jobs > 1:
+            feed = functools.partial(_feed_side_by_side, reader, kafka_options, jobs)
         return await read_report(reader, period, only_groups, checkpoint_interval_seconds, feed)
 
 

@@ -658,17 +658,6 @@ def _plot(series: list[tuple[int, int]], at: int, value: int) -> None:
         series.append((at, value))
 
 
-def _minor(transfer: pot_pb2.Transfer) -> int:
-    """A transfer's picopesos; an unreadable amount counts 0 here (GroupAudit reports it)."""
-    exact = transfer.amount
-    if exact.denominator == 1:  # whole pesos, as the pot writes them
-        return int(exact.numerator) * MINOR_PER_PESO
-    try:
-        return records.minor_units(exact)
-    except ValueError:
-        return 0
-
-
 def _note_config(configs: dict[int, ConfigVersion], entry: pot_pb2.LedgerEntry) -> None:
     """Configuration versions with when and by whom (rule C7)."""
     if entry.type not in CONFIG_TYPES:
