@@ -5,6 +5,10 @@ load test drives its tables from ``processes`` processes, each playing a share o
 (its own dealer terminals and its own sign watcher, which times the locks it made); the parent
 merges their statistics into one :class:`~jackpot.sim.floor.FloorStats` (latency samples, the hop
 histograms, the books). :class:`MultiFloor` has the interface of :class:`~jackpot.sim.floor.Floor`.
+While they play, each process also sends the lock-to-sign samples it has taken every
+:data:`SEND_SECONDS`, stamped with ``time.monotonic()`` (one clock for every process of the
+machine), so :meth:`MultiFloor.lock_to_sign` can follow the floor second by second
+(:mod:`loadtest.timeline`); the merged statistics have them all once the step is over.
 
 The simulator's own ceiling is measured against :mod:`loadtest.null_gateway`, a device endpoint
 that accepts every event at once: :func:`simulator_ceiling` is the rounds per second the same
@@ -15,10 +19,13 @@ ceiling is at least twice the rate it reached (``make bench``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import multiprocessing
+import queue
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from jackpot.sim.floor import Floor, FloorConfig, FloorStats
@@ -26,6 +33,12 @@ from loadtest.null_gateway import NullGateway
 
 COUNTED = ("rounds", "device_events", "bets_accepted", "rounds_voided", "payouts_received")
 COUNTED += ("payouts_paid", "approvals", "winning_results", "cpu_seconds")
+# How often a simulator process sends its new lock-to-sign samples: the error of their stamp.
+SEND_SECONDS = 0.25
+
+# (time.monotonic() when the simulator sent it, lock-to-sign in seconds)
+Stamped = tuple[float, float]
+_OUTBOX: Any = None  # in a simulator process: the queue its lock-to-sign samples go to
 
 
 def shares(config: FloorConfig, processes: int) -> list[FloorConfig]:
@@ -38,14 +51,51 @@ def shares(config: FloorConfig, processes: int) -> list[FloorConfig]:
     return out
 
 
+def _use_outbox(outbox: Any) -> None:
+    global _OUTBOX
+    _OUTBOX = outbox
+
+
 def _play(config: FloorConfig, duration: float, first: bool) -> dict[str, Any]:
     """One process's share (in that process): its statistics, in picklable form."""
     floor = Floor(config)
     floor.approves = first
+    return portable(asyncio.run(_play_sending(floor, duration, _OUTBOX.put)))
+
+
+async def _play_sending(
+    floor: Floor, duration: float, send: Callable[[list[Stamped]], None]
+) -> FloorStats:
+    """``floor`` played for ``duration``, its lock-to-sign samples sent as they are taken."""
+    sender = asyncio.create_task(_send_locks(floor.stats, send))
     cpu = time.process_time()
-    stats = asyncio.run(floor.run(duration))
+    try:
+        stats = await floor.run(duration)
+    finally:
+        sender.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sender
     stats.cpu_seconds = time.process_time() - cpu
-    return portable(stats)
+    return stats
+
+
+async def _send_locks(stats: FloorStats, send: Callable[[list[Stamped]], None]) -> None:
+    """Every :data:`SEND_SECONDS` until cancelled, then once more: the samples taken since."""
+    sent = 0
+    try:
+        while True:
+            await asyncio.sleep(SEND_SECONDS)
+            sent = _send_new(stats, send, sent)
+    finally:
+        _send_new(stats, send, sent)
+
+
+def _send_new(stats: FloorStats, send: Callable[[list[Stamped]], None], sent: int) -> int:
+    values = stats.latencies.samples.get("lock_to_sign", [])
+    if len(values) > sent:
+        now = time.monotonic()
+        send([(now, seconds) for seconds in values[sent:]])
+    return len(values)
 
 
 def _rate(part: dict[str, Any], name: str) -> float:
@@ -84,6 +134,8 @@ class MultiFloor:
     def __init__(self, config: FloorConfig, processes: int) -> None:
         self.configs = shares(config, processes)
         self.parts: list[dict[str, Any]] = []  # each process's statistics, once run
+        self._received: list[Stamped] = []
+        self._inbox: Any = None
 
     async def run(self, duration: float) -> FloorStats:
         stats = FloorStats()
@@ -94,14 +146,24 @@ class MultiFloor:
             merge(stats, part)
         return stats
 
+    def lock_to_sign(self) -> list[Stamped]:
+        """The lock-to-sign samples the processes sent since the last call, stamped."""
+        received, self._received = self._received, []
+        while self._inbox is not None:
+            try:
+                received.extend(self._inbox.get_nowait())
+            except queue.Empty:
+                break
+        return received
+
     async def _parts(self, duration: float) -> list[dict[str, Any]]:
         if len(self.configs) == 1:
-            cpu = time.process_time()
-            stats = await Floor(self.configs[0]).run(duration)
-            stats.cpu_seconds = time.process_time() - cpu
-            return [portable(stats)]
+            floor = Floor(self.configs[0])
+            return [portable(await _play_sending(floor, duration, self._received.extend))]
         context = multiprocessing.get_context("spawn")  # no gRPC state inherited from a fork
-        with context.Pool(len(self.configs)) as pool:
+        self._inbox = context.Queue()
+        pool = context.Pool(len(self.configs), initializer=_use_outbox, initargs=(self._inbox,))
+        with pool:
             pending = [
                 pool.apply_async(_play, (config, duration, n == 0))
                 for n, config in enumerate(self.configs)

@@ -7,6 +7,10 @@ highest sustainable rate, lock-to-sign and per-hop p50/p95/p99 at that step, ref
 verdict), then the time charts sampled once a second (``loadtest.timeline``: rounds/s, device
 events/s, latency percentiles, refusals, spool depth, consumer lag) and the per-step charts. The
 per-hop latency budget (``hops`` per step, ``hops_order``) is shown when the report has it.
+
+``screenshot()`` opens the page in Chromium and reports what it drew, among it the data points of
+every chart (:data:`CHART_POINTS_JS`); ``empty_charts()`` names the charts that drew none, and
+``--screenshot`` fails on them.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from loadtest.browser import chromium
+from loadtest.timeline import WINDOW_SECONDS
 
 # The charts over time, top to bottom.
 TIME_CHARTS = (
@@ -32,6 +37,23 @@ TIME_CHARTS = (
     "gateway spool depth (records)",
     "consumer lag (records)",
 )
+
+STEP_CHARTS = ("lock to sign by achieved rate", "per-hop p99 by step")
+# The page's own check of what it drew: per chart (each figure's layout.meta names its charts,
+# each data trace its chart in trace.meta), the points its traces have a value at. Limit lines
+# are shapes, not traces, so a chart with nothing but its limit counts 0.
+CHART_POINTS_JS = """
+() => Object.fromEntries([...document.querySelectorAll('.plotly-graph-div')].flatMap(div => {
+  const points = Object.fromEntries((div.layout.meta?.charts ?? []).map(chart => [chart, 0]));
+  for (const trace of div.data) {
+    const chart = trace.meta?.chart;
+    if (chart in points) {
+      points[chart] += Array.from(trace.y ?? []).filter(y => y != null && !Number.isNaN(y)).length;
+    }
+  }
+  return Object.entries(points);
+}))
+"""
 
 PERCENTILES = ("p50_ms", "p95_ms", "p99_ms")
 COLOURS = {"p50_ms": "#2e7d32", "p95_ms": "#f9a825", "p99_ms": "#c62828"}
@@ -161,7 +183,14 @@ def time_figure(report: Report) -> go.Figure | None:
 
     def line(row: int, name: str, values: list[Any], colour: str | None = None) -> None:
         figure.add_trace(
-            go.Scatter(x=t, y=values, name=name, mode="lines", line={"color": colour}),
+            go.Scatter(
+                x=t,
+                y=values,
+                name=name,
+                mode="lines",
+                line={"color": colour},
+                meta={"chart": TIME_CHARTS[row - 1]},
+            ),
             row=row,
             col=1,
         )
@@ -181,7 +210,12 @@ def time_figure(report: Report) -> go.Figure | None:
             x=start, y=1.0, yref="paper", text=f"step {number}", showarrow=False, xanchor="left"
         )
     figure.update_xaxes(title_text="seconds since the first step", row=6, col=1)
-    figure.update_layout(height=1500, title="Over time (sampled once a second)", hovermode="x")
+    figure.update_layout(
+        height=1500,
+        title=f"Over time (sampled once a second, each over the last {WINDOW_SECONDS:g} s)",
+        hovermode="x",
+        meta={"charts": list(TIME_CHARTS)},
+    )
     return figure
 
 
@@ -197,12 +231,8 @@ def step_figure(report: Report) -> go.Figure:
     steps = report.get("steps", [])
     rate = [s["rounds_per_second"] for s in steps]
     hops = report.get("hops_order") or sorted({h for s in steps for h in s.get("hops", {})})
-    figure = make_subplots(
-        rows=2 if hops else 1,
-        cols=1,
-        vertical_spacing=0.15,
-        subplot_titles=("lock to sign by achieved rate", "per-hop p99 by step")[: 2 if hops else 1],
-    )
+    titles = STEP_CHARTS[: 2 if hops else 1]
+    figure = make_subplots(rows=len(titles), cols=1, vertical_spacing=0.15, subplot_titles=titles)
     for p in PERCENTILES:
         figure.add_trace(
             go.Scatter(
@@ -211,6 +241,7 @@ def step_figure(report: Report) -> go.Figure:
                 name=f"lock to sign {p.removesuffix('_ms')}",
                 mode="lines+markers",
                 line={"color": COLOURS[p]},
+                meta={"chart": STEP_CHARTS[0]},
             ),
             row=1,
             col=1,
@@ -226,11 +257,14 @@ def step_figure(report: Report) -> go.Figure:
                 x=[f"step {n}" for n in range(1, len(steps) + 1)],
                 y=[s.get("hops", {}).get(hop, {}).get("p99_ms") for s in steps],
                 name=f"hop {hop} p99",
+                meta={"chart": STEP_CHARTS[1]},
             ),
             row=2,
             col=1,
         )
-    figure.update_layout(height=900 if hops else 450, title="Per step", barmode="group")
+    figure.update_layout(
+        height=900 if hops else 450, title="Per step", barmode="group", meta={"charts": titles}
+    )
     return figure
 
 
@@ -267,7 +301,8 @@ async def screenshot(
     address: str, png: Path, width: int = 1280, height: int = 1800
 ) -> dict[str, Any]:
     """Open the report (a file:// address) in Debian's Chromium (Playwright, headless), wait
-    for plotly to draw, save a PNG; what the page showed: charts drawn and the summary's text."""
+    for plotly to draw, save a PNG; what the page showed: the figures drawn, the data points of
+    each chart (``points``: chart title -> count) and the summary's text."""
     async with chromium() as browser:
         page = await browser.new_page(viewport={"width": width, "height": height})
         await page.goto(address)
@@ -276,9 +311,15 @@ async def screenshot(
             "[...document.querySelectorAll('.plotly-graph-div')]"
             ".filter(d => d._fullLayout && d.querySelector('.main-svg')).length"
         )
+        points = await page.evaluate(CHART_POINTS_JS)
         summary = await page.get_by_test_id("summary").inner_text()
         await page.screenshot(path=str(png))
-        return {"charts_drawn": drawn, "summary": summary}
+        return {"charts_drawn": drawn, "points": points, "summary": summary}
+
+
+def empty_charts(shown: dict[str, Any]) -> list[str]:
+    """The charts of a :func:`screenshot` that drew no data point (a limit line is no data)."""
+    return [chart for chart, points in shown["points"].items() if points == 0]
 
 
 def main() -> None:
@@ -294,8 +335,10 @@ def main() -> None:
     page_file.write_text(render(json.loads(source.read_text())), encoding="utf-8")
     print(page_file)
     if args.screenshot:
-        asyncio.run(screenshot(page_file.absolute().as_uri(), Path(args.screenshot)))
+        shown = asyncio.run(screenshot(page_file.absolute().as_uri(), Path(args.screenshot)))
         print(args.screenshot)
+        if empty_charts(shown):
+            raise SystemExit(f"charts without data: {', '.join(empty_charts(shown))}")
 
 
 if __name__ == "__main__":

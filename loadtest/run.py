@@ -61,7 +61,7 @@ async def run(args: argparse.Namespace) -> int:
         for _ in range(args.max_steps):
             floor = MultiFloor(sim_config(demo, args.rig_rate, rate), args.sim_processes)
             meter = CostMeter(service_pids(demo.processes, demo.bootstrap))
-            async with timeline.following(step=len(steps) + 1):
+            async with timeline.following(len(steps) + 1, floor.lock_to_sign):
                 stats = (await floor.run(args.step_seconds)).report()
             stats["cost"] = meter.report(stats["rounds"])
             total.rounds += stats["rounds"]

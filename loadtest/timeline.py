@@ -1,10 +1,19 @@
 """What the load test samples once a second while the floor plays, for the report's time charts.
 
-Each sample (a dict, kept in report.json's ``timeline``) is the second just gone: the floor's
-rounds and device events per second, refusals per second and the lock-to-sign percentiles of the
-rounds whose sign moved in that second (from the running step's ``FloorStats``), and from the
-services' /metrics endpoints the gateways' spool depth and the pot's and payout's consumer lag
-(summed over their partitions). ``t`` counts seconds from the first step's start.
+Each sample (a dict, kept in report.json's ``timeline``) is the rolling window of the last
+:data:`WINDOW_SECONDS` that ends at ``t`` (seconds from the first step's start): the floor's rounds,
+device events and refusals per second over that window (what the counters rose by in it, divided
+by its length), the lock-to-sign p50/p95/p99 of the rounds whose sign moved in it (null only when
+no sign moved in the whole window), and, as read at ``t`` from the services' /metrics endpoints,
+the gateways' spool depth and the pot's and payout's consumer lag (summed over their partitions).
+A window never reaches back before its step's first sample: the first seconds of a step are
+averaged over the seconds the step has played.
+
+The rates come from the gateways' counters, so a simulator of several processes is followed
+too. Lock-to-sign is timed by the simulator itself, which plays in processes of its own
+(:class:`~loadtest.multifloor.MultiFloor`): each sends the samples it has taken every
+``SEND_SECONDS``, stamped with ``time.monotonic()`` (one clock for every process of the
+machine), and the timeline places them in its windows by that stamp.
 """
 
 from __future__ import annotations
@@ -13,10 +22,11 @@ import asyncio
 import contextlib
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
-from jackpot.sim.floor import FloorStats
+from loadtest.multifloor import Stamped
 
 # The floor's metrics endpoints are local: never through a proxy the environment may name.
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -25,6 +35,15 @@ SPOOL = "jackpot_gateway_spool_depth_records"
 DEVICE_EVENTS = "jackpot_gateway_device_events_total"
 ROUNDS = 'jackpot_gateway_device_events_total{type="hand_results"}'
 REJECTS = "jackpot_gateway_rejects_total"
+# Tables that start together finish their rounds together, so at one-second resolution a second
+# holds one batch of rounds or two (a saw-tooth of 40 and 80 at a steady 60 rounds/s), and a
+# second in which few signs moved has no lock-to-sign at all. Five seconds holds at least two
+# rounds of every table at the load test's slowest rate (30 rounds a minute: one every 2 s).
+WINDOW_SECONDS = 5.0
+RATES = ("rounds_per_second", "device_events_per_second", "rejects_per_second")
+
+# (time.monotonic(), rounds, device events, rejects): the gateways' counters at one moment
+Counts = tuple[float, float, float, float]
 
 
 def metric_sum(text: str, name: str) -> float:
@@ -48,6 +67,7 @@ def scrape(port: int) -> str:
 
 
 def percentiles_ms(seconds: list[float]) -> dict[str, float | None]:
+    """p50/p95/p99 in ms (as the step's summary ranks them); None for each when there are none."""
     ordered = sorted(seconds)
 
     def pct(p: float) -> float | None:
@@ -58,8 +78,41 @@ def percentiles_ms(seconds: list[float]) -> dict[str, float | None]:
     return {"p50_ms": pct(0.50), "p95_ms": pct(0.95), "p99_ms": pct(0.99)}
 
 
+def window_ticks(interval: float) -> int:
+    """How many sampling intervals make :data:`WINDOW_SECONDS` (at least one)."""
+    return max(1, round(WINDOW_SECONDS / interval))
+
+
+class StepWindow:
+    """One step's rolling window: its counters at the last ``ticks`` samples (and the one before)
+    and the lock-to-sign samples stamped since the oldest of them."""
+
+    def __init__(self, baseline: Counts, ticks: int) -> None:
+        self.counts: deque[Counts] = deque([baseline], maxlen=ticks + 1)
+        self.locks: list[Stamped] = []
+
+    def add_locks(self, stamped: Iterable[Stamped]) -> None:
+        self.locks.extend(stamped)
+
+    def advance(self, now: Counts) -> dict[str, Any]:
+        """The rates and lock-to-sign of the window that ends at ``now``."""
+        self.counts.append(now)
+        first = self.counts[0]
+        start, end = first[0], now[0]
+        self.locks = [lock for lock in self.locks if lock[0] > start]  # the window moved past
+        elapsed = max(end - start, 1e-9)
+        out: dict[str, Any] = {
+            name: round((now[n] - first[n]) / elapsed, 2) for n, name in enumerate(RATES, 1)
+        }
+        out["lock_to_sign"] = percentiles_ms([s for at, s in self.locks if at <= end])
+        return out
+
+
+# ------------------------------------------------------------------------------- the sampler
+
+
 class Timeline:
-    """Samples of the run, one a second; ``following(floor, step)`` samples one step."""
+    """Samples of the run, one a second; ``following(step, lock_to_sign)`` samples one step."""
 
     def __init__(self, metrics_ports: Mapping[str, int], interval: float = 1.0) -> None:
         self.metrics_ports = dict(metrics_ports)
@@ -68,11 +121,15 @@ class Timeline:
         self.samples: list[dict[str, Any]] = []
 
     @contextlib.asynccontextmanager
-    async def following(self, step: int, stats: FloorStats | None = None) -> AsyncIterator[None]:
+    async def following(
+        self, step: int, lock_to_sign: Callable[[], list[Stamped]] | None = None
+    ) -> AsyncIterator[None]:
         """Sample once a second while the step plays. Rounds, device events and rejects come
-        from the gateways' /metrics (so a simulator of several processes is followed too);
-        lock-to-sign over time only from ``stats`` of an in-process floor (else per step)."""
-        sampler = asyncio.create_task(self._sample(step, stats))
+        from the gateways' /metrics; lock-to-sign from ``lock_to_sign``
+        (:meth:`~loadtest.multifloor.MultiFloor.lock_to_sign`), which hands over the samples
+        taken since its last call (without it the timeline's lock-to-sign stays null; the steps
+        still have theirs)."""
+        sampler = asyncio.create_task(self._sample(step, lock_to_sign or list))
         try:
             yield
         finally:
@@ -80,8 +137,8 @@ class Timeline:
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
 
-    async def _sample(self, step: int, stats: FloorStats | None) -> None:
-        last: tuple[float, float, float, float, int] | None = None
+    async def _sample(self, step: int, lock_to_sign: Callable[[], list[Stamped]]) -> None:
+        window: StepWindow | None = None
         while True:
             await asyncio.sleep(self.interval)
             pages = await asyncio.gather(
@@ -90,35 +147,26 @@ class Timeline:
             by_service = dict(zip(self.metrics_ports, pages, strict=True))
             gateways = [page for name, page in by_service.items() if name.startswith("gateway")]
             now = time.monotonic()
-            locks = stats.latencies.samples.get("lock_to_sign", []) if stats is not None else []
             counts = (
                 now,
                 sum(metric_sum(page, ROUNDS) for page in gateways),
                 sum(metric_sum(page, DEVICE_EVENTS) for page in gateways),
                 sum(metric_sum(page, REJECTS) for page in gateways),
-                len(locks),
             )
-            if last is None:  # the counters' values before this step: a baseline, no sample
-                last = counts
+            if window is None:  # the counters' values before this step: a baseline, no sample
+                window = StepWindow(counts, window_ticks(self.interval))
+                window.add_locks(lock_to_sign())
                 continue
-            elapsed = max(now - last[0], 1e-9)
+            window.add_locks(lock_to_sign())
             self.samples.append(
                 {
                     "t": round(now - self.started, 2),
                     "step": step,
-                    "rounds_per_second": round((counts[1] - last[1]) / elapsed, 2),
-                    "device_events_per_second": round((counts[2] - last[2]) / elapsed, 2),
-                    "rejects_per_second": round((counts[3] - last[3]) / elapsed, 2),
-                    "lock_to_sign": percentiles_ms(locks[last[4] :]),
-                    "spool_depth_records": sum(
-                        metric_sum(page, SPOOL)
-                        for name, page in by_service.items()
-                        if name.startswith("gateway")
-                    ),
+                    **window.advance(counts),
+                    "spool_depth_records": sum(metric_sum(page, SPOOL) for page in gateways),
                     "consumer_lag_records": {
                         name: metric_sum(by_service.get(name, ""), LAG)
                         for name in ("pot", "payout")
                     },
                 }
             )
-            last = counts

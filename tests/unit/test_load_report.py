@@ -6,7 +6,17 @@ import copy
 import re
 from typing import Any
 
-from loadtest.report import NOT_MEASURED, TIME_CHARTS, render, summary_rows
+from loadtest.report import (
+    NOT_MEASURED,
+    PERCENTILES,
+    STEP_CHARTS,
+    TIME_CHARTS,
+    empty_charts,
+    render,
+    step_figure,
+    summary_rows,
+    time_figure,
+)
 
 
 def step(
@@ -21,14 +31,16 @@ def step(
     }
 
 
-def sample(t: float, number: int, rate: float, p99: float | None) -> dict[str, Any]:
+def sample(
+    t: float, number: int, rate: float, p50: float, p95: float, p99: float
+) -> dict[str, Any]:
     return {
         "t": t,
         "step": number,
         "rounds_per_second": rate,
         "device_events_per_second": rate * 20,
         "rejects_per_second": 0.0,
-        "lock_to_sign": {"p50_ms": 20.0, "p95_ms": 40.0, "p99_ms": p99},
+        "lock_to_sign": {"p50_ms": p50, "p95_ms": p95, "p99_ms": p99},
         "spool_depth_records": 3.0,
         "consumer_lag_records": {"pot": 1.0, "payout": 0.0},
     }
@@ -50,14 +62,25 @@ REPORT: dict[str, Any] = {
         "duplicated": 0,
         "audit_ok": True,
     },
+    # each second over the last five (loadtest.timeline), near the step's own percentiles
     "timeline": [
-        sample(1.0, 1, 2.0, 55.0),
-        sample(2.0, 1, 3.0, None),
-        sample(9.0, 2, 7.0, 190.0),
-        sample(10.0, 2, 8.0, 205.0),
-        sample(17.0, 3, 9.0, 410.0),
+        sample(1.0, 1, 2.0, 19.5, 44.0, 52.0),
+        sample(2.0, 1, 2.5, 21.0, 48.0, 61.5),
+        sample(3.0, 1, 2.5, 21.5, 49.0, 63.0),
+        sample(9.0, 2, 7.0, 33.0, 112.0, 185.0),
+        sample(10.0, 2, 7.5, 35.0, 120.0, 198.25),
+        sample(17.0, 3, 9.1, 88.0, 290.0, 405.0),
+        sample(18.0, 3, 9.1, 90.0, 300.0, 412.0),
     ],
 }
+
+
+def without_lock_to_sign() -> dict[str, Any]:
+    """REPORT as the load test wrote it while no sample's window had a lock-to-sign."""
+    report = copy.deepcopy(REPORT)
+    for one in report["timeline"]:
+        one["lock_to_sign"] = dict.fromkeys(PERCENTILES)
+    return report
 
 
 def with_hops() -> dict[str, Any]:
@@ -125,3 +148,35 @@ def test_a_report_without_a_timeline_still_renders_its_step_chart() -> None:
     report = copy.deepcopy(REPORT)
     del report["timeline"]
     assert len(re.findall(r'class="plotly-graph-div"', render(report))) == 1
+
+
+def charted(figure: Any) -> dict[str, list[Any]]:
+    """Per chart the figure names for the page's check: the values of the traces naming it."""
+    values: dict[str, list[Any]] = {chart: [] for chart in figure.layout.meta["charts"]}
+    for trace in figure.data:
+        values[trace.meta["chart"]] += list(trace.y)
+    return values
+
+
+def test_every_trace_names_its_chart_for_the_pages_check() -> None:
+    over_time = charted(time_figure(REPORT))
+    assert list(over_time) == list(TIME_CHARTS)
+    assert over_time["lock to sign (ms)"][:3] == [19.5, 21.0, 21.5]  # p50, then p95 and p99
+    assert len(over_time["lock to sign (ms)"]) == 3 * len(REPORT["timeline"])
+    assert len(over_time["consumer lag (records)"]) == 2 * len(REPORT["timeline"])
+    per_step = charted(step_figure(with_hops()))
+    assert list(per_step) == list(STEP_CHARTS)
+    assert len(per_step["per-hop p99 by step"]) == 4 * len(REPORT["steps"])
+    assert list(charted(step_figure(REPORT))) == [STEP_CHARTS[0]]
+
+
+def test_the_limit_line_is_no_trace_so_a_null_lock_to_sign_chart_has_no_data() -> None:
+    lock = charted(time_figure(without_lock_to_sign()))["lock to sign (ms)"]
+    assert len(lock) == 3 * len(REPORT["timeline"])
+    assert set(lock) == {None}
+
+
+def test_empty_charts_names_the_charts_without_a_data_point() -> None:
+    shown = {"points": {"rounds per second": 7, "lock to sign (ms)": 0, "rejects per second": 7}}
+    assert empty_charts(shown) == ["lock to sign (ms)"]
+    assert empty_charts({"points": {"rounds per second": 1}}) == []
