@@ -9,6 +9,8 @@ BIN := $(VENV)/bin
 PROTO_SRC := $(shell find protos -name '*.proto')
 PROTO_OUT := services/jackpot/v1
 KAFKA := deploy/local/kafka.sh
+# The font of the pages and the report's PDF (Debian's fonts-dejavu-core).
+DEJAVU := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= tests/golden
 
@@ -23,10 +25,10 @@ setup: $(VENV)/.installed $(PROTO_OUT)/.generated proto-tools/node_modules/.inst
 	@$(KAFKA) install
 	@$(BIN)/jackpot manifest >/dev/null  # R6: the files every service verifies at start (docs/security.md)
 
-browser: ## Debian's Chromium for the sign's browser test (Playwright drives it; no browser download)
-	@command -v chromium >/dev/null || { \
-	  if [ "$$(id -u)" != 0 ]; then echo "install Debian's chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+browser: ## Debian's Chromium (the pages' browser tests, the report's PDF) and poppler (the PDF's page images)
+	@command -v chromium >/dev/null && command -v pdftoppm >/dev/null && [ -f $(DEJAVU) ] || { \
+	  if [ "$$(id -u)" != 0 ]; then echo "install Debian's packages: sudo apt-get install -y chromium poppler-utils fonts-dejavu-core" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils fonts-dejavu-core >/dev/null; }
 
 monitoring-tools: ## Debian's prometheus package: promtool for the alert tests, Prometheus for `make monitor`
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \

@@ -60,12 +60,15 @@ def _report(args: argparse.Namespace) -> int:
     from jackpot.platform.settings import load
     from jackpot.pot.settings import PotSettings
     from jackpot.tools.report import run
+    from jackpot.tools.report_document import ReportSettings
 
     settings = load(PotSettings)
     options = settings.kafka_options()
     if args.bootstrap_servers:
         options["bootstrap_servers"] = args.bootstrap_servers
     topic = args.ledger_topic or settings.ledger_topic
+    chosen = {"lang": args.lang, "time_zone": args.time_zone, "casino": args.casino}
+    document = load(ReportSettings).replace(**{k: v for k, v in chosen.items() if v is not None})
     return run(
         options,
         topic,
@@ -75,7 +78,22 @@ def _report(args: argparse.Namespace) -> int:
         args.group,
         checkpoint_interval_seconds=settings.checkpoint_interval_seconds,
         jobs=args.jobs,
+        document=document,
+        pdf=not args.no_pdf,
     )
+
+
+def _time_zone(text: str) -> str:
+    """An IANA time zone for ``--time-zone`` (argparse names the option when it is not one)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time zone of the IANA database (e.g. America/Santiago)"
+        ) from None
+    return text
 
 
 def _restore(args: argparse.Namespace) -> int:
@@ -349,8 +367,8 @@ def _add_books(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """The books from the ledger: a period's report, and a restore of the pot groups' states."""
     report = commands.add_parser(
         "report",
-        help="a period's books from the ledger: CSV per section and a self-contained HTML page "
-        "(exit 1 when they do not reconcile)",
+        help="a period's books from the ledger: CSV per section and a document to file, as HTML "
+        "and PDF (exit 1 when they do not reconcile)",
     )
     report.add_argument(
         "--from", dest="start", metavar="WHEN", help="ISO 8601; default --to - 1 day"
@@ -362,7 +380,22 @@ def _add_books(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--group", action="append", default=[], metavar="ID", help="only this pot group (repeat)"
     )
     report.add_argument(
-        "--out", default="build/report", help="folder for the CSV files and report.html"
+        "--out",
+        default="build/report",
+        help="folder for the CSV files, report.html and report.pdf",
+    )
+    report.add_argument(
+        "--lang", choices=("es", "en"), help="the document's language (default: es)"
+    )
+    report.add_argument(
+        "--time-zone",
+        type=_time_zone,
+        metavar="ZONE",
+        help="the casino's time zone for every date (default: America/Santiago)",
+    )
+    report.add_argument("--casino", metavar="NAME", help="the casino named on the cover")
+    report.add_argument(
+        "--no-pdf", action="store_true", help="write report.html only (no Chromium needed)"
     )
     report.add_argument("--bootstrap-servers", help="default: JACKPOT_BOOTSTRAP_SERVERS")
     report.add_argument("--ledger-topic", help="default: JACKPOT_LEDGER_TOPIC")

@@ -17,22 +17,32 @@ from loadtest.rounds import CONFIG, interleaved_rounds, simulated_tables
 from jackpot import cli
 from jackpot.domain.cards import Game
 from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.platform.manifest import Verification
 from jackpot.pot import commands
 from jackpot.pot.ledger_audit import AWARD_TYPES, CHECKPOINT, GroupAudit
 from jackpot.pot.processor import InputRecord, PotProcessor
-from jackpot.tools.report import render_html, sections, write_csv
+from jackpot.tools.report import sections, write_csv
+from jackpot.tools.report_document import render_document
 from jackpot.tools.report_figures import (
     LedgerRecord,
     Period,
+    Report,
     ReportInputError,
     compute,
     parse_period,
 )
+from jackpot.tools.report_words import Style
 from jackpot.v1 import pot_pb2
 
 GROUP = "report-group"
 START_NS = 1_780_000_000 * 10**9
 MINUTE_NS = 60 * 10**9
+VERIFIED = Verification(Path("/opt/jackpot"), digest="ab" * 32)
+
+
+def render_html(report: Report, lang: str = "en") -> str:
+    """The report's document, as `jackpot report` writes it, in ``lang``."""
+    return render_document(report, Style(lang), "Casino de prueba", VERIFIED, START_NS)
 
 
 def ledger(rounds: int = 120, checkpoint_entries: int = 10_000) -> list[pot_pb2.LedgerEntry]:
@@ -177,6 +187,35 @@ def test_the_command_refuses_a_reversed_period_before_reading_anything(
     argv = ["report", "--from", "2026-12-02", "--to", "2026-12-01", "--out", str(out)]
     assert cli.main(argv) == 2
     assert "is not before --to" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "said"),
+    [
+        (["--lang", "fr"], {}, "argument --lang: invalid choice: 'fr'"),
+        (["--time-zone", "Mars/Base"], {}, "argument --time-zone: 'Mars/Base' is not a time zone"),
+        ([], {"JACKPOT_REPORT_TIME_ZONE": "Mars/Base"}, "JACKPOT_REPORT_TIME_ZONE='Mars/Base'"),
+        ([], {"JACKPOT_REPORT_LANG": "fr"}, "JACKPOT_REPORT_LANG='fr'"),
+    ],
+)
+def test_a_bad_language_or_time_zone_is_refused_with_one_line_naming_it(
+    argv: list[str],
+    environ: dict[str, str],
+    said: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "report"
+    try:
+        status = cli.main(["report", "--out", str(out), *argv])
+    except SystemExit as exit_:  # argparse's refusal
+        status = int(exit_.code or 0)
+    assert status == 2
+    assert said in capsys.readouterr().err
     assert not out.exists()
 
 

@@ -20,12 +20,15 @@ first record, streamed. ``records read`` in the summary says what it cost. It wr
   its last move of each minute); a field that only records before those read state (a
   configuration proposed long before the period, an award only the checkpoint remembers) says
   ``not read (before T)``;
-- ``report.html``: the same, self-contained (inline SVG charts of each main pot over the period and
-  of contributions per hour, no script, no server), with the verdict at the top.
+- ``report.html`` and ``report.pdf``: the same as a document a regulator files, Spanish by
+  default, amounts as the floor writes them and dates in the casino's time zone, for A4
+  landscape paper (:mod:`jackpot.tools.report_document`; ``JACKPOT_REPORT_*`` and the options).
 
 Exit 0 when every group reconciles, 1 when one does not or a ledger record cannot be read (the
 page and the CSV say so at the top), 2 on refused input (``--from`` not before ``--to``, an unknown
-group, an unreadable date) or an unreadable topic; refused input writes nothing.
+group, an unreadable date) or an unreadable topic, 3 when the books reconcile but the PDF could
+not be printed (no Chromium; the CSV files and the page are written); refused input writes
+nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import functools
-import html
 import json
 import sys
 import time
@@ -45,12 +47,12 @@ from aiokafka import ConsumerRecord
 from aiokafka.errors import KafkaError
 from aiokafka.partitioner import DefaultPartitioner
 
-from jackpot.domain.money import floor_pesos, format_amount
+from jackpot.domain.money import format_amount
 from jackpot.platform.kafka import KafkaConnection
 from jackpot.pot.settings import PotSettings
 from jackpot.tools.partitions import cost_line, map_shares
+from jackpot.tools.report_document import DocumentError, ReportSettings, write_document
 from jackpot.tools.report_figures import (
-    FROM_FIRST_ENTRY,
     AwardRow,
     ConfigVersion,
     GroupReport,
@@ -64,7 +66,6 @@ from jackpot.tools.report_figures import (
     written_by_the_pot,
 )
 
-CHART_WIDTH, CHART_HEIGHT, PAD = 720, 240, 48
 # How often the pot checkpoints every group at least: its default (run() takes the setting). A
 # pot set to checkpoint less often only costs the report a read from the beginning.
 CHECKPOINT_INTERVAL_SECONDS = float(PotSettings.model_fields["checkpoint_interval_seconds"].default)
@@ -372,100 +373,6 @@ def write_csv(out: Path, report: Report) -> list[Path]:
     return written
 
 
-# ------------------------------------------------------------------------------------ HTML
-
-
-def _chart(title: str, points: Sequence[tuple[int, int]], bars: bool) -> str:
-    """An inline SVG chart of whole-peso values over time (a line, or bars per hour)."""
-    if not points:
-        return f"<h3>{html.escape(title)}</h3><p>nothing in the period</p>"
-    xs = [x for x, _ in points]
-    ys = [floor_pesos(y) for _, y in points]
-    left, right = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
-    top = max(max(ys), 1)
-    inner_w, inner_h = CHART_WIDTH - 2 * PAD, CHART_HEIGHT - 2 * PAD
-
-    def at(x: int, y: int) -> tuple[float, float]:
-        return PAD + (x - left) / (right - left) * inner_w, PAD + inner_h - y / top * inner_h
-
-    if bars:
-        width = max(4.0, inner_w / max(len(points), 1) - 4)
-        shapes = "".join(
-            f'<rect x="{at(x, y)[0] - width / 2:.1f}" y="{at(x, y)[1]:.1f}" width="{width:.1f}" '
-            f'height="{PAD + inner_h - at(x, y)[1]:.1f}" fill="#1565c0"><title>{iso(x)}: '
-            f"${y:,}</title></rect>"
-            for x, y in zip(xs, ys, strict=True)
-        )
-    else:
-        path = " ".join(f"{at(x, y)[0]:.1f},{at(x, y)[1]:.1f}" for x, y in zip(xs, ys, strict=True))
-        shapes = f'<polyline fill="none" stroke="#2e7d32" stroke-width="2" points="{path}"/>'
-    return (
-        f"<h3>{html.escape(title)}</h3>"
-        f'<svg role="img" aria-label="{html.escape(title)}" width="{CHART_WIDTH}" '
-        f'height="{CHART_HEIGHT}" font-size="11" font-family="sans-serif">'
-        f'<line x1="{PAD}" y1="{PAD + inner_h}" x2="{PAD + inner_w}" y2="{PAD + inner_h}" '
-        f'stroke="#000"/><line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{PAD + inner_h}" '
-        f'stroke="#000"/><text x="{PAD}" y="{PAD - 8}">${top:,}</text>'
-        f'<text x="{PAD}" y="{CHART_HEIGHT - 12}">{iso(left)}</text>'
-        f'<text x="{PAD + inner_w}" y="{CHART_HEIGHT - 12}" text-anchor="end">{iso(right)}</text>'
-        f"{shapes}</svg>"
-    )
-
-
-def _table(rows: list[list[str]], css_class: str) -> str:
-    head, *body = rows
-    cells = "".join(f"<th>{html.escape(c)}</th>" for c in head)
-    lines = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in body
-    )
-    return f'<table class="{css_class}"><tr>{cells}</tr>{lines}</table>'
-
-
-def render_html(report: Report) -> str:
-    verdict = (
-        '<p class="verdict ok">The books of every pot group reconcile for this period (M2).</p>'
-        if report.reconciles
-        else '<p class="verdict bad">THESE BOOKS DO NOT RECONCILE: '
-        + html.escape("; ".join(report.unreadable + _group_problems(report)))
-        + "</p>"
-    )
-    parts = [
-        "<!doctype html><html lang='en'><meta charset='utf-8'>",
-        f"<title>Jackpot report {html.escape(report.period.describe())}</title>",
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;"
-        "margin:1em 0}td,th{border:1px solid #999;padding:2px 6px;text-align:right}"
-        ".verdict{font-size:1.3em;padding:.5em}.ok{background:#e8f5e9}.bad{background:#ffebee;"
-        "color:#b71c1c}</style>",
-        f"<h1>Jackpot report</h1><p>period {html.escape(report.period.describe())}, "
-        f"from the ledger alone ({report.records_read:,} records read)</p>",
-        verdict,
-    ]
-    tables = sections(report)
-    for group in report.groups:
-        g = group.group_id
-        parts.append(f'<section id="group-{html.escape(g)}"><h2>pot group {html.escape(g)}</h2>')
-        parts.append(f"<p class='reconciliation'>{html.escape(group.reconciliation()[1])}</p>")
-        parts.append(f"<p class='opening'>{html.escape(_opening_note(group))}</p>")
-        for name in ("summary", "pots", "prizes", "awards", "configs", "last_awards"):
-            rows = [tables[name][0]] + [r for r in tables[name][1:] if r[0] == g]
-            parts.append(f"<h3>{name.replace('_', ' ')}</h3>" + _table(rows, name))
-        parts.append(_chart(f"{g}: main pot over the period", group.main_series, bars=False))
-        hourly = sorted(group.collected_by_hour.items())
-        parts.append(_chart(f"{g}: contributions per hour", hourly, bars=True))
-        parts.append("</section>")
-    parts.append("</html>")
-    return "\n".join(parts)
-
-
-def _opening_note(group: GroupReport) -> str:
-    if group.opened_from == FROM_FIRST_ENTRY:
-        return f"Opening books: every entry from {FROM_FIRST_ENTRY}."
-    return (
-        f"Opening books from {group.opened_from}, which states the books and the state of the "
-        "group before it; a field marked 'not read' comes from before the records read."
-    )
-
-
 def _group_problems(report: Report) -> list[str]:
     lines = []
     for group in report.groups:
@@ -507,7 +414,12 @@ def run(
     only_groups: Sequence[str] = (),
     checkpoint_interval_seconds: float = CHECKPOINT_INTERVAL_SECONDS,
     jobs: int = 1,
+    document: ReportSettings | None = None,
+    pdf: bool = True,
 ) -> int:
+    """The command: exit 0 when every group reconciles, 1 when one does not, 2 on refused input
+    or an unreadable topic (nothing written), 3 when the books reconcile but the PDF could not be
+    printed (the CSV files and report.html are written)."""
     started = time.perf_counter()
     try:
         period = parse_period(start, end, time.time_ns())
@@ -525,10 +437,17 @@ def run(
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     write_csv(folder, report)
-    (folder / "report.html").write_text(render_html(report), encoding="utf-8")
+    try:
+        write_document(folder, report, document or ReportSettings(), pdf)
+        printed = True
+    except DocumentError as error:
+        print(f"jackpot report: {error}", file=sys.stderr)
+        printed = False
     print(render_text(report, folder))
     print(
         cost_line("jackpot report", report.records_read, started, report.workers_rss_mb),
         file=sys.stderr,
     )
-    return 0 if report.reconciles else 1
+    if not report.reconciles:
+        return 1
+    return 0 if printed else 3

@@ -168,6 +168,7 @@ class GroupReport:
     collected_by_hour: Counter[int] = field(default_factory=Counter)  # hour start ns -> minor
     problems: list[str] = field(default_factory=list)
     opened_from: str = FROM_FIRST_ENTRY  # where the books begin
+    opened_checkpoint: tuple[int, int] | None = None  # that checkpoint: (ledger sequence, ns)
     # Payments or voids of awards made before the records read (not matched to their award here;
     # `jackpot audit` matches every one).
     earlier_payments: int = 0
@@ -380,6 +381,7 @@ class GroupBooks:
         report.opened_from = (
             f"the checkpoint at ledger entry {entry.ledger_sequence} ({iso(recorded)})"
         )
+        report.opened_checkpoint = (entry.ledger_sequence, recorded)
         self.started = self.from_checkpoint = True
         self.in_force_at_start = entry.config_version
         state = json.loads(entry.detail_json)["state"]

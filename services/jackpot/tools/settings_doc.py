@@ -27,6 +27,7 @@ from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.settings import ServiceSettings, prefix_of, section_of, variables_of
 from jackpot.pot.settings import PotSettings
 from jackpot.terminal.settings import TerminalSettings
+from jackpot.tools.report_document import ReportSettings
 
 INTRO = (
     "Every service reads its settings once at start from environment variables (the gateway "
@@ -175,6 +176,9 @@ def markdown() -> str:
         lines += [f"## {cls.service}: `jackpot {cls.service}` ({prefix}*)", "", _doc(cls), ""]
         _table(lines, cls, shared=False)
         lines += [f"Plus {names}: the shared sections at the end.", ""]
+    lines += [f"## report: `jackpot report` ({ReportSettings.model_config.get('env_prefix')}*)"]
+    lines += ["", _doc(ReportSettings), ""]
+    _table(lines, ReportSettings, shared=False)
     for name, section in shared.items():
         lines += [f"## {section.shared_title}", "", _doc(section), ""]
         _table(lines, section, shared=True, path=f"{name}.")

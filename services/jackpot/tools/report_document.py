@@ -1,0 +1,565 @@
+"""`jackpot report`'s document: a period's books as a regulator files them (R1, R6; D4, M2, C7).
+
+``report.html`` is one self-contained page (inline SVG charts, no script, no server, the
+machine's DejaVu Sans) laid out for A4 landscape paper, and ``report.pdf`` is that page printed by
+Chromium headless (:func:`print_pdf`; ``chromium --print-to-pdf`` honours the page's ``@page``
+size, margins and page numbers). The cover states the casino, the period and its time zone, the
+pot groups with their verdicts, the overall verdict, the records read and the digest of the
+software that wrote the document (R6). Each pot group then starts a page: its figures, the M2
+reconciliation written out, its pots, hits by hand, the configuration in force as tables (pots,
+shares, ceilings, paytable, C7), the main pot and the collections per hour as charts as wide as
+the page, and every prize of the period; a table longer than a page repeats its header on the
+next, and no table is wider than the page (fixed layouts, identifiers that wrap).
+
+Words, amounts and dates come from :class:`~jackpot.tools.report_words.Style`: Spanish by default,
+amounts as the floor writes them, instants in the casino's zone. The CSV files are not this
+module's: they stay machine-readable (:func:`jackpot.tools.report.write_csv`).
+"""
+
+from __future__ import annotations
+
+import html
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field, field_validator
+from pydantic_settings import SettingsConfigDict
+
+from jackpot.domain.config import PotGroupConfig, load_config
+from jackpot.domain.errors import DomainError
+from jackpot.domain.money import floor_pesos
+from jackpot.platform.manifest import Verification, package_root, verify
+from jackpot.platform.settings import Settings
+from jackpot.tools.report_figures import AwardRow, ConfigVersion, GroupReport, Report
+from jackpot.tools.report_words import Style
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+PDF_TIMEOUT_SECONDS = 120.0
+CHART_WIDTH, CHART_HEIGHT, PAD = 1000, 250, 56  # the SVG's units; it is drawn page-wide
+TIME_TICKS = 6
+HOUR_NS = 3600 * 10**9
+
+TITLE_PT = 22  # the cover's title: a PDF whose title is smaller was shrunk to fit its page
+CSS = """
+@page { size: A4 landscape; margin: 12mm 12mm 14mm;
+  @bottom-left { content: var(--footer); font: 8pt "DejaVu Sans", sans-serif; color: #444; }
+  @bottom-right { content: var(--page-word) " " counter(page) " " var(--of-word) " "
+    counter(pages); font: 8pt "DejaVu Sans", sans-serif; color: #444; } }
+* { box-sizing: border-box; }
+body { font: 9.5pt/1.35 "DejaVu Sans", sans-serif; color: #111; margin: 0 auto; max-width: 273mm; }
+h1 { font-size: %dpt; margin: 0 0 4mm; } h2 { font-size: 15pt; margin: 0 0 3mm; }
+h3 { font-size: 11pt; margin: 5mm 0 2mm; break-after: avoid; }
+section.group { break-before: page; }
+table { width: 100%; border-collapse: collapse; table-layout: fixed; margin: 0 0 3mm; }
+thead { display: table-header-group; } tr { break-inside: avoid; }
+th, td { border: 0.3mm solid #888; padding: 1mm 1.5mm; text-align: left; vertical-align: top;
+  overflow-wrap: anywhere; }
+th { background: #e8ecef; font-weight: bold; }
+td.n { text-align: right; white-space: nowrap; }
+table.facts { break-inside: avoid; } table.facts th { width: 30%; } table.narrow { width: 60%; }
+table.awards, table.last-awards { font-size: 7.5pt; }
+.verdict { font-size: 13pt; font-weight: bold; padding: 3mm 4mm; margin: 3mm 0;
+  border-radius: 2mm; }
+.ok { background: #e3f2e5; color: #1b5e20; } .bad { background: #fde7e9; color: #b71c1c; }
+.m2 { font-family: "DejaVu Sans Mono", monospace; font-size: 9pt; }
+figure { margin: 0 0 4mm; break-inside: avoid; } figure svg { width: 100%; height: auto; }
+figcaption { font-weight: bold; margin-bottom: 1mm; }
+ul.problems { color: #b71c1c; }
+""".replace("%dpt", f"{TITLE_PT}pt")
+
+
+class ReportSettings(Settings):
+    """`jackpot report`'s document: the casino it names, its language and time zone, and the
+    browser that prints its PDF (the command's options win over these)."""
+
+    model_config = SettingsConfigDict(env_prefix="JACKPOT_REPORT_")
+
+    casino: str = Field("", description="the casino's name on the cover")
+    lang: Literal["es", "en"] = Field("es", description="the document's language")
+    time_zone: str = Field(
+        "America/Santiago", description="the casino's time zone (IANA): every date in it"
+    )
+    browser: str = Field(
+        "",
+        description="the Chromium that prints the PDF (default: the first of chromium, "
+        "chromium-browser, google-chrome on the PATH)",
+    )
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                "not a time zone of the IANA database (e.g. America/Santiago)"
+            ) from None
+        return value
+
+
+class DocumentError(RuntimeError):
+    """The PDF could not be printed (no browser, or it failed): the HTML and CSV still stand."""
+
+
+# ----------------------------------------------------------------------------- the document
+
+
+def render_document(
+    report: Report, style: Style, casino: str, software: Verification, issued_ns: int
+) -> str:
+    """The whole page: the cover, then one section per pot group."""
+    footer = f"{style.words('title')} · {casino or ''} · {_period(report, style)}"
+    parts = [
+        f"<!doctype html><html lang='{style.lang}'><head><meta charset='utf-8'>",
+        f"<title>{_e(style.words('title'))} {_e(_period(report, style))}</title>",
+        f"<style>{CSS}:root {{ --footer: {_css_string(footer)}; "
+        f"--page-word: {_css_string(style.words('page'))}; "
+        f"--of-word: {_css_string(style.words('of'))}; }}</style></head><body>",
+        _cover(report, style, casino, software, issued_ns),
+        *(_group_section(group, style) for group in report.groups),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _cover(
+    report: Report, style: Style, casino: str, software: Verification, issued_ns: int
+) -> str:
+    w = style.words
+    digest = (
+        w("software_ok", digest=software.digest)
+        if software.ok
+        else w("software_bad", why=software.describe())
+    )
+    facts = [
+        (w("casino"), casino or "—"),
+        (w("period"), _period(report, style)),
+        (w("zone"), style.zone_line(report.period.start_ns, report.period.end_ns)),
+        (w("source"), w("source_text", records=style.number(report.records_read))),
+        (w("software"), digest),
+        (w("generated"), style.when(issued_ns)),
+    ]
+    rows = [
+        [
+            _e(group.group_id),
+            _n(style.money(group.collected)),
+            _n(style.money(group.awarded)),
+            _n(style.number(len(group.awards))),
+            _verdict_word(group, style),
+        ]
+        for group in report.groups
+    ]
+    head = [w("group"), w("collected"), w("awarded"), w("award_count"), w("verdict")]
+    groups = _table(head, rows, widths=(30, 18, 18, 14, 20)) if rows else f"<p>{w('no_groups')}</p>"
+    return (
+        f"<section class='cover'><h1>{_e(w('title'))}</h1>{_facts(facts)}"
+        f"{_verdict(report, style)}<h3>{_e(w('groups'))}</h3>{groups}</section>"
+    )
+
+
+def _verdict(report: Report, style: Style) -> str:
+    if report.reconciles:
+        return f"<p class='verdict ok'>{_e(style.words('all_reconcile'))}</p>"
+    why = [*report.unreadable]
+    for group in report.groups:
+        why += [f"{group.group_id}: {problem}" for problem in group.problems]
+        if not group.reconciliation()[0]:
+            why.append(f"{group.group_id}: {_m2_line(group, style)}")
+    return f"<p class='verdict bad'>{_e(style.words('not_reconcile', why='; '.join(why)))}</p>"
+
+
+def _verdict_word(group: GroupReport, style: Style) -> str:
+    if group.reconciles:
+        return f"<span class='ok'>{_e(style.words('reconciles'))}</span>"
+    return f"<span class='bad'>{_e(style.words('does_not_reconcile'))}</span>"
+
+
+def _group_section(group: GroupReport, style: Style) -> str:
+    w = style.words
+    g = _e(group.group_id)
+    parts = [
+        f"<section class='group' id='group-{g}'><h2>{_e(w('group'))} {g}</h2>",
+        f"<p class='verdict {'ok' if group.reconciles else 'bad'}'>{_verdict_word(group, style)}"
+        f"</p><p class='m2'>{_e(w('reconciliation'))}: {_e(_m2_line(group, style))}</p>",
+        f"<h3>{_e(w('figures'))}</h3>{_facts(_figures(group, style))}",
+    ]
+    if group.problems:
+        items = "".join(f"<li>{_e(p)}</li>" for p in group.problems)
+        parts.append(f"<ul class='problems'>{items}</ul>")
+    parts += [_pots(group, style), _prizes(group, style), _configs(group.configs, style)]
+    parts += _charts(group, style)
+    parts += [
+        f"<h3>{_e(w('awards'))}</h3>{_awards(group.awards, style, 'awards')}",
+        f"<h3>{_e(w('last_awards'))}</h3>{_awards(group.last_awards, style, 'last-awards')}",
+        "</section>",
+    ]
+    return "".join(parts)
+
+
+def _figures(group: GroupReport, style: Style) -> list[tuple[str, str]]:
+    w, money = style.words, style.money
+    if group.opened_checkpoint is None:
+        opened = w("first_entry")
+    else:
+        opened = w("checkpoint_at", at=style.when(group.opened_checkpoint[1]))
+    rows = [
+        (w("collected"), money(group.collected)),
+        (w("commission"), money(group.commission)),
+        (w("house_advances"), money(group.house_advances)),
+        (w("overflow"), money(group.overflow)),
+        (w("awarded"), money(group.awarded)),
+        (w("award_count"), style.number(len(group.awards))),
+        (w("opening_from"), opened),
+    ]
+    if group.earlier_payments:
+        rows.append((w("problem"), w("earlier_payments", count=group.earlier_payments)))
+    return rows
+
+
+def _m2_line(group: GroupReport, style: Style) -> str:
+    """Rule M2 over the period in the document's words, exactly."""
+    w, money = style.words, style.money
+    opening, closing = sum(group.opening.pots.values()), sum(group.closing.pots.values())
+    equal = "=" if group.reconciliation()[0] else "≠"
+    return (
+        f"{w('opening_pots')} {money(opening)} + {w('collected').split(' (')[0].lower()} "
+        f"{money(group.collected)} + {w('house_advances').split(' (')[0].lower()} "
+        f"{money(group.house_advances)} {equal} {w('commission').split(' (')[0].lower()} "
+        f"{money(group.commission)} + {w('awarded').lower()} {money(group.awarded)} + "
+        f"{w('closing_pots')} {money(closing)}"
+    )
+
+
+def _pots(group: GroupReport, style: Style) -> str:
+    w = style.words
+    opening, closing = group.opening.pots, group.closing.pots
+    rows = [
+        [
+            _e(style.pot(pot)),
+            *(
+                _n(style.money(v))
+                for v in (opening.get(pot, 0), group.received[pot], closing.get(pot, 0))
+            ),
+        ]
+        for pot in sorted({*opening, *closing})
+    ]
+    head = [w("pot"), w("opening"), w("received"), w("closing")]
+    return f"<h3>{_e(w('pots'))}</h3>" + _table(head, rows, widths=(25, 25, 25, 25))
+
+
+def _prizes(group: GroupReport, style: Style) -> str:
+    w = style.words
+    rows = [
+        [_e(style.hand(prize)), _n(style.number(hits)), _n(style.pesos(amount))]
+        for prize, (hits, amount) in group.prizes.items()
+    ]
+    head = [w("hand"), w("hits"), w("amount")]
+    body = _table(head, rows, widths=(50, 20, 30), css="narrow") if rows else _none(w("no_awards"))
+    return f"<h3>{_e(w('prizes'))}</h3>{body}"
+
+
+def _configs(configs: Sequence[ConfigVersion], style: Style) -> str:
+    parts = [f"<h3>{_e(style.words('configs'))}</h3>"]
+    for version in configs:
+        parts.append(_config(version, style))
+    return "".join(parts)
+
+
+def _config(version: ConfigVersion, style: Style) -> str:
+    """One configuration version: who and when, then its pots and its paytable as tables."""
+    w = style.words
+    raw = version.config
+    facts = [
+        (w("version"), str(version.version)),
+        (w("proposed"), f"{style.when_text(version.proposed_at)} {w('by')} {version.proposed_by}"),
+        (w("reason"), version.reason or "—"),
+        (w("activated"), style.when_text(version.activated_at) or w("pending")),
+    ]
+    try:
+        config = load_config(raw)
+    except (DomainError, ValueError, TypeError, KeyError) as error:
+        return _facts([*facts, (w("problem"), f"{error}")])
+    facts += [
+        (w("base"), style.money(config.base)),
+        (w("commission"), style.percent(config.commission_ppm)),
+        (w("min_max_bet"), _bets(raw, style)),
+    ]
+    if config.mystery is not None:
+        mystery = config.mystery
+        facts.append(
+            (
+                w("mystery"),
+                w(
+                    "mystery_range",
+                    pot=style.pot(mystery.pot),
+                    low=style.pesos(mystery.min_pesos),
+                    high=style.pesos(mystery.max_pesos),
+                ),
+            )
+        )
+    return _facts(facts) + _config_pots(config, style) + _paytable(config, style)
+
+
+def _bets(raw: dict[str, Any], style: Style) -> str:
+    if "min_bet" not in raw or "max_bet" not in raw:
+        return "—"
+    return f"{style.pesos(int(raw['min_bet']))} / {style.pesos(int(raw['max_bet']))}"
+
+
+def _config_pots(config: PotGroupConfig, style: Style) -> str:
+    w = style.words
+    rows = [
+        [
+            _e(style.pot(pot.name)),
+            _n(style.percent(pot.share_ppm)),
+            _n(style.money(pot.ceiling) if pot.ceiling is not None else w("none")),
+            _e(style.pot(pot.overflow_to) if pot.overflow_to else w("none")),
+        ]
+        for pot in config.pots
+    ]
+    head = [w("pot"), w("share"), w("ceiling"), w("overflow_to")]
+    return _table(head, rows, widths=(25, 20, 30, 25), css="narrow")
+
+
+def _paytable(config: PotGroupConfig, style: Style) -> str:
+    w = style.words
+    table = config.paytable
+    rows = []
+    for hand in (*table.fixed_order, *table.percent_order):
+        prize = table.prizes[hand]
+        if prize.is_fixed:
+            text = w("fixed", multiple=style.number(prize.multiple))
+        else:
+            text = w("percent_of_main", percent=style.percent(prize.percent_ppm))
+            if prize.cap_multiple is not None:
+                text += f", {w('cap', cap=style.number(prize.cap_multiple))}"
+        rows.append([_e(style.hand(hand)), _e(text)])
+    head = [f"{w('paytable')} {table.name}: {w('hand')}", w("prize")]
+    return _table(head, rows, widths=(40, 60), css="narrow")
+
+
+def _awards(awards: Sequence[AwardRow], style: Style, css: str) -> str:
+    if not awards:
+        return _none(style.words("no_awards"))
+    w = style.words
+    head = [
+        w("award_id"),
+        w("table"),
+        w("seat"),
+        w("round"),
+        w("hand"),
+        w("amount"),
+        w("occurred"),
+        w("approved_by"),
+        w("paid_by"),
+        w("paid_at"),
+    ]
+    rows = [
+        [
+            _e(a.award_id),
+            _e(a.table_id),
+            _n(str(a.seat)),
+            _e(a.round_id),
+            f"{_e(style.hand(a.prize))}<br>{_e(a.cards)}",
+            _n(style.pesos(a.amount)),
+            _e(style.when_text(a.occurred_at)),
+            _e(a.approved_by),
+            _e(a.paid_by),
+            _e(style.when_text(a.paid_at)),
+        ]
+        for a in awards
+    ]
+    return _table(head, rows, widths=(15, 11, 7, 10, 12, 9, 9, 9, 9, 9), css=css)
+
+
+# ---------------------------------------------------------------------------------- charts
+
+
+def _charts(group: GroupReport, style: Style) -> list[str]:
+    hourly = sorted(group.collected_by_hour.items())
+    return [
+        f"<h3>{_e(style.words('charts'))}</h3>",
+        _chart(style.words("main_chart"), group.main_series, 0, style),
+        _chart(style.words("hourly_chart"), hourly, HOUR_NS, style),
+    ]
+
+
+def _chart(title: str, points: Sequence[tuple[int, int]], bar_ns: int, style: Style) -> str:
+    """An SVG chart, as wide as the page, of whole-peso values over time: a line, or (``bar_ns``
+    above 0) a bar per point spanning that long from its instant."""
+    caption = f"<figcaption>{_e(title)}</figcaption>"
+    if not points:
+        return f"<figure>{caption}{_none(style.words('nothing'))}</figure>"
+    xs = [x for x, _ in points]
+    ys = [floor_pesos(y) for _, y in points]
+    left, right = min(xs), max(max(xs) + bar_ns, min(xs) + 1)
+    top = max(max(ys), 1)
+    inner_w, inner_h = CHART_WIDTH - 2 * PAD, CHART_HEIGHT - 2 * PAD
+
+    def at(x: int, y: int) -> tuple[float, float]:
+        return PAD + (x - left) / (right - left) * inner_w, PAD + inner_h - y / top * inner_h
+
+    if bar_ns:
+        shapes = "".join(
+            f'<rect x="{at(x, y)[0] + 1:.1f}" y="{at(x, y)[1]:.1f}" '
+            f'width="{max(1.0, at(x + bar_ns, y)[0] - at(x, y)[0] - 2):.1f}" '
+            f'height="{PAD + inner_h - at(x, y)[1]:.1f}" fill="#1565c0"/>'
+            for x, y in zip(xs, ys, strict=True)
+        )
+    else:
+        line = " ".join(f"{at(x, y)[0]:.1f},{at(x, y)[1]:.1f}" for x, y in zip(xs, ys, strict=True))
+        shapes = f'<polyline fill="none" stroke="#2e7d32" stroke-width="2.5" points="{line}"/>'
+    return (
+        f"<figure>{caption}"
+        f'<svg role="img" aria-label="{_e(title)}" viewBox="0 0 {CHART_WIDTH} {CHART_HEIGHT}" '
+        f'font-size="14" font-family="DejaVu Sans, sans-serif">'
+        f"{_axes(left, right, top, inner_w, inner_h, style)}{shapes}</svg></figure>"
+    )
+
+
+def _axes(left: int, right: int, top: int, inner_w: int, inner_h: int, style: Style) -> str:
+    """The axes, three amounts up the side and TIME_TICKS instants along the bottom."""
+    bottom = PAD + inner_h
+    parts = [
+        f'<line x1="{PAD}" y1="{bottom}" x2="{PAD + inner_w}" y2="{bottom}" stroke="#000"/>',
+        f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{bottom}" stroke="#000"/>',
+    ]
+    for share in (0, 1, 2):
+        y = bottom - share * inner_h / 2
+        parts.append(
+            f'<line x1="{PAD}" y1="{y:.1f}" x2="{PAD + inner_w}" y2="{y:.1f}" stroke="#ddd"/>'
+            f'<text x="{PAD + 4}" y="{y - 4:.1f}">{_e(style.pesos(top * share // 2))}</text>'
+        )
+    long_period = right - left > 86_400 * 10**9
+    for tick in range(TIME_TICKS):
+        ns = left + (right - left) * tick // (TIME_TICKS - 1)
+        x = PAD + inner_w * tick / (TIME_TICKS - 1)
+        label = style.when(ns, seconds=False) if long_period else style.when(ns)[11:16]
+        anchor = "start" if tick == 0 else "end" if tick == TIME_TICKS - 1 else "middle"
+        parts.append(
+            f'<text x="{x:.1f}" y="{bottom + 22}" text-anchor="{anchor}">{_e(label)}</text>'
+        )
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------- pieces
+
+
+def _table(
+    head: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int], css: str = ""
+) -> str:
+    """A table whose cells are already escaped HTML; ``widths`` in percent of the table."""
+    cols = "".join(f'<col style="width:{width}%">' for width in widths)
+    header = "".join(f"<th>{_e(cell)}</th>" for cell in head)
+    body = "".join(
+        "<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in row) + "</tr>"
+        for row in rows
+    )
+    return (
+        f"<table class='{css}'><colgroup>{cols}</colgroup><thead><tr>{header}</tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
+def _facts(facts: Sequence[tuple[str, str]]) -> str:
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
+    return f"<table class='facts'><tbody>{rows}</tbody></table>"
+
+
+def _n(text: str) -> str:
+    """A number's cell, right-aligned."""
+    return f"<td class='n'>{_e(text)}</td>"
+
+
+def _none(text: str) -> str:
+    return f"<p><em>{_e(text)}</em></p>"
+
+
+def _e(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _css_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+
+
+def _period(report: Report, style: Style) -> str:
+    w = style.words
+    period = report.period
+    return f"{w('from')} {style.when(period.start_ns)} {w('to')} {style.when(period.end_ns)}"
+
+
+# ------------------------------------------------------------------------------------- PDF
+
+
+def write_document(folder: Path, report: Report, settings: ReportSettings, pdf: bool) -> None:
+    """``report.html`` into ``folder`` and, when ``pdf``, ``report.pdf`` printed from it (a
+    :class:`DocumentError` when it cannot be: the page is written first and stays)."""
+    style = Style(settings.lang, ZoneInfo(settings.time_zone))
+    software = verify(package_root())
+    page = folder / "report.html"
+    text = render_document(report, style, settings.casino, software, time.time_ns())
+    page.write_text(text, encoding="utf-8")
+    target = folder / "report.pdf"
+    target.unlink(missing_ok=True)  # never a PDF of an earlier run beside this page
+    if pdf:
+        print_pdf(page, target, find_browser(settings.browser))
+
+
+def find_browser(setting: str = "") -> str:
+    """The Chromium to print with: the setting's, or the first of BROWSERS on the PATH."""
+    if setting:
+        found = shutil.which(setting)
+        if found is None:
+            raise DocumentError(f"browser {setting!r} (JACKPOT_REPORT_BROWSER) is not a program")
+        return found
+    for name in BROWSERS:
+        found = shutil.which(name)
+        if found is not None:
+            return found
+    raise DocumentError(
+        "no Chromium on the PATH (Debian: apt-get install chromium), so no report.pdf; "
+        "set JACKPOT_REPORT_BROWSER or pass --no-pdf"
+    )
+
+
+def print_pdf(page: Path, pdf: Path, browser: str) -> None:
+    """``page`` printed to ``pdf`` by Chromium headless, at the page's own @page size."""
+    with tempfile.TemporaryDirectory(prefix="jackpot-report-") as profile:
+        command = [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-pdf-header-footer",
+            f"--user-data-dir={profile}",
+            f"--print-to-pdf={pdf}",
+            page.resolve().as_uri(),
+        ]
+        try:
+            done = subprocess.run(
+                command, capture_output=True, timeout=PDF_TIMEOUT_SECONDS, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise DocumentError(f"{browser} could not print {page.name}: {error}") from None
+    if done.returncode != 0 or not pdf.exists() or pdf.stat().st_size == 0:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        raise DocumentError(
+            f"{browser} could not print {page.name} (exit {done.returncode}): {' '.join(tail)}"
+        )
+
+
+__all__ = [
+    "DocumentError",
+    "ReportSettings",
+    "find_browser",
+    "print_pdf",
+    "render_document",
+    "write_document",
+]

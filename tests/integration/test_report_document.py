@@ -1,0 +1,136 @@
+"""`jackpot report`'s document on paper (R1, R6): the PDF Chromium prints from report.html, turned
+into page images by poppler's ``pdftoppm`` and read back by ``pdftotext``.
+
+The judges: the cover is a page of its own and each pot group starts a page; the page count
+poppler reads equals the images it draws and every page's footer says "Página N de M"; nothing is
+wider than the paper (Chromium shrinks the whole document to fit a wider table, and past its
+limit also cuts it at the margin, so the cover's title printed smaller than its font size is the
+sign), shown refusing a page with such a table; every prize of the period is in the text; and
+the Spanish document says nothing in English.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from jackpot.tools.report_document import (
+    TITLE_PT,
+    ReportSettings,
+    find_browser,
+    print_pdf,
+    write_document,
+)
+from jackpot.tools.report_figures import Period, Report, compute
+from tests.unit.test_report import START_NS, as_records, ledger
+
+pytestmark = pytest.mark.integration
+
+DPI = 50
+PGM_MAGIC = b"P" + b"5"  # a binary grey image (spelt apart: it is not a rule's id)
+ENGLISH = re.compile(
+    r"\b(the|of|and|from|to|period|pots?|collected|commission|awarded|prizes?|reconciles?|"
+    r"table|seat|round|paid|approved|opening|closing|received|verified|page)\b",
+    re.IGNORECASE,
+)
+
+
+@pytest.fixture(scope="module")
+def report() -> Report:
+    hours = 3 * 3600 * 10**9
+    return compute(as_records(ledger(120)), Period(START_NS, START_NS + hours))
+
+
+def printed(folder: Path, report: Report, lang: str = "es") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    write_document(folder, report, ReportSettings(casino="Casino Test", lang=lang), pdf=True)
+    return folder / "report.pdf"
+
+
+def pages_of(pdf: Path) -> int:
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True)
+    return int(re.search(r"^Pages:\s+(\d+)", info.stdout, re.MULTILINE).group(1))  # type: ignore[union-attr]
+
+
+def text_of(pdf: Path, page: int) -> str:
+    command = ["pdftotext", "-f", str(page), "-l", str(page), "-layout", str(pdf), "-"]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+
+
+def page_images(pdf: Path, folder: Path) -> list[Path]:
+    """Every page as a grey image (PGM) at DPI."""
+    prefix = folder / "page"
+    subprocess.run(["pdftoppm", "-gray", "-r", str(DPI), str(pdf), str(prefix)], check=True)
+    return sorted(folder.glob("page-*.pgm"))
+
+
+def grey(image: Path) -> tuple[int, int, bytes]:
+    """Width, height and the pixels of a binary 8-bit PGM."""
+    data = image.read_bytes()
+    magic, width, height, depth, pixels = data.split(maxsplit=4)
+    assert (magic, depth) == (PGM_MAGIC, b"255")
+    return int(width), int(height), pixels
+
+
+def title_scale(pdf: Path) -> float:
+    """The cover title's height over its font size: below 1 when Chromium shrank the pages to
+    fit content wider than the paper (it scales the whole document, so every page shows it)."""
+    command = ["pdftotext", "-bbox", "-f", "1", "-l", "1", str(pdf), "-"]
+    boxes = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    found = re.search(r'yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">Informe<', boxes)
+    assert found, "the cover's title is not on page 1"
+    return (float(found.group(2)) - float(found.group(1))) / TITLE_PT
+
+
+def test_R1_the_pdf_has_a_cover_a_page_per_group_numbered_pages_and_no_table_cut(
+    report: Report, tmp_path: Path
+) -> None:
+    pdf = printed(tmp_path / "es", report)
+    count = pages_of(pdf)
+    images = page_images(pdf, tmp_path / "es")
+    assert len(images) == count >= 1 + len(report.groups)
+    assert all(min(grey(image)[2]) < 128 for image in images)  # no blank page
+    texts = [text_of(pdf, n) for n in range(1, count + 1)]
+    for number, text in enumerate(texts, start=1):
+        assert f"Página {number} de {count}" in text
+    cover = texts[0]
+    assert "Informe del pozo progresivo" in cover
+    assert "Casino Test" in cover
+    assert "cuadran en este período (M2)" in cover
+    assert "America/Santiago (UTC−04:00)" in cover  # the period is in May: Chilean winter time
+    assert re.search(r"sha256:[0-9a-f]{64}, verificado\s+contra\s+su\s+manifiesto\s+\(R6\)", cover)
+    assert "Grupo de pozos report-group" not in cover  # the group begins its own page
+    assert texts[1].lstrip().startswith("Grupo de pozos report-group")
+    assert title_scale(pdf) >= 1.0  # nothing wider than the paper (no table cut or shrunk)
+    whole = "".join(texts)
+    (group,) = report.groups
+    assert group.awards
+    for award in group.awards:
+        assert award.round_id in whole
+    assert "$250.000" in whole  # amounts as the floor writes them
+    data = {"opening", "report-group", "reserve1", "scj-poker"}  # the ledger's own words
+    words = {m.group(0).lower() for m in ENGLISH.finditer(whole)} - data
+    assert words == set(), f"English on the Spanish document: {sorted(words)}"
+
+
+def test_the_judges_refuse_a_table_wider_than_the_page_and_an_english_document(
+    report: Report, tmp_path: Path
+) -> None:
+    folder = tmp_path / "wide"
+    printed(folder, report)
+    page = folder / "report.html"
+    wide = "<table style='width:400mm'><tr><td>" + "ancho " * 200 + "</td></tr></table>"
+    page.write_text(page.read_text().replace("</body>", wide + "</body>"))
+    folder_pdf = folder / "wide.pdf"
+    print_pdf(page, folder_pdf, find_browser())
+    assert title_scale(folder_pdf) < 0.9  # Chromium shrank every page to fit the wide table
+    wider = wide.replace("400mm", "1200mm")  # beyond what it shrinks: also cut at the margin
+    page.write_text(page.read_text().replace(wide, wider))
+    print_pdf(page, folder_pdf, find_browser())
+    assert title_scale(folder_pdf) < 0.9
+    english = printed(tmp_path / "en", report, lang="en")
+    found = {m.group(0).lower() for m in ENGLISH.finditer(text_of(english, 1))}
+    assert {"period", "verified", "page"} <= found
