@@ -1,7 +1,8 @@
 """The display service against real Kafka: gRPC sign stream, web page in a real browser (#6).
 
 The browser test drives Debian's Chromium with Playwright (installed by `make setup`) and saves
-a screenshot under build/.
+a screenshot under build/. The sign and the floor page are judged in every state they reach:
+Spanish only, in glyphs the kiosk's fonts have (issue 29; tests/integration/page_language.py).
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from jackpot.display.settings import DisplaySettings
 from jackpot.platform.kafka import ensure_topics, idempotent_producer
 from jackpot.topics import TopicSpec
 from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc, payout_pb2, pot_pb2
+from tests.integration.page_language import assert_spanish
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 GROUP = "scl-main"
+IDENTIFIERS = (GROUP, "CAR-1", "CAR-2")  # what the signs show that is no word of a language
 
 
 def free_port() -> int:
@@ -248,6 +251,7 @@ async def test_sign_page_in_a_real_browser(display: DisplayUnderTest, artifacts:
         assert "2.550" in await page.get_by_test_id("increment").inner_text()
         await page.wait_for_function(DRUMS_AT_REST)  # the drums stopped, for the picture
         await page.screenshot(path=str(artifacts / "sign-live.png"))
+        await assert_spanish(page, "the sign live", IDENTIFIERS)
 
         await display.award(1_002_550)
         winner = page.get_by_test_id("winner")
@@ -255,16 +259,35 @@ async def test_sign_page_in_a_real_browser(display: DisplayUnderTest, artifacts:
         assert "ESCALERA REAL" in await winner.inner_text()
         assert "CAR-1" in await winner.inner_text()
         await page.screenshot(path=str(artifacts / "sign-winner.png"))
+        await assert_spanish(page, "the sign's winner", IDENTIFIERS)
 
         display.beating = False
         closed = page.get_by_test_id("closed")
         await closed.wait_for(state="visible", timeout=8000)  # updates stopped (D5)
         assert "CERRADO" in await closed.inner_text()
+        assert "sin noticias del pozo" in await closed.inner_text()
         await page.screenshot(path=str(artifacts / "sign-closed.png"))
+        await assert_spanish(page, "the sign closed", IDENTIFIERS)
 
         display.beating = True  # and it recovers by itself
         await closed.wait_for(state="hidden", timeout=5000)
         assert await amount.get_attribute("data-amount") == "1002550"
+
+
+async def test_the_floor_page_shows_every_sign_and_a_win_in_spanish(
+    display: DisplayUnderTest, artifacts: Path
+) -> None:
+    """The floor overview (``/``): each group's card live, then its win, named in Spanish."""
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1200, "height": 500})
+        await page.goto(display.base_url + "/")
+        card = page.locator("a.card", has_text=GROUP)
+        await card.locator(".value", has_text="1.000.000").wait_for()
+        await assert_spanish(page, "the floor live", IDENTIFIERS)
+        await display.award(1_000_000)
+        await card.locator(".win", has_text="¡ESCALERA REAL! Mesa CAR-1").wait_for()
+        await page.screenshot(path=str(artifacts / "floor-winner.png"))
+        await assert_spanish(page, "a win on the floor", IDENTIFIERS)
 
 
 async def test_D2_a_prize_awaiting_approval_is_pending_on_the_sign_until_approved(
@@ -292,6 +315,7 @@ async def test_D2_a_prize_awaiting_approval_is_pending_on_the_sign_until_approve
             assert await page.evaluate("document.body.classList.contains('is-closed')") is False
             await page.wait_for_function(DRUMS_AT_REST)
             await page.screenshot(path=str(artifacts / "sign-pending.png"))
+            await assert_spanish(page, "a prize pending on the sign", IDENTIFIERS)
             sign = (await asyncio.wait_for(stream.read(), 10)).sign
             while not sign.pending:
                 sign = (await asyncio.wait_for(stream.read(), 10)).sign

@@ -1,6 +1,11 @@
 """The reference dealer terminal (rule D3) in a real browser: a real gateway and payout service
 over real Kafka and gRPC, the terminal's page in Debian's Chromium (Playwright, as the sign's
-test). Screenshots under build/."""
+test). Screenshots under build/.
+
+The screen speaks Spanish only, in glyphs the kiosk's fonts have (issue 29): in every state the
+tests reach (the links up, one down, a prize awaiting approval, each kind of answer) the page
+is judged by tests/integration/page_language.py. The API's ``message`` stays the log's English;
+its ``text`` is what the screen shows."""
 
 from __future__ import annotations
 
@@ -20,9 +25,11 @@ from loadtest.browser import chromium
 from jackpot.domain.cards import Game
 from jackpot.payout.settings import PayoutSettings
 from jackpot.terminal.main import run_terminal
+from jackpot.terminal.screen import WHO_APPROVES
 from jackpot.terminal.settings import TerminalSettings
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 from tests.integration.gateway_harness import (
+    GROUP,
     Device,
     PotHeartbeat,
     RunningGateway,
@@ -31,6 +38,7 @@ from tests.integration.gateway_harness import (
     start_gateway,
     wait_until,
 )
+from tests.integration.page_language import assert_spanish
 from tests.integration.test_display import artifacts, free_port
 from tests.integration.test_payout import Running, award, ledger_types, payout_settings, publish
 from tests.integration.test_security import audit_entries
@@ -40,6 +48,10 @@ pytestmark = pytest.mark.integration
 __all__ = ["artifacts"]  # the fixture, imported for these tests
 
 TABLE = "CAR-1"
+# What the tests' screens may show that is no word of any language.
+IDENTIFIERS = (TABLE, "DRW-1", GROUP)
+ANSWER_STARTS = "document.getElementById('answer').textContent.startsWith({!r})"
+ANSWER_HAS = "document.getElementById('answer').textContent.includes({!r})"
 
 
 @dataclass
@@ -159,31 +171,30 @@ async def test_D3_the_terminal_shows_a_locked_rounds_bets_and_a_double_click_pay
         )
         assert rows == [small.award_id, full.award_id]  # S1/S5: payment order from the service
         await page.screenshot(path=str(artifacts / "terminal-locked.png"))
+        await assert_spanish(page, "a locked round, two prizes to pay", IDENTIFIERS)
 
         await page.dblclick("[data-testid=paid-5]")
         answer = page.get_by_test_id("answer")
-        await page.wait_for_function(
-            "document.getElementById('answer').textContent.startsWith('paid')"
-        )
+        await page.wait_for_function(ANSWER_STARTS.format("Pagado"))
         await page.wait_for_selector(f"tr[data-award='{small.award_id}']", state="detached")
         assert await answer.get_attribute("data-award") == small.award_id
+        await assert_spanish(page, "a prize paid", IDENTIFIERS)
 
         status, again = await floor.post("/api/paid", {"award_id": small.award_id})
         assert status == 409
         assert "refused" in again["message"]
         assert "PAID" in again["message"].upper()
-        await page.wait_for_function(
-            "document.getElementById('answer').textContent.includes('refused')"
-        )
+        assert again["text"] == "Rechazado: el premio está pagado: no se puede pagar"
+        await page.wait_for_function(ANSWER_HAS.format("está pagado"))
         status, other = await floor.post("/api/paid", {"award_id": elsewhere.award_id})
         assert status == 409
         assert "DRW-1" in other["message"]
-        await page.wait_for_function(
-            "document.getElementById('answer').textContent.includes('DRW-1')"
-        )
+        await page.wait_for_function(ANSWER_HAS.format("en la mesa DRW-1, no en la CAR-1"))
         await page.screenshot(path=str(artifacts / "terminal-refused.png"))
+        await assert_spanish(page, "a prize of another table refused", IDENTIFIERS)
         status, malformed = await floor.post("/api/paid", {"award_id": 7})
         assert (status, malformed["message"]) == (400, "'award_id' must be a non-empty string")
+        assert malformed["text"] == "Falta el premio"
     assert await paid_entries(floor.payout, small.award_id, 4) == 1
     audited = [
         e
@@ -217,6 +228,7 @@ async def test_two_concurrent_confirmations_at_the_terminals_api_pay_once(floor:
     assert sorted(status for status, _ in answers) == [200, 409], answers
     [refusal] = [answer for status, answer in answers if status == 409]
     assert "refused" in refusal["message"], refusal
+    assert refusal["text"].startswith("Rechazado: "), refusal
     assert await paid_entries(floor.payout, prize.award_id, 2) == 1  # ORDERED, PAID: no more
 
 
@@ -235,12 +247,15 @@ async def test_D3_a_prize_awaiting_approval_is_locked_on_the_terminal_until_appr
         row = page.locator(f"tr[data-award='{large.award_id}']")
         await row.wait_for()
         assert await row.get_attribute("data-state") == "awaiting_approval"
-        assert "supervisor" in await row.inner_text()
+        assert f"Debe aprobarlo {WHO_APPROVES}" in await row.inner_text()
         assert await page.locator("[data-testid=paid-4]").count() == 0
         await page.screenshot(path=str(artifacts / "terminal-pending.png"))
+        await assert_spanish(page, "a prize awaiting approval", IDENTIFIERS)
         status, refused = await floor.post("/api/paid", {"award_id": large.award_id})
         assert status == 409
         assert "refused" in refused["message"]
+        await page.wait_for_function(ANSWER_HAS.format("esperando aprobación"))
+        await assert_spanish(page, "a prize awaiting approval refused", IDENTIFIERS)
 
         async with grpc_channel(floor.payout.grpc_address) as stub:
             await stub.ApprovePayout(
@@ -249,9 +264,7 @@ async def test_D3_a_prize_awaiting_approval_is_locked_on_the_terminal_until_appr
                 )
             )
         await page.click("[data-testid=paid-4]")
-        await page.wait_for_function(
-            "document.getElementById('answer').textContent.startsWith('paid')"
-        )
+        await page.wait_for_function(ANSWER_STARTS.format("Pagado"))
     assert await paid_entries(floor.payout, large.award_id, 3) == 1
 
 
@@ -276,11 +289,18 @@ async def restore_payout(floor: Floor) -> None:
     floor.running = await Running(floor.payout).__aenter__()
 
 
-# link -> (take it away, bring it back, the word the banner names it by, the refusal's words)
+# link -> (take it away, bring it back, the word the banner names it by, the refusal's words in
+# the log, and on the screen)
 Step = Callable[[Floor], Awaitable[None]]
-LINKS: dict[str, tuple[Step, Step, str, str]] = {
-    "gateway": (cut_gateway, restore_gateway, "mesa", "gateway"),
-    "payout": (cut_payout, restore_payout, "pagos", "payout service"),
+LINKS: dict[str, tuple[Step, Step, str, str, str]] = {
+    "gateway": (cut_gateway, restore_gateway, "mesa", "gateway", "Sin conexión con la mesa"),
+    "payout": (
+        cut_payout,
+        restore_payout,
+        "pagos",
+        "payout service",
+        "Sin conexión con el servicio de pagos",
+    ),
 }
 
 
@@ -291,7 +311,7 @@ async def test_D3_a_lost_link_disables_the_buttons_and_they_come_back(
     """The gateway or the payout service goes away: the screen says which link is lost, the
     buttons are disabled and a confirmation is refused; the service comes back on the same
     address, the terminal recovers by itself and the dealer's press pays the prize once."""
-    cut, restore, banner_word, refusal_words = LINKS[link]
+    cut, restore, banner_word, refusal_words, shown_words = LINKS[link]
     prize = award("R3", 1, "FLUSH", 40_000, table=TABLE)
     await publish(floor.payout, prize)
     async with chromium() as browser:
@@ -304,17 +324,19 @@ async def test_D3_a_lost_link_disables_the_buttons_and_they_come_back(
         assert await button.is_disabled()
         assert banner_word in (await page.get_by_test_id("link-lost").inner_text()).lower()
         await page.screenshot(path=str(artifacts / f"terminal-{link}-lost.png"))
+        await assert_spanish(page, f"the {link} link lost", IDENTIFIERS)
         status, refused = await floor.post("/api/paid", {"award_id": prize.award_id})
         assert status == 409
         assert refusal_words in refused["message"]
+        assert refused["text"].startswith(shown_words), refused
+        await page.wait_for_function(ANSWER_STARTS.format(shown_words))
+        await assert_spanish(page, f"a payment refused with the {link} link lost", IDENTIFIERS)
 
         await restore(floor)
         await page.wait_for_selector(f"[data-testid=link-{link}][data-up=true]", timeout=20_000)
         await page.wait_for_selector("[data-testid=paid-1]:enabled", timeout=10_000)
         await page.click("[data-testid=paid-1]")
-        await page.wait_for_function(
-            "document.getElementById('answer').textContent.startsWith('paid')"
-        )
+        await page.wait_for_function(ANSWER_STARTS.format("Pagado"))
     assert await paid_entries(floor.payout, prize.award_id, 2) == 1
 
 
@@ -350,21 +372,22 @@ async def test_a_supervisor_approves_at_the_terminal_with_a_one_time_code_as_the
         status, refused = await floor.post("/api/decide", body)
         assert status == 409
         assert "wrong code" in refused["message"]
+        await page.wait_for_function(ANSWER_STARTS.format("Rechazado: código incorrecto"))
+        await assert_spanish(page, "a wrong code refused", IDENTIFIERS)
 
         await page.fill("[data-testid=code-3]", issued.code)
         await page.screenshot(path=str(artifacts / "terminal-supervisor-code.png"))
         await page.click("[data-testid=approve-3]")
-        await page.wait_for_function(
-            "document.getElementById('answer').textContent.startsWith('approved')"
-        )
+        await page.wait_for_function(ANSWER_STARTS.format("Aprobado por el supervisor"))
+        await assert_spanish(page, "a prize approved at the terminal", IDENTIFIERS)
         await page.click("[data-testid=paid-3]")
-        await page.wait_for_function(
-            "document.getElementById('answer').textContent.startsWith('paid')"
-        )
+        await page.wait_for_function(ANSWER_STARTS.format("Pagado"))
         body["code"] = issued.code
         status, reused = await floor.post("/api/decide", body)
         assert status == 409
         assert "already used" in reused["message"]
+        await page.wait_for_function(ANSWER_HAS.format("este código ya fue usado"))
+        await assert_spanish(page, "a used code refused", IDENTIFIERS)
     async with grpc_channel(floor.payout.grpc_address) as stub:
         listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest())
     [payout] = [p for p in listing.payouts if p.award_id == large.award_id]
@@ -385,6 +408,31 @@ async def test_a_supervisor_approves_at_the_terminal_with_a_one_time_code_as_the
     ]
     assert any("wrong code" in d for d in refusals)
     assert any("already used" in d for d in refusals)
+
+
+async def test_D3_a_supervisors_press_without_a_code_or_a_reason_is_answered_in_spanish(
+    floor: Floor, artifacts: Path
+) -> None:
+    """The page's own malformed request (no code typed, a void without its reason) is refused
+    with 400 before the payout service hears of it; the screen says why, in Spanish, and the
+    prize stays awaiting approval."""
+    large = award("R7", 2, "ROYAL_FLUSH", 2_200_000, table=TABLE)
+    await publish(floor.payout, large)
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1280, "height": 640})
+        await page.goto(floor.url)
+        await page.wait_for_selector("[data-testid=approve-2]:enabled")
+        await page.click("[data-testid=approve-2]")
+        await page.wait_for_function(ANSWER_STARTS.format("Falta el código del supervisor"))
+        await assert_spanish(page, "an approval without a code", IDENTIFIERS)
+        await page.fill("[data-testid=code-2]", "12345678")
+        await page.wait_for_selector("[data-testid=void-2]:enabled")
+        await page.click("[data-testid=void-2]")
+        await page.wait_for_function(ANSWER_STARTS.format("Para anular hay que escribir el motivo"))
+        await page.screenshot(path=str(artifacts / "terminal-void-without-reason.png"))
+        await assert_spanish(page, "a void without a reason", IDENTIFIERS)
+        row = page.locator(f"tr[data-award='{large.award_id}']")
+        assert await row.get_attribute("data-state") == "awaiting_approval"
 
 
 async def test_the_demos_dealer_and_supervisor_use_the_terminals_api(floor: Floor) -> None:

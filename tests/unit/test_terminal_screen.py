@@ -1,14 +1,31 @@
 """The dealer terminal's screen state (rule D3): nothing is payable while a link is down, prizes
 keep the service's payment order (S5), a prize awaiting approval says who must approve it, and a
-bad setting stops the terminal with one line (exit 2)."""
+bad setting stops the terminal with one line (exit 2). What the screen displays is Spanish
+(issue 29): every state, prize and sentence has its Spanish beside the log's English; the
+browser tests judge the page itself (tests/integration/page_language.py)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from jackpot.terminal.screen import Screen
-from jackpot.v1 import payout_pb2
+from jackpot.display.web import PRIZE_NAMES as SIGN_PRIZE_NAMES
+from jackpot.domain.hands import CATEGORIES
+from jackpot.pot.records import MYSTERY_PRIZE
+from jackpot.terminal.screen import (
+    PAYOUT_STATE_TEXT,
+    PAYOUT_STATES,
+    PRIZE_NAMES,
+    ROUND_STATE_TEXT,
+    ROUND_STATES,
+    STATE_WORDS,
+    UNTRANSLATED,
+    WHO_APPROVES,
+    Answer,
+    Screen,
+    in_spanish,
+)
+from jackpot.v1 import device_pb2, payout_pb2
 
 
 def test_D3_nothing_is_payable_while_either_link_is_down() -> None:
@@ -40,8 +57,86 @@ def test_D3_S5_prizes_in_the_services_order_and_the_locked_one_names_its_approve
     )
     shown = screen.to_json()["payouts"]
     assert [(p["award_id"], p["payable"]) for p in shown] == [("b", True), ("a", False)]
-    assert "supervisor" in shown[1]["approver"]
+    assert shown[1]["approver"] == WHO_APPROVES
+    assert "supervisor" in WHO_APPROVES
     assert shown[0]["approver"] == ""
+
+
+def test_D3_the_screen_sends_the_page_its_states_prizes_and_sentences_in_spanish() -> None:
+    screen = Screen("CAR-1", "ana")
+    assert screen.to_json()["links"]["gateway"]["text"] == "conectando"
+    screen.link(screen.gateway, False, "UNAVAILABLE: failed to connect to all addresses")
+    screen.link(screen.payout, True, "connected")
+    screen.table_view(
+        device_pb2.TableView(
+            table_id="CAR-1",
+            round_state=device_pb2.ROUND_STATE_LOCKED,
+            closed_reason="pot group scl-main silent for over 1.5 s",
+        )
+    )
+    screen.open_payouts(
+        [
+            payout_pb2.Payout(
+                award_id="a",
+                prize="ROYAL_FLUSH",
+                state=payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL,
+            )
+        ]
+    )
+    screen.answer(Answer("a", False, "refused: NOT_AUTHENTICATED: this code was already used"))
+    shown = screen.to_json()
+    gateway = shown["links"]["gateway"]
+    assert (gateway["detail"], gateway["text"]) == (
+        "UNAVAILABLE: failed to connect to all addresses",
+        "servicio no disponible",
+    )
+    assert shown["links"]["payout"]["text"] == "conectado"
+    table = shown["table"]
+    assert (table["round_state"], table["round_state_text"]) == ("locked", "apuestas cerradas")
+    assert table["closed_text"] == "el pozo scl-main lleva más de 1,5 s sin noticias"
+    [payout] = shown["payouts"]
+    assert (payout["prize_text"], payout["state_text"]) == (
+        "ESCALERA REAL",
+        "BLOQUEADO: espera aprobación",
+    )
+    [answer] = shown["answers"]
+    assert answer["message"].startswith("refused")  # the log's words stay for the log
+    assert answer["text"] == "Rechazado: este código ya fue usado"
+
+
+def test_every_state_and_prize_has_its_spanish_and_the_signs_name_prizes_alike() -> None:
+    """Every category of every game and the mystery prize, as the terminal and the signs (two
+    services, neither importing the other) name them; every round and payout state."""
+    prizes = {category for categories in CATEGORIES.values() for category in categories}
+    assert prizes | {MYSTERY_PRIZE} == set(PRIZE_NAMES)
+    assert SIGN_PRIZE_NAMES == PRIZE_NAMES
+    assert {*ROUND_STATES.values(), "unknown"} == set(ROUND_STATE_TEXT)
+    assert {*PAYOUT_STATES.values(), "unknown"} == set(PAYOUT_STATE_TEXT)
+    assert set(PAYOUT_STATES.values()) == set(STATE_WORDS)
+
+
+def test_a_sentence_the_screen_does_not_know_is_shown_as_a_pointer_to_the_log() -> None:
+    """Never in English: the log has the words (links.py logs every answer and lost link)."""
+    assert in_spanish("the moon fell on the table") == UNTRANSLATED
+    assert in_spanish("refused: SEAT_CLOSED: a new sentence") == f"Rechazado: {UNTRANSLATED}"
+    assert in_spanish("refused: INVALID_STATE: a new sentence") == (
+        "Rechazado: el estado del premio no lo permite"
+    )
+    assert in_spanish("") == ""
+
+
+def test_a_refusal_names_the_payouts_state_in_spanish() -> None:
+    """The payout service names the state as the domain does (PAID, AWAITING_APPROVAL)."""
+    refused = "refused: INVALID_STATE: payout g/CAR-1/R1/5/FLUSH is {}: it cannot be paid"
+    assert in_spanish(refused.format("PAID")) == (
+        "Rechazado: el premio está pagado: no se puede pagar"
+    )
+    assert in_spanish(refused.format("AWAITING_APPROVAL")) == (
+        "Rechazado: el premio está esperando aprobación: no se puede pagar"
+    )
+    assert in_spanish(refused.format("LOST")) == (
+        "Rechazado: el premio está en otro estado: no se puede pagar"
+    )
 
 
 def test_a_terminal_without_a_table_stops_with_one_line_naming_the_setting() -> None:

@@ -2,6 +2,8 @@
 
 Routes: ``/`` (floor overview), ``/sign/{group}`` (one sign), ``/events?group=G`` (SSE stream of
 sign states; repeat ``group`` or leave it out for all), ``/api/signs`` (JSON), ``/healthz``.
+
+The pages speak Spanish (issue 29); the prizes' names, shown by both, are given to them here.
 """
 
 from __future__ import annotations
@@ -15,14 +17,18 @@ from aiohttp import web
 from jackpot.display import metrics
 from jackpot.display.board import Board
 from jackpot.display.fanout import Subscription
+from jackpot.domain.hands import PRIZE_NAMES as HAND_NAMES
 
 BOARD_KEY = web.AppKey("board", Board)
 RATE_KEY = web.AppKey("max_rate", float)
 TIMEOUT_KEY = web.AppKey("write_timeout", float)
+# The prizes as the signs show them (capitals).
+PRIZE_NAMES = {hand: spanish.upper() for hand, (spanish, _) in HAND_NAMES.items()}
 
 
 def _page(name: str) -> str:
-    return resources.files("jackpot.display").joinpath("static", name).read_text("utf-8")
+    page = resources.files("jackpot.display").joinpath("static", name).read_text("utf-8")
+    return page.replace("{{PRIZES}}", json.dumps(PRIZE_NAMES, ensure_ascii=False))
 
 
 async def floor(request: web.Request) -> web.Response:

@@ -38,6 +38,24 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "poker": POKER_CATEGORIES,
     "blackjack": BLACKJACK_CATEGORIES,
 }
+MYSTERY = "MYSTERY"  # the mystery prize's name where a hand's would be (X2)
+# What the floor calls each prize, (Spanish, English): the signs, the dealer's screen and the
+# period report show these; the rules' own Spanish names for the poker hands (P).
+PRIZE_NAMES: dict[str, tuple[str, str]] = {
+    "FLUSH": ("Color", "Flush"),
+    "FULL_HOUSE": ("Full", "Full house"),
+    "FOUR_OF_A_KIND": ("Póker", "Four of a kind"),
+    "STRAIGHT_FLUSH": ("Escalera de color", "Straight flush"),
+    "ROYAL_FLUSH": ("Escalera real", "Royal flush"),
+    "TWO_ACES_SAME_SUIT": ("Dos ases del mismo palo", "Two aces of one suit"),
+    "THREE_SEVENS": ("Tres sietes", "Three sevens"),
+    "THREE_ACES": ("Tres ases", "Three aces"),
+    "THREE_ACES_SAME_SUIT": ("Tres ases del mismo palo", "Three aces of one suit"),
+    "THREE_SEVENS_SAME_SUIT": ("Tres sietes del mismo palo", "Three sevens of one suit"),
+    "FOUR_ACES": ("Cuatro ases", "Four aces"),
+    "FOUR_ACES_SAME_SUIT": ("Cuatro ases del mismo palo", "Four aces of one suit"),
+    MYSTERY: ("Premio misterioso", "Mystery prize"),
+}
 
 _ROYAL = (8, 9, 10, 11, 12)
 _STRAIGHTS = {tuple(range(low, low + 5)) for low in range(0, 8)} | {(0, 1, 2, 3, 12)}

@@ -4,15 +4,24 @@ The table's round and seats come from the gateway's watch, the prizes to pay fro
 service's DealerTerminal stream (already in payment order, rule S5); each link says whether it is
 up and, when not, why. Nothing can be paid while either link is down: the page disables its
 buttons, and :meth:`Screen.payable` refuses on the server too.
+
+The screen speaks one language, the Spanish of a Chilean casino floor (issue 29). The links, the
+services and this module's own refusals say what happened in English, the language of the log
+and of the JSON's machine values (``detail``, ``message``, ``state``...); everything the page
+displays is put into Spanish here, in one place: :func:`in_spanish` for the sentences (a
+``text`` beside each), the ``*_text`` fields for the states and the prizes. A sentence this
+module does not know is shown as a Spanish pointer to the terminal's log, never in English.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from jackpot.domain.hands import PRIZE_NAMES as HAND_NAMES
 from jackpot.v1 import device_pb2, payout_pb2
 
 ROUND_STATES = {
@@ -29,7 +38,212 @@ PAYOUT_STATES = {
     payout_pb2.PAYOUT_STATE_VOIDED: "voided",
 }
 PAYABLE = frozenset({payout_pb2.PAYOUT_STATE_ORDERED, payout_pb2.PAYOUT_STATE_APPROVED})
-WHO_APPROVES = "a supervisor (their own certificate or a one-time code)"
+WHO_APPROVES = "un supervisor (con su propio certificado o un código de un solo uso)"
+
+# --- What the page displays, in Spanish -----------------------------------------------------
+
+ROUND_STATE_TEXT = {
+    "idle": "sin ronda",
+    "open": "apuestas abiertas",
+    "locked": "apuestas cerradas",
+    "results": "resultados",
+    "unknown": "desconocido",
+}
+# The payout's state in the prize list ...
+PAYOUT_STATE_TEXT = {
+    "ordered": "a pagar",
+    "awaiting_approval": "BLOQUEADO: espera aprobación",
+    "approved": "aprobado: a pagar",
+    "paid": "pagado",
+    "voided": "anulado",
+    "unknown": "estado desconocido",
+}
+# ... and in a sentence ("el premio está pagado").
+STATE_WORDS = {
+    "ordered": "por pagar",
+    "awaiting_approval": "esperando aprobación",
+    "approved": "aprobado",
+    "paid": "pagado",
+    "voided": "anulado",
+}
+# The prizes as the screen shows them (capitals, as the signs).
+PRIZE_NAMES = {hand: spanish.upper() for hand, (spanish, _) in HAND_NAMES.items()}
+UNKNOWN_PRIZE = "PREMIO"
+UNTRANSLATED = "sin traducción: el detalle está en el registro del terminal"
+# A lost link's gRPC status (links.py says "CODE: details"; the details, in grpc's English,
+# stay in the log).
+GRPC_TEXT = {
+    "UNAVAILABLE": "servicio no disponible",
+    "DEADLINE_EXCEEDED": "sin respuesta a tiempo",
+    "UNAUTHENTICATED": "credencial del terminal rechazada",
+    "PERMISSION_DENIED": "permiso denegado",
+    "CANCELLED": "conexión cancelada",
+    "FAILED_PRECONDITION": "el servicio no lo permite ahora",
+    "NOT_FOUND": "no encontrado",
+    "ABORTED": "operación interrumpida",
+    "RESOURCE_EXHAUSTED": "servicio saturado",
+    "INVALID_ARGUMENT": "solicitud no válida",
+    "UNIMPLEMENTED": "función no disponible en el servicio",
+    "INTERNAL": "falla interna del servicio",
+    "UNKNOWN": "falla desconocida del servicio",
+    "DATA_LOSS": "falla interna del servicio",
+    "OUT_OF_RANGE": "solicitud fuera de rango",
+    "ALREADY_EXISTS": "ya existe",
+}
+# A refusal's reason (jackpot.domain.errors.Reason), when its sentence is not known.
+REASON_TEXT = {
+    "INVALID_STATE": "el estado del premio no lo permite",
+    "TABLE_MISMATCH": "el premio es de otra mesa",
+    "NOT_AUTHENTICATED": "no autorizado",
+    "MALFORMED": "solicitud mal formada",
+    "UNKNOWN_TABLE": "mesa desconocida",
+    "UNKNOWN_POT_GROUP": "pozo desconocido",
+    "PROGRESSIVE_CLOSED": "el progresivo está cerrado",
+    "TOO_LARGE": "solicitud demasiado grande",
+}
+# The fields of the terminal's API (web.py), as a missing one is named.
+FIELDS = {"award_id": "el premio", "code": "el código del supervisor", "reason": "el motivo"}
+
+_Rules = tuple[tuple[re.Pattern[str], str], ...]
+
+
+def _rules(*pairs: tuple[str, str]) -> _Rules:
+    return tuple((re.compile(pattern, re.DOTALL), template) for pattern, template in pairs)
+
+
+# Every sentence the screen is sent whole: links.py (the links' states, the answers), this
+# module's payable(), web.py (a malformed request), the gateway's closed reasons (TableView).
+SENTENCES = _rules(
+    ("connecting", "conectando"),
+    ("connected", "conectado"),
+    ("watching the table", "conectado a la mesa"),
+    ("the gateway ended the watch", "la mesa cerró la conexión"),
+    ("the payout service ended the session", "el servicio de pagos cerró la sesión"),
+    (f"(?P<grpc>{'|'.join(GRPC_TEXT)}): .*", "{grpc}"),
+    ("paid: the payout service confirmed it", "Pagado: el servicio de pagos lo confirmó"),
+    (
+        "approved by the supervisor: the payout service confirmed it",
+        "Aprobado por el supervisor: el servicio de pagos lo confirmó",
+    ),
+    (
+        "voided by the supervisor: the payout service confirmed it",
+        "Anulado por el supervisor: el servicio de pagos lo confirmó",
+    ),
+    ("refused: (?P<refusal>.*)", "Rechazado: {refusal}"),
+    (
+        "no answer from the payout service in time; see the list",
+        "El servicio de pagos no respondió a tiempo; revise la lista",
+    ),
+    (
+        "the link to the payout service was lost before its answer; "
+        "the list shows whether it was paid",
+        "Se perdió la conexión con el servicio de pagos antes de su respuesta; "
+        "la lista muestra si quedó pagado",
+    ),
+    ("no link to the payout service", "Sin conexión con el servicio de pagos"),
+    (
+        r"no link to the payout service \((?P<inner>.*)\): nothing can be paid",
+        "Sin conexión con el servicio de pagos ({inner}): no se puede pagar nada",
+    ),
+    (
+        r"no link to the table's gateway \((?P<inner>.*)\): nothing can be paid",
+        "Sin conexión con la mesa ({inner}): no se puede pagar nada",
+    ),
+    ("no award named", "No se indicó el premio"),
+    (r"the request is larger than (?P<size>\d+) bytes", "La solicitud supera los {size} bytes"),
+    ("the request is not JSON", "La solicitud no es JSON"),
+    ("the request must be a JSON object", "La solicitud debe ser un objeto JSON"),
+    (r"'(?P<field>\w+)' must be a non-empty string", "Falta {field}"),
+    ('\'decision\' must be "approve" or "void"', "La decisión debe ser aprobar o anular"),
+    ("a void needs a 'reason'", "Para anular hay que escribir el motivo"),
+    ("starting", "la mesa está iniciando"),
+    (r"no update from pot group (?P<group>\S+) yet", "aún sin noticias del pozo {group}"),
+    (
+        r"pot group (?P<group>\S+) silent for over (?P<seconds>\S+) s",
+        "el pozo {group} lleva más de {seconds} s sin noticias",
+    ),
+    ("events cannot be delivered to Kafka", "los eventos de la mesa no llegan a Kafka"),
+)
+# The payout service's refusals (DealerTerminalResponse.refused: "REASON: sentence").
+REFUSALS = _rules(
+    (
+        r"payout \S+ is (?P<state>\w+): it cannot be paid",
+        "el premio está {state}: no se puede pagar",
+    ),
+    (
+        r"payout \S+ is (?P<state>\w+): it cannot be voided",
+        "el premio está {state}: no se puede anular",
+    ),
+    (
+        r"payout \S+ is (?P<state>\w+), not awaiting approval",
+        "el premio está {state}: no espera aprobación",
+    ),
+    (
+        r"award \S+ is paid at (?P<there>\S+), not at (?P<here>\S+)",
+        "este premio se paga en la mesa {there}, no en la {here}",
+    ),
+    (
+        r"award \S+ is at (?P<there>\S+), not at (?P<here>\S+)",
+        "este premio es de la mesa {there}, no de la {here}",
+    ),
+    ("no (?:open )?payout for award .*", "no hay un pago abierto de este premio"),
+    ("this code was already used", "este código ya fue usado"),
+    ("this code has expired", "este código expiró"),
+    (
+        r"wrong code for award \S+; (?P<count>\d+) wrong codes: .*",
+        "código incorrecto ({count} intentos fallidos): los códigos de este premio quedaron "
+        "anulados y el supervisor debe pedir uno nuevo",
+    ),
+    (r"wrong code for award \S+", "código incorrecto"),
+    ("an approval needs the supervisor's name", "la aprobación necesita el nombre del supervisor"),
+    (
+        "a void needs the supervisor's name and a reason",
+        "la anulación necesita el nombre del supervisor y un motivo",
+    ),
+    (
+        r"the transaction on partition \d+ failed; retry",
+        "la transacción no se completó; vuelva a intentarlo",
+    ),
+)
+
+
+def in_spanish(text: str) -> str:
+    """What the screen displays for ``text``, a sentence of the links, the services or this
+    module (""  for "")."""
+    return _translate(text, SENTENCES, UNTRANSLATED) if text else ""
+
+
+def _refusal(text: str) -> str:
+    reason, _, sentence = text.partition(": ")
+    if reason not in REASON_TEXT and not reason.isupper():
+        sentence = text  # no reason in front (a transaction that did not commit)
+    return _translate(sentence, REFUSALS, REASON_TEXT.get(reason, UNTRANSLATED))
+
+
+def _translate(text: str, rules: _Rules, fallback: str) -> str:
+    for pattern, template in rules:
+        match = pattern.fullmatch(text.strip())
+        if match is not None:
+            return template.format(**{k: _part(k, v) for k, v in match.groupdict().items()})
+    return fallback
+
+
+def _part(name: str, value: str) -> str:
+    """A named part of a known sentence: put into Spanish by its name, or an identifier kept as
+    it is (a table, a pot group, a number)."""
+    if name == "inner":
+        return in_spanish(value)
+    if name == "refusal":
+        return _refusal(value)
+    if name == "state":
+        return STATE_WORDS.get(value.lower(), "en otro estado")  # the domain's PAID, VOIDED...
+    if name == "field":
+        return FIELDS.get(value, "un dato")
+    if name == "grpc":
+        return GRPC_TEXT[value]
+    if name == "seconds":
+        return value.replace(".", ",")  # the decimal comma of Chile
+    return value
 
 
 @dataclass(slots=True)
@@ -42,7 +256,12 @@ class Link:
     target: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"up": self.up, "detail": self.detail, "target": self.target}
+        return {
+            "up": self.up,
+            "detail": self.detail,
+            "text": in_spanish(self.detail),
+            "target": self.target,
+        }
 
 
 @dataclass(slots=True)
@@ -55,18 +274,27 @@ class Answer:
     at: float = field(default_factory=time.time)
 
     def to_json(self) -> dict[str, Any]:
-        return {"award_id": self.award_id, "ok": self.ok, "message": self.message, "at": self.at}
+        return {
+            "award_id": self.award_id,
+            "ok": self.ok,
+            "message": self.message,
+            "text": in_spanish(self.message),
+            "at": self.at,
+        }
 
 
 def table_json(view: device_pb2.TableView) -> dict[str, Any]:
+    round_state = ROUND_STATES.get(view.round_state, "unknown")
     return {
         "table_id": view.table_id,
         "pot_group_id": view.pot_group_id,
         "round_id": view.round_id,
-        "round_state": ROUND_STATES.get(view.round_state, "unknown"),
+        "round_state": round_state,
+        "round_state_text": ROUND_STATE_TEXT[round_state],
         "sign_value": view.sign_value,
         "progressive_open": view.progressive_open,
         "closed_reason": view.closed_reason,
+        "closed_text": in_spanish(view.closed_reason),
         "device_connected": view.device_connected,
         "seats": [
             {
@@ -85,14 +313,17 @@ def table_json(view: device_pb2.TableView) -> dict[str, Any]:
 
 def payout_json(payout: payout_pb2.Payout) -> dict[str, Any]:
     awaiting = payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL
+    state = PAYOUT_STATES.get(payout.state, "unknown")
     return {
         "award_id": payout.award_id,
         "round_id": payout.round_id,
         "seat": payout.seat,
         "prize": payout.prize,
+        "prize_text": PRIZE_NAMES.get(payout.prize, UNKNOWN_PRIZE),
         "amount": payout.amount,
         "cards": list(payout.cards),
-        "state": PAYOUT_STATES.get(payout.state, "unknown"),
+        "state": state,
+        "state_text": PAYOUT_STATE_TEXT[state],
         "payable": payout.state in PAYABLE,
         "approver": WHO_APPROVES if awaiting else "",
         "order": payout.order,
@@ -142,7 +373,7 @@ class Screen:
 
     def payable(self, award_id: str) -> str:
         """Why ``award_id`` cannot be confirmed from this screen now ("" when it can be sent;
-        the payout service still decides)."""
+        the payout service still decides); in the log's English, shown by :func:`in_spanish`."""
         if not self.payout.up:
             return f"no link to the payout service ({self.payout.detail}): nothing can be paid"
         if not self.gateway.up:

@@ -6,6 +6,9 @@ after every change), ``POST /api/paid`` ``{"award_id": ...}`` (the dealer paid i
 service's answer, 200 when paid, 409 with the reason when refused or impossible, 400 for a
 malformed request), ``POST /api/decide`` ``{"award_id", "code", "decision": "approve"|"void",
 "reason"}`` (a supervisor's one-time code, applied as that supervisor), ``/healthz``.
+
+Every answer is an :class:`~jackpot.terminal.screen.Answer`: ``message`` in the log's English,
+``text`` what the screen shows of it, in Spanish (the page shows a 400 of its own request too).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from jackpot.terminal.links import PayoutLink
-from jackpot.terminal.screen import Screen
+from jackpot.terminal.screen import Answer, Screen
 
 SCREEN_KEY = web.AppKey("screen", Screen)
 PAYOUT_KEY = web.AppKey("payout", PayoutLink)
@@ -63,7 +66,7 @@ async def events(request: web.Request) -> web.StreamResponse:
 
 def _bad(message: str) -> web.HTTPBadRequest:
     """A 400 whose body is an answer like any other (``ok`` false, the reason)."""
-    body = json.dumps({"award_id": "", "ok": False, "message": message})
+    body = json.dumps(Answer("", False, message).to_json())
     return web.HTTPBadRequest(text=body, content_type="application/json")
 
 

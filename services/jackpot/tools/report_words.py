@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+from jackpot.domain.hands import PRIZE_NAMES
 from jackpot.domain.money import MINOR_PER_PESO, format_percent
 
 LANGUAGES = ("es", "en")
@@ -126,21 +127,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "of": ("de", "of"),
 }
 
-HANDS: dict[str, tuple[str, str]] = {
-    "FLUSH": ("Color", "Flush"),
-    "FULL_HOUSE": ("Full", "Full house"),
-    "FOUR_OF_A_KIND": ("Póker", "Four of a kind"),
-    "STRAIGHT_FLUSH": ("Escalera de color", "Straight flush"),
-    "ROYAL_FLUSH": ("Escalera real", "Royal flush"),
-    "TWO_ACES_SAME_SUIT": ("Dos ases del mismo palo", "Two aces of one suit"),
-    "THREE_SEVENS": ("Tres sietes", "Three sevens"),
-    "THREE_ACES": ("Tres ases", "Three aces"),
-    "THREE_ACES_SAME_SUIT": ("Tres ases del mismo palo", "Three aces of one suit"),
-    "THREE_SEVENS_SAME_SUIT": ("Tres sietes del mismo palo", "Three sevens of one suit"),
-    "FOUR_ACES": ("Cuatro ases", "Four aces"),
-    "FOUR_ACES_SAME_SUIT": ("Cuatro ases del mismo palo", "Four aces of one suit"),
-    "MYSTERY": ("Premio misterioso", "Mystery prize"),
-}
+HANDS = PRIZE_NAMES  # (Spanish, English) per prize
 POTS: dict[str, tuple[str, str]] = {
     "main": ("principal", "main"),
     "mystery": ("misterio", "mystery"),
