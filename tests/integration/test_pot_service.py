@@ -265,10 +265,19 @@ async def processed_fraction(settings: PotSettings) -> float:
         await admin.close()
 
 
-async def wait_processed(settings: PotSettings, fraction: float = 1.0) -> None:
+async def wait_processed(
+    settings: PotSettings, fraction: float = 1.0, log: Path | None = None
+) -> None:
+    """Poll until the pot's group has committed ``fraction`` of the input (``log``: the pot
+    process's stderr, whose end explains a miss)."""
     deadline = time.monotonic() + SETTLE_TIMEOUT
-    while await processed_fraction(settings) < fraction:
-        assert time.monotonic() < deadline, "the pot service did not process the input in time"
+    while (done := await processed_fraction(settings)) < fraction:
+        if time.monotonic() >= deadline:
+            tail = (await asyncio.to_thread(log.read_text, errors="replace"))[-4000:] if log else ""
+            raise AssertionError(
+                f"the pot service processed {done:.3f} of the input, not {fraction:.3f}, "
+                f"in {SETTLE_TIMEOUT:.0f} s; its log ends:\n{tail}"
+            )
         await asyncio.sleep(0.2)
 
 
@@ -752,7 +761,7 @@ async def test_config_change_takes_effect_only_at_the_next_reset_through_the_api
 
 
 async def test_kill_9_of_the_pot_process_at_random_points_loses_and_repeats_nothing(
-    kafka_bootstrap: str, unique: str
+    kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     settings = pot_settings(kafka_bootstrap, unique, partitions=2, max_batch_records=16)
     await create_topics(settings)
@@ -760,26 +769,30 @@ async def test_kill_9_of_the_pot_process_at_random_points_loses_and_repeats_noth
     await produce(settings, events)
     env = environment(settings)
     env["JACKPOT_MAX_BATCH_RECORDS"] = "16"
+    env["JACKPOT_LOG_LEVEL"] = "INFO"  # a run that stalls shows its takeover steps
+    # A join waits at most this for members to rejoin (the rebalance timeout): a killed member
+    # leaves at its session timeout (6 s), and no restart may wait out the default 60 s.
+    env["JACKPOT_MAX_POLL_INTERVAL_MS"] = "20000"
     rng = random.Random(unique)
     command = [sys.executable, "-m", "jackpot.cli", "pot"]
-    for _ in range(3):
+    for run in range(3):
         # Kill once this run has processed some more, at a random point of a batch.
         stop_at = min(0.9, await processed_fraction(settings) + rng.uniform(0.08, 0.2))
-        process = await asyncio.create_subprocess_exec(
-            *command, env=env, stderr=asyncio.subprocess.DEVNULL
-        )
+        log = tmp_path / f"pot-{run}.log"
+        with log.open("wb") as sink:
+            process = await asyncio.create_subprocess_exec(*command, env=env, stderr=sink)
         try:
-            await wait_processed(settings, stop_at)
+            await wait_processed(settings, stop_at, log)
             await asyncio.sleep(rng.uniform(0, 0.1))
             assert process.returncode is None, "the pot process died on its own"
         finally:
             process.send_signal(signal.SIGKILL)
             await process.wait()
-    process = await asyncio.create_subprocess_exec(
-        *command, env=env, stderr=asyncio.subprocess.DEVNULL
-    )
+    log = tmp_path / "pot-last.log"
+    with log.open("wb") as sink:
+        process = await asyncio.create_subprocess_exec(*command, env=env, stderr=sink)
     try:
-        await wait_processed(settings)
+        await wait_processed(settings, 1.0, log)
     finally:
         process.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(process.wait(), 30) == 0
