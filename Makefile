@@ -14,7 +14,7 @@ DEJAVU := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= tests/golden
 
-.PHONY: help setup browser monitoring-tools monitor proto demo-report test-e2e loadtest chaos soak proto-lint proto-breaking proto-test lint test test-unit test-integration test-cluster bench bench-history \
+.PHONY: help setup browser monitoring-tools monitor proto demo-report test-e2e loadtest chaos soak wan toxiproxy proto-lint proto-breaking proto-test lint test test-unit test-integration test-cluster bench bench-history \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down kafka-secure-cluster-up \
         kafka-secure-cluster-down clean
 
@@ -88,7 +88,7 @@ test-e2e: setup ## the whole floor as processes: headless demo, audit, nothing l
 test-cluster: setup ## fault tests against the local three-node cluster (slow)
 	$(PYTEST) -m cluster -q
 
-test: lint k8s-tools image kafka-image ## lint + unit (in a random order) + proto + golden rounds + integration + cluster + k8s + image + e2e: what CI runs
+test: lint k8s-tools image kafka-image toxiproxy ## lint + unit (in a random order) + proto + golden rounds + integration + cluster + k8s + image + e2e: what CI runs
 	$(PYTEST) -m unit -q --random-order  # a new order each run; its seed is printed (issue 24)
 	$(PYTEST) -m proto -q tests/proto
 	$(BIN)/jackpot resolve --check --require-reasons $(SCENARIOS)/*.json
@@ -109,6 +109,16 @@ bench-history: setup ## pot takeover, start-up, audit, report, restore on 0, 1 a
 
 chaos: setup ## fault suite: kill -9 of pot (20x), gateway, payout, display; 20 s pauses of pot and payout; device faults; site cut-off (root) (build/chaos/)
 	$(BIN)/python -m loadtest.chaos --device-faults 0.05 --site-cutoff 20 --pause pot:20 --pause payout:20
+
+wan: setup toxiproxy ## a remote site over WAN profiles (metro, regional, satellite; stalls, a cut, a flapping link) through Toxiproxy (root; build/wan/)
+	$(BIN)/python -m loadtest.wan --profiles metro,regional,satellite
+
+# Shopify's Toxiproxy, built from the Go module proxy into the cache (the WAN between a site and
+# the central brokers; loadtest/toxiproxy.py drives it).
+TOXIPROXY_VERSION := 2.5.0
+TOXIPROXY := $${JACKPOT_CACHE:-$$HOME/.cache/jackpot}/toxiproxy-$(TOXIPROXY_VERSION)
+toxiproxy: ## Toxiproxy $(TOXIPROXY_VERSION) from the Go module proxy (go install; make wan and the WAN test use it)
+	@[ -x $(TOXIPROXY)/server ] || GOBIN=$(TOXIPROXY) GOFLAGS=-mod=mod go install github.com/Shopify/toxiproxy/v2/cmd/server@v$(TOXIPROXY_VERSION)
 
 soak: setup ## 30 min of payments under payout kill -9s, stalled zombies, broker kill -9s; paid twice must be 0 (build/soak/; not in make test)
 	$(BIN)/python -m loadtest.soak --minutes 30 --cluster

@@ -3,6 +3,7 @@
     python -m loadtest.chaos [--pot-kills 20] [--payout-kills 5] [--tables 20]
                              [--device-faults 0.05] [--site-cutoff 20] [--faults 1,4,5,6,7]
                              [--cluster [--outage-seconds 30]] [--allow-skip] [--out build/chaos]
+                             [--wan metro,regional,satellite]
 
 Runs the floor as in `jackpot demo` and, while the simulator plays, injects faults:
 
@@ -40,7 +41,10 @@ Runs the floor as in `jackpot demo` and, while the simulator plays, injects faul
    on the floor being whole after the resume;
 7. after that floor, on a floor of its own: a site cut off from the central cluster for
    ``--site-cutoff`` SECONDS, its gateway in a network namespace whose WAN link is taken down
-   (``loadtest.site_cutoff``; root only, recorded as skipped otherwise).
+   (``loadtest.site_cutoff``; root only, recorded as skipped otherwise);
+9. ``--wan PROFILE[,PROFILE]``: after those, a remote site over each WAN profile (metro, regional,
+   satellite; Toxiproxy between the site and the brokers, stalls, a cut and a flapping link;
+   ``loadtest.wan``, which `make wan` runs by itself); a requested profile that did not run fails.
 
 ``--faults`` picks which of them run (default all but the cluster's 2 and 3, which ``--cluster``
 adds, and 8, which ``--pause`` adds); ``--device-faults 0`` and ``--site-cutoff 0`` also turn 5
@@ -111,6 +115,10 @@ from loadtest.verdicts import (
     judge_outage,
     suite_verdict,
 )
+from loadtest.wan import PROFILES, wan_arguments
+from loadtest.wan import profiles as wan_profiles
+from loadtest.wan import render as render_wan
+from loadtest.wan import run as run_wan
 
 CLUSTER = "127.0.0.1:9192,127.0.0.1:9292,127.0.0.1:9392"
 BROKER_PORTS = (9192, 9292, 9392)
@@ -712,6 +720,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             args.rig_rate,
             args.settle_seconds,
         )
+    if args.wan:
+        result["wan_requested"] = args.wan
+        result["wan"] = await run_wan(wan_arguments(args))
     verdict = suite_verdict(result, args.allow_skip)
     result["verdict"] = verdict
     result["skipped"] = verdict["skipped"]
@@ -877,6 +888,8 @@ def print_summary(result: dict[str, Any], out: Path) -> None:
         print_books("site cut-off", site)
     elif site:
         print(f"site cut-off     SKIPPED: {result['skipped']['site_cutoff']}")
+    if "wan" in result:
+        print(render_wan(result["wan"]))
     verdict = result["verdict"]
     line = "OK" if verdict["ok"] else f"FAILED: {', '.join(verdict['failed'])}"
     if verdict["skipped"]:
@@ -936,6 +949,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--min-play-seconds", type=float, default=20, help="the main floor plays at least this"
+    )
+    parser.add_argument(
+        "--wan",
+        type=wan_profiles,
+        default=[],
+        metavar="PROFILE[,PROFILE]",
+        help=f"a remote site over these WAN profiles ({', '.join(PROFILES)}; loadtest.wan, root)",
     )
     args = parser.parse_args()
     result = asyncio.run(run(args))

@@ -68,12 +68,18 @@ _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def _broker_environment(broker: dict[str, Any]) -> dict[str, str]:
-    return {
+    """kafka.sh's variables for ``broker`` (with ``site_listener`` and ``site_advertised``: the
+    listener a remote site reaches through its WAN proxy, loadtest.wan)."""
+    env = {
         **os.environ,
         "KAFKA_HOST": str(broker["host"]),
         "KAFKA_PORT": str(broker["port"]),
         "JACKPOT_STATE": str(broker["state"]),
     }
+    if broker.get("site_listener"):
+        env["KAFKA_SITE_LISTENER"] = str(broker["site_listener"])
+        env["KAFKA_SITE_ADVERTISED"] = str(broker["site_advertised"])
+    return env
 
 
 def start_broker(broker: dict[str, Any]) -> None:
@@ -102,12 +108,20 @@ class SiteDemo(Demo):
     """The demo floor on the central broker, with site B's gateway inside the site namespace."""
 
     def __init__(
-        self, tables: int, state_dir: Path, run_id: str, network: SiteNetwork, bootstrap: str
+        self,
+        tables: int,
+        state_dir: Path,
+        run_id: str,
+        network: SiteNetwork,
+        bootstrap: str,
+        site_bootstrap: str = "",
     ) -> None:
         super().__init__(tables, state_dir, run_id)
         self.tables.append(PROBE_TABLE)
         self.network = network
         self.bootstrap = bootstrap
+        # the brokers as the site reaches them (over its WAN proxy, loadtest.wan), else directly
+        self.site_bootstrap = site_bootstrap or bootstrap
 
     def site_target(self, site: str) -> str:
         if site == SITE:
@@ -140,7 +154,7 @@ class SiteDemo(Demo):
         log = open(self.state / f"{name}.log", "ab")  # noqa: SIM115 (the child owns it)
         self.processes[name] = subprocess.Popen(
             self.network.command(sys.executable, "-m", "jackpot.cli", *args),
-            env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap, **env},
+            env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": self.site_bootstrap, **env},
             stdout=log,
             stderr=log,
             start_new_session=True,

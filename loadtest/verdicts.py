@@ -207,6 +207,9 @@ def statuses(result: Mapping[str, Any]) -> dict[str, str]:
         section = result.get(name)
         if section and "status" in section:
             found[name] = section["status"]
+    profiles = result.get("wan", {}).get("profiles", {})
+    for name in result.get("wan_requested", []):  # a requested profile that did not run failed
+        found[f"wan_{name}"] = profiles.get(name, {}).get("status", "failed: not run")
     if "books_ok" in result:
         found["books"] = "passed" if result["books_ok"] else "failed"
     return found

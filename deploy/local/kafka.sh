@@ -8,7 +8,8 @@
 #   kafka.sh install                 fetch the jars (idempotent; fast when cached)
 #   kafka.sh up | down | status      one node on 127.0.0.1:9092 (KAFKA_PORT changes the port;
 #                                    the controller listens on the port after it; KAFKA_HOST
-#                                    the address it listens on and advertises)
+#                                    the address it listens on and advertises;
+#                                    KAFKA_SITE_LISTENER/KAFKA_SITE_ADVERTISED a remote site's)
 #   kafka.sh reset                   stop it and delete its data (every topic): a broker that
 #                                    many test runs filled starts slowly
 #   kafka.sh cluster-up | cluster-down | cluster-status
@@ -104,6 +105,19 @@ log.segment.bytes=67108864
 num.io.threads=4
 num.network.threads=2
 EOF
+}
+
+# site_listener DIR: with KAFKA_SITE_LISTENER=HOST:PORT and KAFKA_SITE_ADVERTISED=HOST:PORT, a
+# second listener (SITE) that advertises another address: a remote site's clients reach the
+# broker through a WAN proxy there (loadtest/wan.py), and reconnect through it after metadata.
+site_listener() {
+  local dir=$1
+  [ -n "${KAFKA_SITE_LISTENER:-}" ] || return 0
+  [ -n "${KAFKA_SITE_ADVERTISED:-}" ] || die "KAFKA_SITE_LISTENER needs KAFKA_SITE_ADVERTISED"
+  sed -i -e "s|^listeners=\(.*\)|listeners=\1,SITE://$KAFKA_SITE_LISTENER|" \
+    -e "s|^advertised.listeners=\(.*\)|advertised.listeners=\1,SITE://$KAFKA_SITE_ADVERTISED|" \
+    -e "s|^listener.security.protocol.map=\(.*\)|listener.security.protocol.map=\1,SITE:PLAINTEXT|" \
+    "$dir/server.properties"
 }
 
 # start_node DIR CLUSTER_ID BROKER_PORT [HOST]: format once, start, wait until it answers
@@ -387,6 +401,7 @@ case "$cmd" in
     install
     write_config "$single_dir" 1 "$single_port" "$((single_port + 1))" \
       "1@$single_host:$((single_port + 1))" 1 1 "$single_host"
+    site_listener "$single_dir"
     start_node "$single_dir" "$(cluster_id_for "$single_dir/cluster.id")" "$single_port" "$single_host"
     ;;
   down) stop_nodes "$single_dir" ;;

@@ -66,6 +66,16 @@ def test_a_report_with_a_skipped_fault_passes_with_allow_skip() -> None:
     assert verdict["skipped"] == {"site_cutoff": "needs root (ip netns)"}
 
 
+def test_a_requested_wan_profile_that_failed_or_did_not_run_fails_the_suite() -> None:
+    wan = {"profiles": {"metro": {"status": "passed"}, "regional": {"status": "failed"}}}
+    report = passing_report(wan=wan, wan_requested=["metro", "regional", "satellite"])
+    verdict = suite_verdict(report)
+    assert verdict["ok"] is False
+    assert verdict["failed"] == ["wan_regional", "wan_satellite"]
+    passed = {"profiles": {"metro": {"status": "passed"}}}
+    assert suite_verdict(passing_report(wan=passed, wan_requested=["metro"]))["ok"] is True
+
+
 def test_allow_skip_does_not_excuse_a_failed_fault() -> None:
     report = passing_report(site_cutoff={"status": "skipped: needs root"})
     report["faults"]["pot_kill_9"] = judge_kills("pot_kill_9", [1.0, 17.9])
