@@ -28,32 +28,44 @@ the figures, their bounds and ``status``; ``ok`` for the run; exit 1 when a boun
   (``jackpot.sim.books.judge``); what the gateway spooled during the cut (its spool depth, read
   every 0.2 s) delivered within :data:`REOPEN_SECONDS` of the link's return;
 - p99 lock-to-sign of the remote site's tables within 3 round trips + 150 ms of the local
-  site's p99, over the steady phase outside the stalls (both figures in the report).
-
-Not judged yet: a display inside the site (today the site's signs are served centrally, so "the
-remote display's signs show the central amount again" has no remote display to look at).
+  site's p99, over the steady phase outside the stalls (both figures in the report);
+- the site's own display (``display-b``, inside the namespace, reading the pot over the WAN like
+  the gateway; its ``/api/signs`` read every :data:`SIGN_SAMPLE_SECONDS`): no sign
+  shown closed in the steady phase, every sign live and showing what the pot published within
+  :data:`FRESH_SECONDS` by :data:`REOPEN_SECONDS` after the cut's end, and never above every sign
+  value the pot published over the display's ``stale_seconds`` and a round trip before (M3 at a
+  remote site: a live sign lags the pot by at most that, then shows closed; after a cut it must
+  not come back showing an amount the pot no longer holds). The pot's values are its updates on
+  the pot updates topic, read after the run, timed by their ``produced_at``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import json
+import os
 import socket
+import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jackpot.display.settings import DisplaySettings
 from jackpot.gateway.settings import GatewaySettings
+from jackpot.platform.kafka import KafkaConnection
 from jackpot.platform.settings import load
 from jackpot.sim.books import finish_floor, judge
 from jackpot.sim.floor import Floor, FloorStats
 from jackpot.tools.demo import METRICS, REPO, sim_config
 from jackpot.tools.demo import report as demo_report
+from jackpot.v1 import pot_pb2
 from loadtest.netns import NetnsUnavailable, SiteNetwork, clean_stale, unavailable_reason
 from loadtest.site_cutoff import (
     BROKER_PORT,
@@ -79,6 +91,14 @@ REOPEN_SECONDS = 10.0  # a table reopens within this long of the link's return
 LATENCY_MARGIN_MS = 150.0  # remote p99 <= local p99 + 3 round trips + this
 AFTER_STALL_SECONDS = 3.0  # locks this long after a stall are the stall's, not the profile's
 OUT = REPO / "build" / "wan"
+# The site's own display (its signs read the pot over the WAN), inside the site's namespace.
+SITE_DISPLAY = "display-b"
+SITE_DISPLAY_PORTS = {"grpc": 25056, "http": 8081, "metrics": 9106}
+SIGN_SAMPLE_SECONDS = 0.25
+# After a cut a site sign "shows the pot again" when it shows a value the pot published this
+# recently (the pot moves several times a second; the WAN delays the site by its one-way delay).
+FRESH_SECONDS = 1.0
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +145,72 @@ class Timeline:
     cut: tuple[float, float] = (0.0, 0.0)
     flaps: list[tuple[float, float]] = field(default_factory=list)
     spool: list[tuple[float, float]] = field(default_factory=list)  # (when, depth) around the cut
+    signs: list[SignSample] = field(default_factory=list)
+    pot: PotSeries = field(default_factory=dict)  # what the pot published, read after the run
+
+
+class WanDemo(SiteDemo):
+    """The site floor with a display of the site's own, inside its namespace: the site's signs
+    follow the pot over the WAN, as the multi-site overlay runs them."""
+
+    def start_services(self) -> None:
+        super().start_services()
+        lan = self.network.site_lan
+        env = {
+            **self.service_env(self._display_env()),
+            "KAFKA_BOOTSTRAP_SERVERS": self.site_bootstrap,
+            "JACKPOT_DISPLAY_GRPC": f"{lan}:{SITE_DISPLAY_PORTS['grpc']}",
+            "JACKPOT_DISPLAY_HTTP": f"{lan}:{SITE_DISPLAY_PORTS['http']}",
+            "JACKPOT_DISPLAY_METRICS_HOST": lan,
+            "JACKPOT_DISPLAY_METRICS_PORT": str(SITE_DISPLAY_PORTS["metrics"]),
+        }
+        log = (self.state / f"{SITE_DISPLAY}.log").open("ab")
+        self.processes[SITE_DISPLAY] = subprocess.Popen(
+            self.network.command(sys.executable, "-m", "jackpot.cli", "display"),
+            env={**os.environ, **env},
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+
+    @property
+    def site_signs(self) -> str:
+        return f"http://{self.network.site_lan}:{SITE_DISPLAY_PORTS['http']}/api/signs"
+
+    async def wait_site_display(self, within_seconds: float = 60) -> None:
+        deadline = time.monotonic() + within_seconds
+        while time.monotonic() < deadline:
+            if self.processes[SITE_DISPLAY].poll() is not None:
+                raise RuntimeError(f"{SITE_DISPLAY} exited; see {self.state}/{SITE_DISPLAY}.log")
+            if await asyncio.to_thread(read_signs, self.site_signs):
+                return
+            await asyncio.sleep(0.2)
+        raise RuntimeError(f"{SITE_DISPLAY} shows no sign after {within_seconds:.0f} s")
+
+
+def read_signs(url: str) -> list[dict[str, Any]]:
+    """A display's signs (``/api/signs``), [] when it does not answer."""
+    try:
+        with _NO_PROXY.open(url, timeout=1) as page:
+            return list(json.loads(page.read()))
+    except (OSError, ValueError):
+        return []
+
+
+# (time.monotonic(), the display ("site"), pot group, live, amount) of each sign read
+SignSample = tuple[float, str, str, bool, int]
+# per pot group: the times (time.monotonic()) and the sign values the pot published, in order
+PotSeries = dict[str, tuple[list[float], list[int]]]
+
+
+async def sample_signs(demo: WanDemo, into: list[SignSample]) -> None:
+    """The site display's signs every SIGN_SAMPLE_SECONDS until cancelled."""
+    while True:
+        signs = await asyncio.to_thread(read_signs, demo.site_signs)
+        now = time.monotonic()
+        for sign in signs:
+            into.append((now, "site", sign["pot_group_id"], bool(sign["live"]), sign["amount"]))
+        await asyncio.sleep(SIGN_SAMPLE_SECONDS)
 
 
 # ----------------------------------------------------------------------------- the run
@@ -159,13 +245,13 @@ async def run_profile(profile: Profile, args: argparse.Namespace) -> dict[str, A
         "site_advertised": f"{central}:{PROXY_PORT}",
     }
     proxy = Toxiproxy(state / "toxiproxy.log", api_port=free_port())
-    demo: SiteDemo | None = None
+    demo: WanDemo | None = None
     try:
         network.record(broker=broker)
         proxy.start()
         proxy.proxy("kafka", f"{central}:{PROXY_PORT}", f"{central}:{SITE_LISTENER_PORT}")
         await asyncio.to_thread(start_broker, broker)
-        demo = SiteDemo(
+        demo = WanDemo(
             args.tables,
             state,
             run_id,
@@ -179,6 +265,7 @@ async def run_profile(profile: Profile, args: argparse.Namespace) -> dict[str, A
         await demo.wait_healthy()
         await demo.create_groups()
         await wait_open(demo)
+        await demo.wait_site_display()
         for toxic in profile.toxics():
             proxy.add("kafka", toxic)
         applied = proxy.toxics("kafka")  # as the proxy holds them: the run's evidence
@@ -196,13 +283,14 @@ async def run_profile(profile: Profile, args: argparse.Namespace) -> dict[str, A
 
 
 async def play(
-    demo: SiteDemo, network: SiteNetwork, profile: Profile, args: argparse.Namespace
+    demo: WanDemo, network: SiteNetwork, profile: Profile, args: argparse.Namespace
 ) -> dict[str, Any]:
     """The three phases while the floor plays, then the books and the judgement."""
     floor = Floor(sim_config(demo, args.rig_rate, args.rounds_per_minute))
     playing = asyncio.create_task(floor.run())
-    await asyncio.sleep(args.warmup)
     timeline = Timeline()
+    sampling = asyncio.create_task(sample_signs(demo, timeline.signs))
+    await asyncio.sleep(args.warmup)
     started = time.monotonic()
     gap = args.steady / (STALLS + 1)
     for _ in range(STALLS):
@@ -219,8 +307,10 @@ async def play(
         await asyncio.sleep(FLAP_UP)
         timeline.flaps.append(await link_down(network, FLAP_DOWN))
     await asyncio.sleep(REOPEN_SECONDS + args.settle)
+    sampling.cancel()
     stats = await finish_floor(demo, floor, playing)
     books = await judge(demo, stats, await demo_report(demo, stats), require_paid=True)
+    timeline.pot = await read_pot_series(demo, time.time() - time.monotonic())
     gateway = load(GatewaySettings, file=demo.state / f"{SITE_GATEWAY}.json")
     heartbeat = gateway.heartbeat_timeout_seconds
     return judged(demo, stats, books, profile, timeline, heartbeat, expect_flaps=args.flap > 0)
@@ -269,6 +359,10 @@ def judged(
     remote_p99 = p99_ms(locks_within(stats, site, calm, stalled))
     local_p99 = p99_ms(locks_within(stats, local, calm, stalled))
     cut_down, cut_up = timeline.cut
+    # A live sign may lag the pot by the display's stale_seconds at most (then it shows closed,
+    # D5), plus the WAN's round trip: the window M3 is judged over at the site.
+    stale = float(DisplaySettings.model_fields["stale_seconds"].default)
+    allowance = stale + profile.round_trip_ms / 1000
     figures = {
         "spurious_closes": closes_within(changes, site, [timeline.steady]),
         "cut_closed_after_seconds": all_after(changes, site, cut_down, is_open=False),
@@ -281,6 +375,16 @@ def judged(
         ],
         "spool_max_records_during_cut": max((depth for _, depth in timeline.spool), default=None),
         "spool_delivered_after_seconds": delivered_after(timeline.spool, cut_up),
+        "site_signs_closed_in_steady": signs_closed_within(timeline.signs, [timeline.steady]),
+        "site_signs_agree_after_cut_seconds": signs_agree_after(
+            timeline.signs, timeline.pot, cut_up, FRESH_SECONDS
+        ),
+        "site_signs_overstated": len(over := overstated(timeline.signs, timeline.pot, allowance)),
+        "site_signs_overstated_examples": [
+            (round(at - timeline.steady[0], 2), *rest) for at, *rest in over[:5]
+        ],
+        # seconds from the steady phase's start, to place the examples
+        "cut_seconds_from_start": [round(t - timeline.steady[0], 2) for t in timeline.cut],
         "remote_p99_lock_to_sign_ms": remote_p99,
         "local_p99_lock_to_sign_ms": local_p99,
         "lost_pesos": books.get("lost"),
@@ -292,6 +396,9 @@ def judged(
         "cut_closed_after_seconds": heartbeat + 1,
         "cut_reopened_after_seconds": REOPEN_SECONDS,
         "spool_delivered_after_seconds": REOPEN_SECONDS,
+        "site_signs_closed_in_steady": 0,
+        "site_signs_agree_after_cut_seconds": REOPEN_SECONDS,
+        "site_signs_overstated": 0,
         "remote_p99_lock_to_sign_ms": None
         if local_p99 is None
         else round(local_p99 + 3 * profile.round_trip_ms + LATENCY_MARGIN_MS, 1),
@@ -324,6 +431,75 @@ def missed_bounds(
     if not figures["books_ok"]:
         missed.append("the books")
     return missed
+
+
+def signs_closed_within(samples: list[SignSample], windows: list[tuple[float, float]]) -> int:
+    """The site display's readings inside ``windows`` that showed a sign closed (D5)."""
+    return sum(
+        1
+        for at, where, _, live, _ in samples
+        if where == "site" and not live and any(a <= at <= b for a, b in windows)
+    )
+
+
+def signs_agree_after(
+    samples: list[SignSample], pot: PotSeries, since: float, fresh: float
+) -> float | None:
+    """Seconds from ``since`` until every group's site sign is live and shows an amount the pot
+    published in the last ``fresh`` seconds (None: some group never did)."""
+    agreed: dict[str, float] = {}
+    groups = {group for _, where, group, _, _ in samples if where == "site"}
+    for at, where, group, live, amount in samples:
+        wanted = where == "site" and at >= since and live and group not in agreed
+        if wanted and amount in published(pot, group, at - fresh, at):
+            agreed[group] = at - since
+    if not groups or set(agreed) != groups:
+        return None
+    return round(max(agreed.values()), 2)
+
+
+def overstated(
+    samples: list[SignSample], pot: PotSeries, allowance: float
+) -> list[tuple[float, str, int, int]]:
+    """The site display's live readings above every sign value the pot published for that group
+    in the ``allowance`` seconds before (M3: a sign never shows more than the pot holds; a live
+    sign lags the pot by the display's stale_seconds at most, then shows closed): (when, group,
+    shown, highest the pot published then)."""
+    found = []
+    for at, where, group, live, amount in samples:
+        if where != "site" or not live:
+            continue
+        seen = published(pot, group, at - allowance, at)
+        if seen and amount > max(seen):
+            found.append((round(at, 2), group, amount, max(seen)))
+    return found
+
+
+def published(pot: PotSeries, group: str, start: float, end: float) -> list[int]:
+    """The sign values the pot published for ``group`` from ``start`` to ``end``, and the one in
+    force at ``start`` (the last before it)."""
+    times, values = pot.get(group, ([], []))
+    first = max(0, bisect.bisect_left(times, start) - 1)
+    return values[first : bisect.bisect_right(times, end)]
+
+
+async def read_pot_series(demo: SiteDemo, clock_offset: float) -> PotSeries:
+    """Per group, when (time.monotonic(), from each update's produced_at less ``clock_offset``)
+    the pot published which sign value: the pot updates topic read whole (this run's, short)."""
+    series: dict[str, tuple[list[float], list[int]]] = {}
+    connection = KafkaConnection({"bootstrap_servers": demo.bootstrap})
+    async with connection.reader(demo.topic("pot-updates")) as reader:
+        firsts, ends = await reader.bounds()
+        async for record in reader.records(firsts, ends):
+            update = pot_pb2.PotUpdate.FromString(record.value or b"")
+            at = update.produced_at.seconds + update.produced_at.nanos / 1e9 - clock_offset
+            times, values = series.setdefault(update.pot_group_id, ([], []))
+            times.append(at)
+            values.append(update.sign_value)
+    for times, values in series.values():  # the partitions' records in time order per group
+        order = sorted(range(len(times)), key=times.__getitem__)
+        times[:], values[:] = [times[i] for i in order], [values[i] for i in order]
+    return series
 
 
 def delivered_after(samples: list[tuple[float, float]], since: float) -> float | None:
@@ -415,7 +591,10 @@ def render(result: dict[str, Any]) -> str:
             f"{f['cut_reopened_after_seconds']} s (<= {b['cut_reopened_after_seconds']}), "
             f"{f['flaps']} flaps, p99 remote {f['remote_p99_lock_to_sign_ms']} ms "
             f"(<= {b['remote_p99_lock_to_sign_ms']}) local {f['local_p99_lock_to_sign_ms']} ms, "
-            f"lost {f['lost_pesos']} duplicated {f['duplicated_pesos']}"
+            f"lost {f['lost_pesos']} duplicated {f['duplicated_pesos']}; site signs: closed in "
+            f"steady {f['site_signs_closed_in_steady']}, the pot's again after "
+            f"{f['site_signs_agree_after_cut_seconds']} s, above the pot "
+            f"{f['site_signs_overstated']}"
         )
         lines += [f"  missed: {m}" for m in run["missed"]]
     lines.append("WAN: ok" if result["ok"] else "WAN: FAILED")

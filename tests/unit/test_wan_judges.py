@@ -10,7 +10,10 @@ from loadtest.wan import (
     delivered_after,
     locks_within,
     missed_bounds,
+    overstated,
     p99_ms,
+    signs_agree_after,
+    signs_closed_within,
 )
 
 from jackpot.sim.floor import FloorStats
@@ -94,3 +97,23 @@ def test_the_spool_is_delivered_when_it_is_first_seen_empty_after_the_return() -
     samples = [(10.0, 0.0), (12.0, 14.0), (20.0, 31.0), (21.0, 9.0), (21.6, 0.0), (22.0, 0.0)]
     assert delivered_after(samples, 20.5) == 1.1
     assert delivered_after(samples[:4], 20.5) is None  # never seen empty: not delivered
+
+
+SIGNS = [
+    (10.0, "site", "poker", True, 1000),
+    (20.0, "site", "poker", False, 1000),  # the cut: the site's sign closed
+    (31.0, "site", "poker", True, 1000),  # back, showing what the pot held before the cut
+    (32.0, "site", "poker", True, 1400),  # caught up
+]
+POT = {"poker": ([9.0, 29.0, 31.5, 40.0], [1000, 1200, 1400, 300])}  # the pot paid out at 40
+
+
+def test_the_site_signs_closed_agree_again_and_never_overstate_the_pot() -> None:
+    assert signs_closed_within(SIGNS, [(0.0, 15.0)]) == 0
+    assert signs_closed_within(SIGNS, [(15.0, 25.0)]) == 1
+    assert signs_agree_after(SIGNS, POT, 30.5, fresh=1.0) == 1.5  # 1000 is stale at 31
+    assert signs_agree_after(SIGNS[:3], POT, 30.5, fresh=1.0) is None  # never caught up
+    assert overstated(SIGNS, POT, 5.0) == []
+    late = [*SIGNS, (46.0, "site", "poker", True, 1400)]  # 6 s after the pot paid out
+    assert overstated(late, POT, 5.0) == [(46.0, "poker", 1400, 300)]
+    assert overstated(late, POT, 7.0) == []  # within the allowance, 1400 was the pot's

@@ -154,7 +154,8 @@ class FloorStats:
     rounds_voided: int = 0  # rounds a controller voided when it resynchronised
     # per table: (time.monotonic(), open) for every progressive status its gateway pushed
     progressive_changes: dict[str, list[tuple[float, bool]]] = field(default_factory=dict)
-    # per table: (time.monotonic() the sign moved, lock-to-sign seconds) of each of its locks
+    # per table: (time.monotonic() the sign showed it, seconds) of each lock the sign traced as
+    # reflected (display_pb2.SignState.lock_traces): each table's own lock-to-sign
     lock_to_sign_by_table: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     device_faults: DeviceFaultCounts = field(default_factory=DeviceFaultCounts)
     payouts_received: int = 0
@@ -207,8 +208,7 @@ class Floor:
         self.fault_rng = random.Random(None if config.seed is None else config.seed + 1)
         self._stop = asyncio.Event()
         self._tables_stop = asyncio.Event()  # tables stop; terminals pay on until _stop
-        # group -> [(t, shown amount, table)]
-        self._locks: dict[str, list[tuple[float, int, str]]] = {}
+        self._locks: dict[str, list[tuple[float, int]]] = {}  # group -> [(t, shown amount)]
         self._wins: dict[str, float] = {}  # award key (table/round/seat) -> result time
         self._win_signs: dict[str, float] = {}  # "table/round" -> result time
         self._shown: dict[str, int] = {}  # group -> amount the sign shows
@@ -377,9 +377,7 @@ class Floor:
             self.stats.bets_accepted_by_group[table.pot_group_id] += total
             self.stats.bets_by_round[(table.pot_group_id, table.table_id, round_id)] = dict(bets)
             shown = self._shown.get(table.pot_group_id, -1)
-            self._locks.setdefault(table.pot_group_id, []).append(
-                (lock_time, shown, table.table_id)
-            )
+            self._locks.setdefault(table.pot_group_id, []).append((lock_time, shown))
         forfeited: set[int] = set()
         for seat in sorted(bets):
             if rules.can_exchange and self.rng.random() < self.config.exchange_rate:
@@ -637,18 +635,18 @@ class Floor:
     def _sign(self, sign: display_pb2.SignState, now: float) -> None:
         group = sign.pot_group_id
         signed_ns = time.time_ns()
+        by_table = self.stats.lock_to_sign_by_table
         for trace in sign.lock_traces:
             sent_ns = self._lock_sent.pop((trace.table_id, trace.round_id), None)
             if sent_ns is not None:
                 self.stats.hops.record(trace, sent_ns, signed_ns)
+                by_table.setdefault(trace.table_id, []).append((now, (signed_ns - sent_ns) / 1e9))
         if sign.live and sign.amount != self._shown.get(group):
             self._shown[group] = sign.amount
             pending = self._locks.get(group, [])
             # every lock made before this new amount appeared is now reflected on the sign
-            by_table = self.stats.lock_to_sign_by_table
-            for lock_time, _, table_id in pending:
+            for lock_time, _ in pending:
                 self.stats.latencies.add("lock_to_sign", now - lock_time)
-                by_table.setdefault(table_id, []).append((now, now - lock_time))
             self._locks[group] = []
         if sign.HasField("winner"):
             key = f"{sign.winner.table_id}/{sign.winner.award_id.split('/')[2]}"
