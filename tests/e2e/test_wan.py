@@ -3,7 +3,8 @@
 of connections reset), three 2 s stalls, then a 10 s cut: no table closes while the link is merely
 slow, the cut closes the site within the heartbeat timeout + 1 s and it reopens within 10 s of the
 link's return, p99 lock-to-sign at the site stays within 3 round trips + 150 ms of the local site's,
-and nothing is lost, duplicated or paid twice. The full profiles (metro, regional, satellite, a
+the site's own display shows the pot again within 10 s and never more than it (M3), and nothing
+is lost, duplicated or paid twice. The full profiles (metro, regional, satellite, a
 30 s cut, a flapping link) are `make wan`.
 
 Needs root (ip netns) and Toxiproxy (`make toxiproxy`, part of `make test`'s setup). Where it
@@ -56,6 +57,11 @@ def test_a_regional_wan_with_stalls_and_a_cut_closes_nothing_spuriously_and_lose
     assert figures["cut_closed_after_seconds"] <= bounds["cut_closed_after_seconds"]
     assert figures["cut_reopened_after_seconds"] <= 10
     assert figures["remote_p99_lock_to_sign_ms"] <= bounds["remote_p99_lock_to_sign_ms"]
+    assert figures["spool_max_records_during_cut"] > 0  # the site played into the cut
+    assert figures["spool_delivered_after_seconds"] <= 10
+    assert figures["site_signs_closed_in_steady"] == 0
+    assert figures["site_signs_agree_after_cut_seconds"] <= 10
+    assert figures["site_signs_overstated"] == 0
     assert (figures["lost_pesos"], figures["duplicated_pesos"]) == (0, 0)
     assert regional["books"]["duplicate_payouts"] == 0
     assert result["ok"] is True

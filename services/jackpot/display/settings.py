@@ -44,7 +44,11 @@ class DisplaySettings(ServiceSettings):
     metrics_host: str = Field("127.0.0.1", description="/metrics address (0.0.0.0 in a container)")
     metrics_port: Port = Field(9104, description="/metrics port (0 disables it)")
     stale_seconds: float = Field(
-        5.0, gt=0, description='show "closed" after this long without a pot update (D5)'
+        5.0,
+        gt=0,
+        description='show "closed" after this long without a pot update (D5); at a remote '
+        "site also how long a live sign may lag the pot (M3), so no longer than the gateway's "
+        "heartbeat timeout (make wan)",
     )
     winner_seconds: float = Field(15.0, ge=0, description="how long a winner banner stays up (D2)")
     max_rate: float = Field(4.0, gt=0, description="updates per second per sign at most")

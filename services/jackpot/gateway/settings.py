@@ -116,7 +116,8 @@ class GatewaySettings(ServiceSettings):
         5.0,
         gt=0,
         description="D5: close betting after this long without a pot update or with undelivered "
-        "events",
+        "events (over a WAN: above the link's worst stall and round trip; 5 s holds from metro to "
+        "satellite, make wan)",
     )
     max_event_bytes: int = Field(64 * 1024, ge=1, description="larger device messages are refused")
     hello_timeout_seconds: float = Field(
