@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from loadtest.wan import (
     PROFILES,
     all_after,
@@ -14,6 +16,7 @@ from loadtest.wan import (
     p99_ms,
     signs_agree_after,
     signs_closed_within,
+    wan_arguments,
 )
 
 from jackpot.sim.floor import FloorStats
@@ -117,3 +120,11 @@ def test_the_site_signs_closed_agree_again_and_never_overstate_the_pot() -> None
     late = [*SIGNS, (46.0, "site", "poker", True, 1400)]  # 6 s after the pot paid out
     assert overstated(late, POT, 5.0) == [(46.0, "poker", 1400, 300)]
     assert overstated(late, POT, 7.0) == []  # within the allowance, 1400 was the pot's
+
+
+def test_the_fault_suite_runs_the_profiles_it_names_with_its_own_floor_rate() -> None:
+    suite = argparse.Namespace(wan=["metro", "satellite"], rounds_per_minute=30.0, rig_rate=0.1)
+    args = wan_arguments(suite)
+    assert args.profiles == ["metro", "satellite"]
+    assert (args.rounds_per_minute, args.rig_rate) == (30.0, 0.1)
+    assert (args.steady, args.cut, args.flap) == (60.0, 30.0, 120.0)  # make wan's phases
