@@ -198,7 +198,7 @@ async def probe_bet(demo: Demo, table: DemoTable = PROBE_TABLE) -> str:
         await client.close()
 
 
-def _first_status_after(
+def first_status_after(
     changes: dict[str, list[tuple[float, bool]]], tables: set[str], since: float, is_open: bool
 ) -> float | None:
     """Seconds from ``since`` until every table in ``tables`` was pushed that status (or None)."""
@@ -307,7 +307,7 @@ async def play_through_cut(
         },
         "site_tables": len(site_tables),
         "closed_after_seconds": None if closed_after is None else round(closed_after, 2),
-        "devices_told_closed_after_seconds": _first_status_after(
+        "devices_told_closed_after_seconds": first_status_after(
             changes, site_tables, cut_at, is_open=False
         ),
         "probe_bet_during_cut": probe_answer,
@@ -320,7 +320,7 @@ async def play_through_cut(
         "spool_delivered_after_restore_seconds": None
         if delivered_after is None
         else round(delivered_after, 2),
-        "devices_told_open_after_restore_seconds": _first_status_after(
+        "devices_told_open_after_restore_seconds": first_status_after(
             changes, site_tables, restored_at, is_open=True
         ),
         "rounds_voided": stats.rounds_voided,

@@ -73,6 +73,7 @@ from loadtest.site_cutoff import (
     SITE,
     SITE_GATEWAY,
     SiteDemo,
+    first_status_after,
     gateway_metrics,
     start_broker,
     stop_broker,
@@ -365,8 +366,8 @@ def judged(
     allowance = stale + profile.round_trip_ms / 1000
     figures = {
         "spurious_closes": closes_within(changes, site, [timeline.steady]),
-        "cut_closed_after_seconds": all_after(changes, site, cut_down, is_open=False),
-        "cut_reopened_after_seconds": all_after(changes, site, cut_up, is_open=True),
+        "cut_closed_after_seconds": first_status_after(changes, site, cut_down, is_open=False),
+        "cut_reopened_after_seconds": first_status_after(changes, site, cut_up, is_open=True),
         "flaps": len(timeline.flaps),
         "flaps_not_reopened": [
             round(up - timeline.steady[0], 1)
@@ -520,19 +521,6 @@ def closes_within(
         for at, is_open in changes.get(table, [])
         if not is_open and any(a <= at <= b for a, b in windows)
     )
-
-
-def all_after(
-    changes: dict[str, list[tuple[float, bool]]], tables: set[str], since: float, is_open: bool
-) -> float | None:
-    """Seconds from ``since`` until every table of ``tables`` was told ``is_open`` (or None)."""
-    firsts = []
-    for table in tables:
-        times = [at for at, status in changes.get(table, []) if at >= since and status is is_open]
-        if not times:
-            return None
-        firsts.append(min(times) - since)
-    return round(max(firsts), 2) if firsts else None
 
 
 def all_open_at(changes: dict[str, list[tuple[float, bool]]], tables: set[str], at: float) -> bool:
