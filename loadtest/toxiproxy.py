@@ -83,6 +83,10 @@ class Toxiproxy:
         self.stop()
         raise ToxiproxyError(f"toxiproxy did not answer on {self.api} in {within_seconds:g} s")
 
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()

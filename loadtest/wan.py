@@ -262,7 +262,9 @@ async def run_profile(profile: Profile, args: argparse.Namespace) -> dict[str, A
         )
         await demo.create_topics()
         demo.start_services()
-        network.record(broker=broker, service_pids=[p.pid for p in demo.processes.values()])
+        # a run killed midway leaves these to the next run's clean_stale
+        pids = [p.pid for p in demo.processes.values()] + [proxy.pid]
+        network.record(broker=broker, service_pids=[pid for pid in pids if pid is not None])
         await demo.wait_healthy()
         await demo.create_groups()
         await wait_open(demo)
