@@ -340,6 +340,18 @@ async def play_through_cut(
     return result
 
 
+async def new_site_network(run_id: str) -> tuple[SiteNetwork, int]:
+    """The site's namespace and links for ``run_id``, made once the ones killed runs left are
+    removed (how many: the second value); NetnsUnavailable, with the reason, where it cannot be."""
+    reason = unavailable_reason()
+    if reason is not None:
+        raise NetnsUnavailable(reason)
+    stale = await asyncio.to_thread(clean_stale, stop_broker)
+    network = SiteNetwork(run_id)
+    network.create()
+    return network, stale
+
+
 async def run_site_cutoff(
     run_id: str,
     tables: int,
@@ -350,13 +362,8 @@ async def run_site_cutoff(
     warmup_seconds: float = 5,
 ) -> dict[str, Any]:
     """Fault 7 from start to end; ``{"status": "skipped: <why>"}`` when netns cannot be used."""
-    reason = unavailable_reason()
-    if reason is not None:
-        return {"status": f"skipped: {reason}"}
-    stale = await asyncio.to_thread(clean_stale, stop_broker)
-    network = SiteNetwork(run_id)
     try:
-        network.create()
+        network, stale = await new_site_network(run_id)
     except NetnsUnavailable as error:
         return {"status": f"skipped: {error}"}
     state = REPO / ".run" / "chaos" / f"{run_id}-site"

@@ -66,7 +66,7 @@ from jackpot.sim.floor import Floor, FloorStats
 from jackpot.tools.demo import METRICS, REPO, sim_config
 from jackpot.tools.demo import report as demo_report
 from jackpot.v1 import pot_pb2
-from loadtest.netns import NetnsUnavailable, SiteNetwork, clean_stale, unavailable_reason
+from loadtest.netns import NetnsUnavailable, SiteNetwork
 from loadtest.site_cutoff import (
     BROKER_PORT,
     PROBE_TABLE,
@@ -75,6 +75,7 @@ from loadtest.site_cutoff import (
     SiteDemo,
     first_status_after,
     gateway_metrics,
+    new_site_network,
     start_broker,
     stop_broker,
     wait_open,
@@ -225,14 +226,9 @@ def free_port() -> int:
 
 async def run_profile(profile: Profile, args: argparse.Namespace) -> dict[str, Any]:
     """One profile from start to end; ``{"status": "skipped: <why>"}`` without netns."""
-    reason = unavailable_reason()
-    if reason is not None:
-        return {"status": f"skipped: {reason}"}
-    await asyncio.to_thread(clean_stale, stop_broker)
     run_id = uuid.uuid4().hex[:8]
-    network = SiteNetwork(run_id)
     try:
-        network.create()
+        network, _ = await new_site_network(run_id)
     except NetnsUnavailable as error:
         return {"status": f"skipped: {error}"}
     state = REPO / ".run" / "wan" / f"{run_id}-{profile.name}"

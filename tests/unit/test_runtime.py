@@ -110,20 +110,23 @@ async def test_a_hanging_stop_step_does_not_keep_a_failed_service_alive() -> Non
     assert time.monotonic() - started < FAILURE_STOP_SECONDS + 0.4
 
 
+def journaled(journal: list[str], name: str) -> Callable[[], Awaitable[None]]:
+    """A stop step that writes its name into ``journal`` when it runs."""
+
+    async def run() -> None:
+        journal.append(name)
+
+    return run
+
+
 async def test_a_stop_signal_runs_the_steps_in_order_and_exits_0() -> None:
     journal: list[str] = []
     stop = asyncio.Event()
 
-    def step(name: str):  # type: ignore[no-untyped-def]
-        async def run() -> None:
-            journal.append(name)
-
-        return run
-
     async def compose(supervisor: Supervisor) -> None:
         supervisor.health(FakeHealth(journal))
         for name in ("grpc", "processor", "audit"):
-            supervisor.on_stop(name, step(name))
+            supervisor.on_stop(name, journaled(journal, name))
         supervisor.spawn("processor", asyncio.Event().wait())
 
     task = await serving(compose, stop)
@@ -152,16 +155,10 @@ async def test_steps_added_last_run_after_every_other_step() -> None:
     journal: list[str] = []
     stop = asyncio.Event()
 
-    def step(name: str):  # type: ignore[no-untyped-def]
-        async def run() -> None:
-            journal.append(name)
-
-        return run
-
     async def compose(supervisor: Supervisor) -> None:
-        supervisor.on_stop("audit", step("audit"), last=True)
-        supervisor.on_stop("grpc", step("grpc"))
-        supervisor.on_stop("processor", step("processor"))
+        supervisor.on_stop("audit", journaled(journal, "audit"), last=True)
+        supervisor.on_stop("grpc", journaled(journal, "grpc"))
+        supervisor.on_stop("processor", journaled(journal, "processor"))
         supervisor.spawn("processor", asyncio.Event().wait())
 
     task = await serving(compose, stop)

@@ -368,8 +368,14 @@ class Outcome:
 
 def take(config: Config, balances: dict[str, Fraction], amount: Fraction) -> Funding:
     """S7: a prize from the main pot, then the reserves in their order, then the house."""
+    return _draw(balances, (MAIN, *config.reserves), amount)
+
+
+def _draw(balances: dict[str, Fraction], pots: Iterable[str], amount: Fraction) -> Funding:
+    """``amount`` drawn from ``pots`` in order, as far as each holds, and the rest from the
+    house: where each part came from."""
     funded: list[tuple[str, Fraction]] = []
-    for pot in (MAIN, *config.reserves):
+    for pot in pots:
         part = min(balances.get(pot, Fraction(0)), amount)
         if part > 0:
             balances[pot] -= part
@@ -442,17 +448,9 @@ def top_up(config: Config, balances: dict[str, Fraction]) -> Funding:
     missing = config.base - balances.get(MAIN, Fraction(0))
     if missing <= 0:
         return ()
-    funded: list[tuple[str, Fraction]] = []
-    for pot in config.reserves:
-        part = min(balances.get(pot, Fraction(0)), missing)
-        if part > 0:
-            balances[pot] -= part
-            missing -= part
-            funded.append((f"pot:{pot}", part))
-    if missing > 0:
-        funded.append(("house", missing))
+    funded = _draw(balances, config.reserves, missing)
     balances[MAIN] = config.base
-    return tuple(funded)
+    return funded
 
 
 def resolve(
