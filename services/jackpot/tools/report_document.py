@@ -228,10 +228,9 @@ def _m2_line(group: GroupReport, style: Style) -> str:
     opening, closing = sum(group.opening.pots.values()), sum(group.closing.pots.values())
     equal = "=" if group.reconciliation()[0] else "≠"
     return (
-        f"{w('opening_pots')} {money(opening)} + {w('collected').split(' (')[0].lower()} "
-        f"{money(group.collected)} + {w('house_advances').split(' (')[0].lower()} "
-        f"{money(group.house_advances)} {equal} {w('commission').split(' (')[0].lower()} "
-        f"{money(group.commission)} + {w('awarded').lower()} {money(group.awarded)} + "
+        f"{w('opening_pots')} {money(opening)} + {w('m2_collected')} {money(group.collected)} + "
+        f"{w('m2_house_advances')} {money(group.house_advances)} {equal} {w('m2_commission')} "
+        f"{money(group.commission)} + {w('m2_awarded')} {money(group.awarded)} + "
         f"{w('closing_pots')} {money(closing)}"
     )
 

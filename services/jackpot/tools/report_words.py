@@ -69,6 +69,10 @@ WORDS: dict[str, tuple[str, str]] = {
     "checkpoint_at": ("el punto de control de {at}", "the checkpoint of {at}"),
     "reconciliation": ("Cuadratura (M2)", "Reconciliation (M2)"),
     "opening_pots": ("pozos de apertura", "opening pots"),
+    "m2_collected": ("recaudado", "collected"),
+    "m2_house_advances": ("aportes del casino", "house advances"),
+    "m2_commission": ("comisión del casino", "casino commission"),
+    "m2_awarded": ("premios otorgados", "prizes awarded"),
     "closing_pots": ("pozos de cierre", "closing pots"),
     "earlier_payments": (
         "Pagos o anulaciones de premios anteriores a lo leído: {count} (los cuadra jackpot audit)",
