@@ -18,6 +18,7 @@ from jackpot.domain.table import (
     LampRepaired,
     Limits,
     Lock,
+    LockRound,
     OpenRound,
     Phase,
     PlaceBet,
@@ -25,9 +26,12 @@ from jackpot.domain.table import (
     RoundLockedFact,
     RoundResultFact,
     RoundVoidedFact,
+    SeatAnswer,
     SeatClosedFact,
     SeatForfeitedFact,
     SeatOpenedFact,
+    SeatRefusedFact,
+    SettleRound,
     Table,
     VoidRound,
 )
@@ -250,3 +254,73 @@ def test_state_survives_a_restart_including_remembered_sequences() -> None:
     [forfeit] = restored.accept(6, ExchangeCards(6), "f6").facts
     assert forfeit == SeatForfeitedFact("R1", 6, "CARD_EXCHANGE")
     refused(restored, PlaceBet(2, 1), Reason.BET_AFTER_LOCK)
+
+
+# ------------------------------------------------------------------ the round form (issue 26)
+
+
+def test_C1_D1_lock_round_opens_bets_and_locks_in_one_input() -> None:
+    t = Table("T1", Game.DRAW, LIMITS)
+    t.apply(AddCredits(1, 5))
+    t.apply(AddCredits(3, 5))
+    facts = t.apply(LockRound("R1", {3: 2, 1: 1}))
+    assert facts == [RoundLockedFact("R1", ((1, 1000), (3, 2000)))]
+    assert (t.phase, t.round_id) == (Phase.LOCKED, "R1")
+    assert (t.seats[1].credits, t.seats[3].credits) == (4, 3)  # E6: taken from the counters
+
+
+def test_E1_E5_E6_lock_round_refuses_seat_by_seat_and_locks_the_rest() -> None:
+    t = table(Game.DRAW)
+    t.apply(AddCredits(1, 9))
+    t.apply(AddCredits(4, 9))
+    t.apply(LampFault(4))
+    facts = t.apply(LockRound("R1", {1: 2, 2: 1, 4: 1, 5: 6}))
+    assert facts[0] == RoundLockedFact("R1", ((1, 2000),))
+    refused = {f.seat: f.reason for f in facts[1:] if isinstance(f, SeatRefusedFact)}
+    assert refused == {
+        2: Reason.INSUFFICIENT_CREDITS,
+        4: Reason.SEAT_CLOSED,
+        5: Reason.BET_OUT_OF_LIMITS,
+    }
+    assert t.seats[2].credits == 0
+    assert t.seats[5].bet_credits == 0  # a refused seat keeps nothing staked
+
+
+def test_lock_round_for_another_round_or_twice_is_refused_whole() -> None:
+    t = table()
+    refused(t, LockRound("R2", {}), Reason.INVALID_STATE)
+    assert t.phase is Phase.BETTING
+    t.apply(LockRound("R1", {}))
+    refused(t, LockRound("R1", {}), Reason.INVALID_STATE)
+
+
+def test_E2_E3_settle_round_judges_forfeits_by_seat_and_the_hands_whole() -> None:
+    t = table(Game.CARIBBEAN)
+    t.apply(AddCredits(1, 5))
+    t.apply(AddCredits(2, 5))
+    t.apply(LockRound("R1", {1: 1, 2: 1}))
+    duplicate = SettleRound({2: "FOLD"}, {1: ROYAL, 2: ["AS", *NOTHING[1:]]})
+    refused(t, duplicate, Reason.DUPLICATE_CARD)
+    assert (t.phase, t.forfeited) == (Phase.LOCKED, {})  # nothing of it applied
+    facts = t.apply(SettleRound({1: "CARD_EXCHANGE", 2: "FOLD"}, {1: ROYAL, 2: NOTHING}))
+    assert facts[0] == SeatRefusedFact(1, Reason.INVALID_STATE, facts[0].detail)  # type: ignore[union-attr]
+    assert facts[1:] == [
+        SeatForfeitedFact("R1", 2, "FOLD"),
+        RoundResultFact("R1", ((1, tuple(ROYAL)), (2, tuple(NOTHING))), ()),
+    ]
+    assert t.phase is Phase.IDLE
+
+
+def test_a_resent_round_form_input_is_answered_with_its_seats_again() -> None:
+    t = Table("T1", Game.DRAW, LIMITS)
+    t.accept(1, AddCredits(1, 5))
+    first = t.accept(2, LockRound("R1", {1: 1, 2: 1}), "lock")
+    assert first.seat_answers == (
+        SeatAnswer(1),
+        SeatAnswer(2, Reason.INSUFFICIENT_CREDITS, first.seat_answers[1].detail),
+    )
+    restored = Table.from_state(json.loads(json.dumps(t.to_state())))
+    again = restored.accept(2, LockRound("R1", {1: 1, 2: 1}), "lock")
+    assert again.duplicate
+    assert again.seat_answers == first.seat_answers
+    assert restored.accept(1, AddCredits(1, 5), repr(AddCredits(1, 5))).seat_answers == ()

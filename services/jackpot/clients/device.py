@@ -6,19 +6,23 @@ the same event with the same sequence number: the gateway answers a resend it al
 a duplicate, so nothing is applied or published twice (at-least-once from the device, exactly
 once at the gateway). Commands the gateway pushes (seat and progressive status, pot value) are
 kept in ``commands`` and passed to ``on_command``.
+
+Both forms of the protocol: seat by seat (``credits``, ``bet``, ``lock``, ``fold``, ``results``)
+and the round form (``open_round``, ``lock_round`` with the bets, ``settle_round`` with the
+forfeits and hands; docs/protocol.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import grpc
 
 from jackpot.domain.cards import Game
-from jackpot.platform.codec import game_to_proto
+from jackpot.platform.codec import forfeit_reason_to_proto, game_to_proto
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.v1 import device_pb2
 
@@ -203,6 +207,30 @@ class DeviceClient:
     async def void(self, reason: str) -> device_pb2.EventReply:
         return await self.send(round_void=device_pb2.RoundVoid(reason=reason))
 
+    async def lock_round(self, round_id: str, bets: Mapping[int, int]) -> device_pb2.EventReply:
+        """The round form's lock: the round's bets, seat -> credits (opening ``round_id`` when
+        no RoundOpened was sent). ``reply.seats`` answers seat by seat."""
+        self.round_id = round_id
+        return await self.send(lock_round=lock_round_message(bets))
+
+    async def settle_round(
+        self,
+        hands: Mapping[int, Sequence[str]],
+        forfeits: Mapping[int, str] | None = None,
+        community: Sequence[str] = (),
+    ) -> device_pb2.EventReply:
+        """The round form's end: forfeits (seat -> ``FOLD`` or ``CARD_EXCHANGE``, answered seat
+        by seat in ``reply.seats``) and the final hands."""
+        settle = device_pb2.SettleRound(
+            forfeits=[
+                device_pb2.SeatForfeit(seat=seat, reason=forfeit_reason_to_proto(why))
+                for seat, why in sorted((forfeits or {}).items())
+            ],
+            hands=[device_pb2.HandCards(seat=s, cards=c) for s, c in sorted(hands.items())],
+            community_cards=list(community),
+        )
+        return await self.send(settle_round=settle)
+
     async def results(
         self, hands: dict[int, list[str]], community: list[str] | None = None
     ) -> device_pb2.EventReply:
@@ -212,3 +240,10 @@ class DeviceClient:
                 community_cards=community or [],
             )
         )
+
+
+def lock_round_message(bets: Mapping[int, int]) -> device_pb2.LockRound:
+    """A LockRound of ``bets`` (seat -> credits), in seat order."""
+    return device_pb2.LockRound(
+        bets=[device_pb2.SeatWager(seat=s, credits=c) for s, c in sorted(bets.items())]
+    )

@@ -2,9 +2,12 @@
 
 The flow is ``idle -> betting -> locked -> settled``: the dealer opens a round, players bet
 credits on their seat's acceptor, the dealer locks (no more bets), players may fold or exchange
-cards (forfeits), and the results settle the round. A :class:`Table` validates each device input
-against that flow and the pot's limits and either raises :class:`DomainError` (nothing changed) or
-returns the facts to publish for the pot service.
+cards (forfeits), and the results settle the round. A table controller may send the round in its
+round form instead: :class:`LockRound` (the bets closed out at the lock, judged seat by seat: a
+refused seat is a :class:`SeatRefusedFact` and the others lock) and :class:`SettleRound` (the
+forfeits, judged seat by seat, and the hands, judged whole). A :class:`Table` validates each
+device input against that flow and the pot's limits and either raises :class:`DomainError`
+(nothing changed) or returns the facts to publish for the pot service.
 
 Device inputs carry a per-table sequence number. :meth:`Table.accept` makes a resend harmless: the
 same sequence with the same content (compared by a fingerprint of the device's bytes) is accepted
@@ -17,7 +20,7 @@ all of it (the remembered fingerprints too) across a gateway restart.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -112,6 +115,26 @@ class Results:
     community: Sequence[str] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class LockRound:
+    """The dealer's "no more bets" with the round's bets, seat -> credits (C1, D1, E1, E6); opens
+    ``round_id`` first when no round is open. Each credits stake adds to any bet the seat placed
+    earlier in the round."""
+
+    round_id: str
+    bets: Mapping[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class SettleRound:
+    """The locked round's forfeits, seat -> ``FOLD`` or ``CARD_EXCHANGE`` (E2, E3), and its
+    final hands."""
+
+    forfeits: Mapping[int, str]
+    hands: Mapping[int, Sequence[str]]
+    community: Sequence[str] = ()
+
+
 DeviceInput = (
     OpenRound
     | AddCredits
@@ -125,6 +148,8 @@ DeviceInput = (
     | ExchangeCards
     | VoidRound
     | Results
+    | LockRound
+    | SettleRound
 )
 
 # ------------------------------------------------------------------ facts for the pot service
@@ -168,6 +193,15 @@ class SeatOpenedFact:
     seat: int
 
 
+@dataclass(frozen=True, slots=True)
+class SeatRefusedFact:
+    """One seat of a round-form input was refused; the rest of the input stands."""
+
+    seat: int
+    reason: Reason
+    detail: str
+
+
 Fact = (
     RoundLockedFact
     | SeatForfeitedFact
@@ -175,7 +209,17 @@ Fact = (
     | RoundVoidedFact
     | SeatClosedFact
     | SeatOpenedFact
+    | SeatRefusedFact
 )
+
+
+@dataclass(frozen=True, slots=True)
+class SeatAnswer:
+    """What became of one seat a round-form input named: accepted when ``reason`` is None."""
+
+    seat: int
+    reason: Reason | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +229,8 @@ class Outcome:
     sequence: int
     facts: tuple[Fact, ...]
     duplicate: bool = False
+    # per seat named, for LockRound and SettleRound (a resend of the last of them gets them too)
+    seat_answers: tuple[SeatAnswer, ...] = ()
     # the oldest (sequence, fingerprint) pairs this input pushed out of the remembered window
     forgotten: tuple[tuple[int, str], ...] = ()
 
@@ -221,6 +267,8 @@ class Table:
     forfeited: dict[int, str] = field(default_factory=dict)
     last_sequence: int = 0
     published: int = 0  # sequence number of the last fact published for the pot service
+    # the sequence of the last round-form input and its answers per seat (for its resend)
+    seat_answers: tuple[int, tuple[SeatAnswer, ...]] = (0, ())
     _seen: OrderedDict[int, str] = field(default_factory=OrderedDict)  # sequence -> fingerprint
 
     def __post_init__(self) -> None:
@@ -246,7 +294,8 @@ class Table:
                     f"table {self.table_id}: sequence {sequence} was already used for another "
                     "event",
                 )
-            return Outcome(sequence, (), duplicate=True)
+            answered, last_answers = self.seat_answers
+            return Outcome(sequence, (), True, last_answers if answered == sequence else ())
         if sequence != self.last_sequence + 1:
             raise DomainError(
                 Reason.SEQUENCE_OUT_OF_ORDER,
@@ -254,12 +303,16 @@ class Table:
                 f"expected {self.last_sequence + 1}",
             )
         facts = tuple(self.apply(event))
+        answers: tuple[SeatAnswer, ...] = ()
+        if isinstance(event, LockRound | SettleRound):
+            answers = _seat_answers(event, facts)
+            self.seat_answers = (sequence, answers)
         self.last_sequence = sequence
         self._seen[sequence] = fingerprint
         forgotten = []
         while len(self._seen) > REMEMBERED_OUTCOMES:
             forgotten.append(self._seen.popitem(last=False))
-        return Outcome(sequence, facts, forgotten=tuple(forgotten))
+        return Outcome(sequence, facts, seat_answers=answers, forgotten=tuple(forgotten))
 
     def seen_before(self, outcome: Outcome) -> list[tuple[int, str]]:
         """The remembered (sequence, fingerprint) pairs as they were before ``outcome`` was
@@ -285,6 +338,12 @@ class Table:
             "last_sequence": self.last_sequence,
             "published": self.published,
         }
+        if self.seat_answers[1]:
+            answered, answers = self.seat_answers
+            state["seat_answers"] = [
+                answered,
+                [[a.seat, a.reason.value if a.reason else None, a.detail] for a in answers],
+            ]
         if with_seen:
             state["seen"] = list(self._seen.items())
         return state
@@ -304,6 +363,12 @@ class Table:
             published=data["published"],
         )
         table._seen = OrderedDict((int(s), f) for s, f in data.get("seen", ()))
+        if "seat_answers" in data:  # absent in states written before the round form
+            answered, answers = data["seat_answers"]
+            table.seat_answers = (
+                answered,
+                tuple(SeatAnswer(s, Reason(r) if r else None, d) for s, r, d in answers),
+            )
         return table
 
     # ---------------------------------------------------------------------------- rules
@@ -355,6 +420,10 @@ class Table:
                 return self._void(reason)
             case Results(hands, community):
                 return self._results(hands, community)
+            case LockRound(round_id, bets):
+                return self._lock_round(round_id, bets)
+            case SettleRound(forfeits, hands, community):
+                return self._settle_round(forfeits, hands, community)
         raise DomainError(Reason.MALFORMED, f"unknown device input {event!r}")
 
     def _open(self, round_id: str) -> list[Fact]:
@@ -420,6 +489,39 @@ class Table:
         self.phase = Phase.LOCKED
         return [RoundLockedFact(self.round_id, bets)]
 
+    def _lock_round(self, round_id: str, bets: Mapping[int, int]) -> list[Fact]:
+        """Open the round if none is, judge each seat's bet on its own, then lock."""
+        if self.phase is Phase.IDLE:
+            self._open(round_id)
+        elif self.phase is Phase.BETTING and round_id != self.round_id:
+            raise DomainError(
+                Reason.INVALID_STATE,
+                f"table {self.table_id}: lock for round {round_id!r}; round {self.round_id} "
+                "is open",
+            )
+        self._phase(Phase.BETTING, Reason.INVALID_STATE, "lock")
+        refused = _each_seat(bets, self._bet)
+        return [*self._lock(), *refused]
+
+    def _settle_round(
+        self,
+        forfeits: Mapping[int, str],
+        hands: Mapping[int, Sequence[str]],
+        community: Sequence[str],
+    ) -> list[Fact]:
+        """Check the hands whole (nothing changes if one is wrong), then judge each forfeit on
+        its own, then settle."""
+        self._phase(Phase.LOCKED, Reason.ROUND_NOT_LOCKED, "settle")
+        result = self._checked_results(hands, community)
+        facts: list[Fact] = []
+        for seat in sorted(forfeits):
+            try:
+                facts += self._forfeit(seat, forfeits[seat])
+            except DomainError as refused:
+                facts.append(SeatRefusedFact(seat, refused.reason, refused.detail))
+        self._settle()
+        return [*facts, result]
+
     def _forfeit(self, seat: int, reason: str) -> list[Fact]:
         state = self._seat(seat)
         rules = GAME_RULES[self.game]
@@ -456,6 +558,14 @@ class Table:
 
     def _results(self, hands: Mapping[int, Sequence[str]], community: Sequence[str]) -> list[Fact]:
         self._phase(Phase.LOCKED, Reason.ROUND_NOT_LOCKED, "send results")
+        fact = self._checked_results(hands, community)
+        self._settle()
+        return [fact]
+
+    def _checked_results(
+        self, hands: Mapping[int, Sequence[str]], community: Sequence[str]
+    ) -> RoundResultFact:
+        """The results as a fact; raises (nothing changed) when a hand or card is wrong."""
         rules = GAME_RULES[self.game]
         parsed = {}
         for seat in sorted(hands):
@@ -474,13 +584,11 @@ class Table:
             )
         if rules.one_deck:
             check_one_deck(parsed, shared)
-        fact = RoundResultFact(
+        return RoundResultFact(
             self.round_id,
             tuple((seat, tuple(hands[seat])) for seat in sorted(hands)),
             tuple(community),
         )
-        self._settle()
-        return [fact]
 
     def _settle(self) -> None:
         for state in self.seats.values():
@@ -506,3 +614,28 @@ class Table:
     def _positive(value: int, what: str) -> None:
         if value <= 0:
             raise DomainError(Reason.MALFORMED, f"{what} must be positive, got {value}")
+
+
+def _each_seat(bets: Mapping[int, int], bet: Callable[[int, int], object]) -> list[Fact]:
+    """Place each seat's bet on its own; a refused seat is a fact, the others go on."""
+    refused: list[Fact] = []
+    for seat in sorted(bets):
+        try:
+            bet(seat, bets[seat])
+        except DomainError as error:
+            refused.append(SeatRefusedFact(seat, error.reason, error.detail))
+    return refused
+
+
+def _seat_answers(
+    event: LockRound | SettleRound, facts: tuple[Fact, ...]
+) -> tuple[SeatAnswer, ...]:
+    """Every seat the input named, in seat order: refused with its reason, or accepted."""
+    refused = {f.seat: f for f in facts if isinstance(f, SeatRefusedFact)}
+    named = event.bets if isinstance(event, LockRound) else event.forfeits
+    return tuple(
+        SeatAnswer(seat, refused[seat].reason, refused[seat].detail)
+        if seat in refused
+        else SeatAnswer(seat)
+        for seat in sorted(named)
+    )

@@ -7,7 +7,8 @@ adding one adapter to ``ADAPTERS`` (and its rules to ``jackpot.domain.cards.GAME
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Iterable
+from typing import Protocol, TypeVar
 
 from jackpot.domain.cards import Game
 from jackpot.domain.errors import DomainError, Reason
@@ -21,12 +22,17 @@ from jackpot.domain.table import (
     LampFault,
     LampRepaired,
     Lock,
+    LockRound,
     OpenRound,
     PlaceBet,
     Results,
+    SettleRound,
     VoidRound,
 )
+from jackpot.platform import codec
 from jackpot.v1 import device_pb2
+
+V = TypeVar("V")
 
 
 class GameAdapter(Protocol):
@@ -76,15 +82,40 @@ class PokerAdapter:
             case "round_void":
                 return VoidRound(event.round_void.reason)
             case "hand_results":
-                hands: dict[int, tuple[str, ...]] = {}
-                for hand in event.hand_results.hands:
-                    if hand.seat in hands:
-                        raise DomainError(
-                            Reason.MALFORMED, f"seat {hand.seat} has two hands in one result"
-                        )
-                    hands[hand.seat] = tuple(hand.cards)
-                return Results(hands, tuple(event.hand_results.community_cards))
+                hand_results = event.hand_results
+                return Results(_hands(hand_results.hands), tuple(hand_results.community_cards))
+            case "lock_round":
+                if not event.round_id:
+                    raise DomainError(Reason.MALFORMED, "lock_round needs a round_id")
+                bets = _one_per_seat(((b.seat, b.credits) for b in event.lock_round.bets), "bets")
+                return LockRound(event.round_id, bets)
+            case "settle_round":
+                settle = event.settle_round
+                forfeits = _one_per_seat(
+                    ((f.seat, codec.forfeit_reason_from_proto(f.reason)) for f in settle.forfeits),
+                    "forfeits",
+                )
+                return SettleRound(forfeits, _hands(settle.hands), tuple(settle.community_cards))
         raise DomainError(Reason.MALFORMED, f"unknown device event {kind}")
+
+
+def _one_per_seat(entries: Iterable[tuple[int, V]], what: str) -> dict[int, V]:
+    """Seat -> value; a seat named twice makes the whole message malformed."""
+    by_seat: dict[int, V] = {}
+    for seat, value in entries:
+        if seat in by_seat:
+            raise DomainError(Reason.MALFORMED, f"seat {seat} is named twice in the {what}")
+        by_seat[seat] = value
+    return by_seat
+
+
+def _hands(hands: Iterable[device_pb2.HandCards]) -> dict[int, tuple[str, ...]]:
+    by_seat: dict[int, tuple[str, ...]] = {}
+    for hand in hands:
+        if hand.seat in by_seat:
+            raise DomainError(Reason.MALFORMED, f"seat {hand.seat} has two hands in one result")
+        by_seat[hand.seat] = tuple(hand.cards)
+    return by_seat
 
 
 ADAPTERS: dict[Game, GameAdapter] = {

@@ -23,3 +23,9 @@ SPOOL_GROUP_WRITES = Histogram(
     "Writes (device events, dead letters, deletions) sharing one spool transaction and fsync",
     buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000),
 )
+SPOOL_TRANSACTIONS = Counter(
+    "jackpot_gateway_spool_transactions_total",
+    "Transactions (one fsync each) of the spool's writer thread, by what they carried: writes"
+    " (any deletion the broker's acknowledgements owe rides with them) or a deletion alone",
+    ["carrying"],
+)

@@ -41,9 +41,11 @@ from jackpot.domain.table import (
     RoundLockedFact,
     RoundResultFact,
     RoundVoidedFact,
+    SeatAnswer,
     SeatClosedFact,
     SeatForfeitedFact,
     SeatOpenedFact,
+    SeatRefusedFact,
     Table,
 )
 from jackpot.gateway import metrics
@@ -354,12 +356,8 @@ class Gateway:
         table = self.tables[table_id]
         device_input = ADAPTERS[table.game].to_input(event)
         is_new = sequence > table.last_sequence  # a resend is judged by its sequence alone
-        if (
-            is_new
-            and kind != "round_opened"
-            and event.round_id
-            and event.round_id != table.round_id
-        ):
+        opens = kind == "round_opened" or (kind == "lock_round" and not table.round_id)
+        if is_new and not opens and event.round_id and event.round_id != table.round_id:
             raise DomainError(
                 Reason.INVALID_STATE,
                 f"event for round {event.round_id!r}; the table's round is "
@@ -370,7 +368,8 @@ class Gateway:
         outcome = table.accept(sequence, device_input, fingerprint)
         if outcome.duplicate:
             metrics.DUPLICATES.inc()
-            return _Decision(table_id, [_reply(sequence, duplicate=True)])
+            reply = _reply(sequence, duplicate=True, seats=outcome.seat_answers)
+            return _Decision(table_id, [reply])
         records = [self._record(table, fact, event) for fact in outcome.facts]
         write = SpoolWrite(
             table_id,
@@ -380,15 +379,21 @@ class Gateway:
             seen_window=REMEMBERED_OUTCOMES,
             trace_context=traceparent(),
         )
-        responses = [_reply(sequence), *_commands(outcome.facts)]
+        responses = [_reply(sequence, seats=outcome.seat_answers), *_commands(outcome.facts)]
         return _Decision(table_id, responses, write, before, outcome)
 
     def _record(
         self, table: Table, fact: Fact, device_event: device_pb2.DeviceEvent
     ) -> tuple[str, bytes, bytes] | None:
-        """A fact as a TableEvent for Kafka, keyed by pot group; None for gateway-only facts."""
+        """A fact as a TableEvent for Kafka, keyed by pot group (a refused seat as a dead letter
+        naming it); None for gateway-only facts."""
         if isinstance(fact, SeatOpenedFact):
             return None
+        if isinstance(fact, SeatRefusedFact):
+            metrics.REJECTS.labels(fact.reason.value).inc()
+            raw = device_pb2.ConnectRequest(event=device_event).SerializeToString()
+            detail = f"seat {fact.seat}: {fact.detail}"
+            return self._dead_letter_write(raw, fact.reason, detail, table.table_id).records[0]
         configured = self.settings.table(table.table_id)
         assert configured is not None
         table.published += 1
@@ -668,10 +673,14 @@ def _now() -> Timestamp:
 
 
 def _reply(
-    sequence: int, error: DomainError | None = None, duplicate: bool = False
+    sequence: int,
+    error: DomainError | None = None,
+    duplicate: bool = False,
+    seats: tuple[SeatAnswer, ...] = (),
 ) -> device_pb2.ConnectResponse:
     if error is None:
         reply = device_pb2.EventReply(sequence=sequence, accepted=True, duplicate=duplicate)
+        reply.seats.extend(_seat_reply(answer) for answer in seats)
     else:
         reply = device_pb2.EventReply(
             sequence=sequence,
@@ -680,6 +689,17 @@ def _reply(
             detail=error.detail,
         )
     return device_pb2.ConnectResponse(reply=reply)
+
+
+def _seat_reply(answer: SeatAnswer) -> device_pb2.SeatReply:
+    if answer.reason is None:
+        return device_pb2.SeatReply(seat=answer.seat, accepted=True)
+    return device_pb2.SeatReply(
+        seat=answer.seat,
+        accepted=False,
+        reason=codec.reason_to_proto(answer.reason),
+        detail=answer.detail,
+    )
 
 
 def _commands(facts: tuple[Fact, ...]) -> list[device_pb2.ConnectResponse]:

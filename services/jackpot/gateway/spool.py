@@ -2,36 +2,60 @@
 
 One SQLite transaction per accepted device event stores the table's new state and the records
 to publish (table events, dead letters) in an outbox. The publisher sends the outbox to Kafka in
-order and deletes what the broker acknowledged. If the process dies after the broker acknowledged
-but before the delete, those records are sent again on restart; they keep their event ids, and the
-pot service ignores an event id it has applied, so nothing is applied twice.
+order and acknowledges what the broker acknowledged. If the process dies after the broker
+acknowledged but before the deletion is on disk, those records are sent again on restart; they
+keep their event ids, and the pot service ignores an event id it has applied, so nothing is
+applied twice.
 
 Group commit: once :meth:`Spool.start_writer` has run, writes go to one writer thread with its
-own connection. The writes that wait while it is busy go in one transaction (one fsync) when it is
-free, and each caller's :meth:`Spool.write` returns only once that transaction is durable: a
-device still hears "accepted" only after its event is on disk, but the tables of a pit share the
-fsync and the event loop never waits for the disk. Reads stay on the loop's connection (WAL:
-readers never wait for the writer).
+own connection. What costs a device message is the fsync, so the writer shares one among as many
+writes as it can: after taking a write it keeps gathering those that arrive within a short
+window (``gather_seconds``, a millisecond: the event loop hands writes over one by one, and most
+would otherwise each open a transaction of their own), then commits them in one transaction.
+Each caller's :meth:`Spool.write` returns only once that transaction is durable: a device still
+hears "accepted" only after its event is on disk, but the tables of a pit share the fsync and
+the event loop never waits for the disk. Reads stay on the loop's connection (WAL: readers never
+wait for the writer).
+
+The broker's acknowledgements cost no fsync of their own while devices write: an acknowledged
+record leaves :meth:`Spool.depth` and :meth:`Spool.pending` at once (in memory), and its
+deletion rides in the next group's transaction, or goes alone after ``ack_idle_seconds`` without
+writes, and always at :meth:`Spool.close`. Losing a deletion loses nothing: the record is sent
+again (same event id). The depth is counted in memory for the same reason: a ``COUNT(*)`` walks
+the whole outbox, which grows exactly when the broker is away and the watchdog asks most often.
+
+A table's resend memory is a row per remembered event. Its sequences follow each other, so the
+window stays exact by deleting the one row that leaves it; rows of a table's older life (later
+sequences than its state's, after a table started over) are removed once, when the spool
+opens, and never shown by :meth:`Spool.table_states` meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import enum
 import json
 import queue
 import sqlite3
 import threading
 import time
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from jackpot.domain.table import REMEMBERED_OUTCOMES
 from jackpot.gateway import metrics
 
 log = structlog.get_logger("jackpot.gateway.spool")
 MAX_GROUP_WRITES = 1000  # writes in one transaction at most (a bound on the fsync's batch)
+GATHER_SECONDS = 0.001  # how long the writer waits for more writes to share an fsync
+MAX_GATHER_SECONDS = 0.1  # a device waits this long at most for company on the disk
+ACK_IDLE_SECONDS = 0.5  # an acknowledged deletion waits this long at most for a write to ride
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +90,40 @@ class _Waiting:
     loop: asyncio.AbstractEventLoop
 
 
+class _Signal(enum.Enum):
+    STOP = "stop"  # finish what is queued, then the thread ends
+    WAKE = "wake"  # an acknowledgement came: its deletion has a deadline now
+    IDLE = "idle"  # (never queued) the deadline passed without a write to ride with
+
+
 class Spool:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        gather_seconds: float = GATHER_SECONDS,
+        ack_idle_seconds: float = ACK_IDLE_SECONDS,
+        seen_window: int = REMEMBERED_OUTCOMES,
+    ) -> None:
+        """Open (or create) the spool at ``path``. ``gather_seconds``: the writer's window
+        (:meth:`start_writer`); ``ack_idle_seconds``: how long an acknowledged deletion waits
+        for a write; ``seen_window``: the remembered events a table keeps (rows beyond it, and
+        of an older life, are removed here)."""
+        _check_gather(gather_seconds)
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._path = str(path)
+        self._gather_seconds = gather_seconds
+        self._ack_idle_seconds = ack_idle_seconds
+        self._seen_window = seen_window
         self._writer: _GroupWriter | None = None
         self._db = _connect(self._path)
+        self._create_tables()
+        self._move_seen_out_of_states()
+        self._add_trace_context_column()
+        self._forget_other_lives()
+        self._outbox = _Outbox.counted(self._db)
+
+    def _create_tables(self) -> None:
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY AUTOINCREMENT,"
             " topic TEXT NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL, created_ns INTEGER)"
@@ -85,8 +137,6 @@ class Spool:
             "CREATE TABLE IF NOT EXISTS seen (table_id TEXT NOT NULL, sequence INTEGER NOT NULL,"
             " fingerprint TEXT NOT NULL, PRIMARY KEY (table_id, sequence)) WITHOUT ROWID"
         )
-        self._move_seen_out_of_states()
-        self._add_trace_context_column()
 
     def _add_trace_context_column(self) -> None:
         """Spools written before traces existed get the column (empty for their records)."""
@@ -94,13 +144,17 @@ class Spool:
         if "trace_context" not in columns:
             self._db.execute("ALTER TABLE outbox ADD COLUMN trace_context TEXT NOT NULL DEFAULT ''")
 
-    def start_writer(self) -> None:
-        """Send every further :meth:`write` to the group-commit writer thread (idempotent)."""
+    def start_writer(self, gather_seconds: float | None = None) -> None:
+        """Send every further :meth:`write` to the group-commit writer thread (idempotent);
+        ``gather_seconds`` overrides the constructor's window (0: only what already waits)."""
         if self._writer is None:
-            self._writer = _GroupWriter(self._path)
+            gather = self._gather_seconds if gather_seconds is None else gather_seconds
+            _check_gather(gather)
+            self._writer = _GroupWriter(self._path, self._outbox, gather, self._ack_idle_seconds)
 
     def close(self) -> None:
-        """Finish the writes already queued, stop the writer thread, close the connection."""
+        """Finish the writes already queued and the deletions owed, stop the writer thread,
+        close the connection."""
         if self._writer is not None:
             self._writer.stop()
             self._writer = None
@@ -127,12 +181,24 @@ class Spool:
         future.add_done_callback(_log_failure)
         self._writer.put(_Waiting(change, future, loop))
 
+    def acknowledge(self, through_id: int) -> None:
+        """The broker acknowledged every outbox record with id <= ``through_id``: they leave
+        :meth:`depth` and :meth:`pending` now. With the writer started their deletion goes in
+        the next group's transaction (alone after ``ack_idle_seconds`` without writes, and at
+        :meth:`close`); without it, it is committed here. Never beyond the last id committed."""
+        if self._writer is None:
+            self.delete_through(through_id)
+        elif self._outbox.acknowledge(through_id) is not None:
+            self._writer.wake()
+
     def commit_many(self, changes: list[SpoolWrite]) -> None:
         """Apply ``changes`` in one transaction (one fsync), in order."""
-        _commit(self._db, changes)
+        ids = _commit(self._db, changes)
+        self._outbox.committed(ids, changes)
 
     def table_states(self) -> dict[str, dict[str, Any]]:
-        """Every table's state as ``Table.to_state`` made it (its ``seen`` from its rows)."""
+        """Every table's state as ``Table.to_state`` made it (its ``seen`` from its rows: those
+        of its current life, within the window)."""
         states = {
             table_id: json.loads(state)
             for table_id, state in self._db.execute("SELECT table_id, state FROM tables")
@@ -141,9 +207,14 @@ class Spool:
             state["seen"] = []
         rows = self._db.execute("SELECT table_id, sequence, fingerprint FROM seen ORDER BY 1, 2")
         for table_id, sequence, fingerprint in rows:
-            if table_id in states:
-                states[table_id]["seen"].append([sequence, fingerprint])
+            state = states.get(table_id)
+            if state is not None and self._in_window(state, sequence):
+                state["seen"].append([sequence, fingerprint])
         return states
+
+    def _in_window(self, state: dict[str, Any], sequence: int) -> bool:
+        last = state.get("last_sequence")
+        return last is None or last - self._seen_window < sequence <= last
 
     def _move_seen_out_of_states(self) -> None:
         """A spool written before the ``seen`` rows kept the window in each state: move it."""
@@ -162,6 +233,22 @@ class Spool:
                     "UPDATE tables SET state = ? WHERE table_id = ?", (_json(state), table_id)
                 )
 
+    def _forget_other_lives(self) -> None:
+        """Remove the rows no table remembers: of an older life (a later sequence than the
+        state's), older than the window, or of a table without a state. Once, here: each event
+        deletes only the one row leaving its window."""
+        lasts = [
+            (table_id, json.loads(state).get("last_sequence"))
+            for table_id, state in self._db.execute("SELECT table_id, state FROM tables")
+        ]
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("DELETE FROM seen WHERE table_id NOT IN (SELECT table_id FROM tables)")
+            self._db.executemany(
+                "DELETE FROM seen WHERE table_id = ? AND (sequence > ? OR sequence <= ?)",
+                [(t, last, last - self._seen_window) for t, last in lasts if last is not None],
+            )
+
     def commit(
         self,
         table_id: str | None,
@@ -172,24 +259,37 @@ class Spool:
         self.commit_many([SpoolWrite(table_id, state, records)])
 
     def pending(self, limit: int = 500, after_id: int = 0) -> list[OutboxRecord]:
-        """The oldest records of the outbox, after ``after_id`` (those already acknowledged but
-        whose deletion is still queued)."""
+        """The oldest records of the outbox not acknowledged, after ``after_id`` too (the
+        acknowledged ones may still be on disk, their deletion queued)."""
+        acknowledged, last = self._outbox.unacknowledged()
         rows = self._db.execute(
             "SELECT id, topic, key, value, created_ns, trace_context FROM outbox"
-            " WHERE id > ? ORDER BY id LIMIT ?",
-            (after_id, limit),
+            " WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+            (max(after_id, acknowledged), last, limit),
         ).fetchall()
         return [OutboxRecord(*row) for row in rows]
 
     def delete_through(self, last_id: int) -> None:
+        """Delete the outbox through ``last_id`` now, on this thread (acknowledging it)."""
         self.commit_many([SpoolWrite(delete_through=last_id)])
 
     def depth(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+        """Records committed and not yet acknowledged (counted in memory, no query)."""
+        return self._outbox.depth()
 
     def oldest_age_seconds(self) -> float:
-        row = self._db.execute("SELECT MIN(created_ns) FROM outbox").fetchone()
-        return 0.0 if row[0] is None else (time.time_ns() - row[0]) / 1e9
+        """How long the oldest record not acknowledged has waited (0 for none)."""
+        acknowledged, last = self._outbox.unacknowledged()
+        row = self._db.execute(
+            "SELECT created_ns FROM outbox WHERE id > ? AND id <= ? ORDER BY id LIMIT 1",
+            (acknowledged, last),
+        ).fetchone()
+        return 0.0 if row is None or row[0] is None else (time.time_ns() - row[0]) / 1e9
+
+
+def _check_gather(seconds: float) -> None:
+    if not 0 <= seconds <= MAX_GATHER_SECONDS:
+        raise ValueError(f"gather_seconds {seconds} is not within 0..{MAX_GATHER_SECONDS}")
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -203,36 +303,167 @@ def _json(state: dict[str, Any]) -> str:
     return json.dumps(state, separators=(",", ":"))
 
 
-def _commit(db: sqlite3.Connection, changes: list[SpoolWrite]) -> None:
+def _commit(
+    db: sqlite3.Connection, changes: list[SpoolWrite], delete_through: int | None = None
+) -> list[int]:
+    """``changes`` in one transaction (COMMIT is the one fsync of the WAL), and the deletion of
+    the outbox through ``delete_through`` with them; the outbox ids the records got."""
     now = time.time_ns()
-    with db:  # one transaction: COMMIT is the one fsync of the WAL
+    ids: list[int] = []
+    with db:
         db.execute("BEGIN IMMEDIATE")
         for change in changes:
-            if change.table_id is not None and change.state is not None:
-                state = {k: v for k, v in change.state.items() if k != "seen"}
-                db.execute(
-                    "INSERT INTO tables (table_id, state) VALUES (?, ?) "
-                    "ON CONFLICT(table_id) DO UPDATE SET state = excluded.state",
-                    (change.table_id, _json(state)),
-                )
-            if change.table_id is not None and change.seen is not None:
-                sequence, fingerprint = change.seen
-                db.execute(
-                    "INSERT OR REPLACE INTO seen (table_id, sequence, fingerprint) VALUES (?,?,?)",
-                    (change.table_id, sequence, fingerprint),
-                )
-                db.execute(  # the window ending at this sequence, nothing of an older life
-                    "DELETE FROM seen WHERE table_id = ? AND (sequence <= ? OR sequence > ?)",
-                    (change.table_id, sequence - change.seen_window, sequence),
-                )
-            if change.records:
-                db.executemany(
-                    "INSERT INTO outbox (topic, key, value, created_ns, trace_context)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    [(t, k, v, now, change.trace_context) for t, k, v in change.records],
-                )
+            _store_table(db, change)
+            ids.extend(_insert_records(db, change, now))
             if change.delete_through is not None:
                 db.execute("DELETE FROM outbox WHERE id <= ?", (change.delete_through,))
+        if delete_through is not None:
+            db.execute("DELETE FROM outbox WHERE id <= ?", (delete_through,))
+    return ids
+
+
+def _store_table(db: sqlite3.Connection, change: SpoolWrite) -> None:
+    """A table's new state and the event it remembers; the one event leaving its window goes
+    (the sequences of a table follow each other: the window stays exact)."""
+    if change.table_id is None:
+        return
+    if change.state is not None:
+        state = {k: v for k, v in change.state.items() if k != "seen"}
+        db.execute(
+            "INSERT INTO tables (table_id, state) VALUES (?, ?) "
+            "ON CONFLICT(table_id) DO UPDATE SET state = excluded.state",
+            (change.table_id, _json(state)),
+        )
+    if change.seen is not None:
+        sequence, fingerprint = change.seen
+        db.execute(
+            "INSERT OR REPLACE INTO seen (table_id, sequence, fingerprint) VALUES (?,?,?)",
+            (change.table_id, sequence, fingerprint),
+        )
+        if (forgotten := sequence - change.seen_window) > 0:  # by its primary key
+            db.execute(
+                "DELETE FROM seen WHERE table_id = ? AND sequence = ?", (change.table_id, forgotten)
+            )
+
+
+def _insert_records(db: sqlite3.Connection, change: SpoolWrite, now: int) -> list[int]:
+    insert = (
+        "INSERT INTO outbox (topic, key, value, created_ns, trace_context) VALUES (?, ?, ?, ?, ?)"
+    )
+    ids = []
+    for topic, key, value in change.records:  # one by one: executemany tells no row ids
+        row_id = db.execute(insert, (topic, key, value, now, change.trace_context)).lastrowid
+        assert row_id is not None
+        ids.append(row_id)
+    return ids
+
+
+class _Outbox:
+    """The outbox as counted in memory, for the event loop and the writer thread: the ids
+    committed and not acknowledged (as runs of consecutive ids), the last id committed, the
+    last acknowledged and the last whose deletion is committed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: deque[list[int]] = deque()  # [first, last] of consecutive ids, in order
+        self._depth = 0
+        self._last = 0
+        self._acknowledged = 0
+        self._deleted = 0
+        self._owed_since: float | None = None  # since when a deletion has been owed
+
+    @classmethod
+    def counted(cls, db: sqlite3.Connection) -> _Outbox:
+        """What ``db``'s outbox holds, counted once (AUTOINCREMENT ids from one writer: one
+        run, unless an older spool had holes, then read id by id)."""
+        outbox = cls()
+        count, first, last = db.execute("SELECT COUNT(*), MIN(id), MAX(id) FROM outbox").fetchone()
+        if count and count == last - first + 1:
+            outbox._add_run(first, last)
+        elif count:
+            outbox._add(row[0] for row in db.execute("SELECT id FROM outbox ORDER BY id"))
+        return outbox
+
+    def _add(self, ids: Iterable[int]) -> None:
+        for row_id in ids:
+            self._add_run(row_id, row_id)
+
+    def _add_run(self, first: int, last: int) -> None:
+        """Ids ``first``..``last`` committed (those acknowledged already do not count)."""
+        self._last = max(self._last, last)
+        first = max(first, self._acknowledged + 1)
+        if first > last:
+            return
+        if self._runs and self._runs[-1][1] + 1 == first:
+            self._runs[-1][1] = last
+        else:
+            self._runs.append([first, last])
+        self._depth += last - first + 1
+
+    def committed(
+        self, ids: list[int], changes: list[SpoolWrite], delete_through: int | None = None
+    ) -> None:
+        """A transaction committed: its records count, its deletions are acknowledged and done."""
+        deleted = [c.delete_through for c in changes if c.delete_through is not None]
+        if delete_through is not None:
+            deleted.append(delete_through)
+        with self._lock:
+            self._add(ids)
+            for through in deleted:
+                self._acknowledge(through)
+                self._deleted = max(self._deleted, min(through, self._last))
+            if self._deleted >= self._acknowledged:
+                self._owed_since = None
+            elif deleted:  # acknowledged meanwhile: a whole idle time for a write to come
+                self._owed_since = time.monotonic()
+
+    def acknowledge(self, through: int) -> int | None:
+        """Acknowledge through ``through`` (never past the last id committed): the new last
+        acknowledged id, None if nothing new is."""
+        with self._lock:
+            return self._acknowledge(through)
+
+    def _acknowledge(self, through: int) -> int | None:
+        through = min(through, self._last)
+        if through <= self._acknowledged:
+            return None
+        self._acknowledged = through
+        while self._runs and self._runs[0][0] <= through:
+            first, last = self._runs[0]
+            if last <= through:
+                self._runs.popleft()
+                self._depth -= last - first + 1
+            else:
+                self._runs[0][0] = through + 1
+                self._depth -= through - first + 1
+        if self._owed_since is None and self._deleted < through:
+            self._owed_since = time.monotonic()
+        return through
+
+    def owed(self) -> int | None:
+        """The id through which an acknowledged deletion is not committed yet, if any."""
+        with self._lock:
+            return self._acknowledged if self._acknowledged > self._deleted else None
+
+    def deadline(self, idle_seconds: float) -> float | None:
+        """When the deletion owed must go alone (time.monotonic()), None if none is owed."""
+        with self._lock:
+            return None if self._owed_since is None else self._owed_since + idle_seconds
+
+    def postpone(self) -> None:
+        """The deletion failed: try again a whole idle time later, not in a busy loop."""
+        with self._lock:
+            if self._owed_since is not None:
+                self._owed_since = time.monotonic()
+
+    def unacknowledged(self) -> tuple[int, int]:
+        """(last id acknowledged, last id committed): what ``pending`` may show lies between."""
+        with self._lock:
+            return self._acknowledged, self._last
+
+    def depth(self) -> int:
+        with self._lock:
+            return self._depth
 
 
 def _log_failure(future: asyncio.Future[None]) -> None:
@@ -250,10 +481,16 @@ def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
 
 
 class _GroupWriter:
-    """One thread, one connection: whatever waits when it is free is one transaction."""
+    """One thread, one connection: the writes gathered within the window are one transaction,
+    with the deletion the broker's acknowledgements owe."""
 
-    def __init__(self, path: str) -> None:
-        self._queue: queue.SimpleQueue[_Waiting | None] = queue.SimpleQueue()
+    def __init__(
+        self, path: str, outbox: _Outbox, gather_seconds: float, idle_seconds: float
+    ) -> None:
+        self._queue: queue.SimpleQueue[_Waiting | _Signal] = queue.SimpleQueue()
+        self._outbox = outbox
+        self._gather_seconds = gather_seconds
+        self._idle_seconds = idle_seconds
         self._db = _connect(path)
         self._thread = threading.Thread(target=self._run, name="spool-writer", daemon=True)
         self._thread.start()
@@ -261,37 +498,76 @@ class _GroupWriter:
     def put(self, waiting: _Waiting) -> None:
         self._queue.put(waiting)
 
+    def wake(self) -> None:
+        """A deletion is owed: the writer, idle, must not sleep past its deadline."""
+        self._queue.put(_Signal.WAKE)
+
     def stop(self) -> None:
-        self._queue.put(None)
+        self._queue.put(_Signal.STOP)
         self._thread.join()
         self._db.close()
 
     def _run(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            group = [first]
-            stopping = False
-            while len(group) < MAX_GROUP_WRITES:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stopping = True
-                    break
-                group.append(more)
+        stopping = False
+        while not stopping:
+            first = self._next()
+            if first is _Signal.STOP:
+                break
+            if first is _Signal.IDLE:
+                self._commit([])  # the acknowledged deletion, alone: no write came
+                continue
+            assert isinstance(first, _Waiting)
+            group, stopping = self._gather(first)
             self._commit(group)
-            if stopping:
-                return
+        if self._outbox.owed() is not None:  # at close, whatever is still owed
+            self._commit([])
+
+    def _next(self) -> _Waiting | _Signal:
+        """The next write, STOP, or IDLE once a deletion owed has waited its idle time."""
+        while True:
+            deadline = self._outbox.deadline(self._idle_seconds)
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                return _Signal.IDLE
+            if item is not _Signal.WAKE:
+                return item
+
+    def _gather(self, first: _Waiting) -> tuple[list[_Waiting], bool]:
+        """``first`` and the writes arriving within the window (up to MAX_GROUP_WRITES); and
+        whether STOP came (the group is the last)."""
+        group = [first]
+        deadline = time.monotonic() + self._gather_seconds
+        while len(group) < MAX_GROUP_WRITES:
+            try:  # a timeout of 0 still takes what already waits
+                item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if item is _Signal.STOP:
+                return group, True
+            if isinstance(item, _Waiting):
+                group.append(item)
+        return group, False
 
     def _commit(self, group: list[_Waiting]) -> None:
         error: BaseException | None = None
-        metrics.SPOOL_GROUP_WRITES.observe(len(group))
+        changes = [w.write for w in group]
+        through = self._outbox.owed()
+        if not changes and through is None:
+            return
         try:
-            _commit(self._db, [w.write for w in group])
+            ids = _commit(self._db, changes, through)
         except Exception as failed:  # every caller of the group hears it; none was accepted
             error = failed
+            self._outbox.postpone()
+            if not group:
+                log.warning("spool_delete_failed", error=repr(failed))
+        else:
+            self._outbox.committed(ids, changes, through)
+        if group:
+            metrics.SPOOL_GROUP_WRITES.observe(len(group))
+        metrics.SPOOL_TRANSACTIONS.labels("writes" if group else "deletion").inc()
         for waiting in group:
-            waiting.loop.call_soon_threadsafe(_settle, waiting.future, error)
+            with contextlib.suppress(RuntimeError):  # its loop is closed: nobody to tell
+                waiting.loop.call_soon_threadsafe(_settle, waiting.future, error)

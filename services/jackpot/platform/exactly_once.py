@@ -28,9 +28,23 @@ transactional id per input partition, shape of aiokafka ``docs/examples/transact
 and faust's table recovery.
 
 Work that does not come from the input topic (the pot's heartbeats, the payout's terminal and
-supervisor transitions) goes through :meth:`ExactlyOnceProcessor.tick` and
-:meth:`ExactlyOnceProcessor.submit`: the same producer, the same lock, the same roll back, no
-offsets.
+supervisor transitions) goes through the ticks and :meth:`ExactlyOnceProcessor.submit`: the same
+producer, the partition's lock, the same roll back, no offsets.
+
+**Why a pipeline per partition, not one step for all** (issue 26). A transaction costs about five
+round trips whatever it carries (~10 ms on an idle broker), and one begun right after a commit
+often meets CONCURRENT_TRANSACTIONS (the previous markers are still being written) and waits for
+a retry. When one loop fetched, then ran every partition's transaction, then fetched again, a
+record of partition B that arrived while A's transaction was in flight waited for A (the slowest
+of the step) before it was even fetched: at low load every record paid its own transaction *and*
+its wait behind the others, and the hop to the pot was slower at 10 rounds/s than at 133. So the
+consumer only fetches and hands each partition's records to that partition's worker; the worker
+writes one transaction at a time and, when it ends, takes everything that arrived meanwhile as its
+next batch. Batch size follows load by itself: a lone record goes at once, and under load the
+transaction in flight is the linger that fills the next one. What a worker has not taken yet is
+bounded (the partition's fetching pauses at ``pending_batches`` batches), order within a partition
+is the worker's, and a partition's transactions (batches, ticks, submitted changes) never
+interleave: they take turns on its lock, which is what a rebalance and a stop wait for.
 """
 
 from __future__ import annotations
@@ -39,7 +53,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 import aiokafka
@@ -248,6 +262,27 @@ class ExactlyOnceSettings(Settings):
     retry_backoff_ms: int = Field(500, description="pause before retrying a failed transaction")
     poll_timeout_ms: int = Field(100, description="longest wait for input")
     max_batch_records: int = Field(200, description="input records per transaction at most")
+    batch_linger_ms: int = Field(
+        0,
+        description="how long a partition's worker waits for more input while fewer than "
+        "batch_min_records wait (0: it takes what is there; its transaction in flight gathers "
+        "the next batch)",
+    )
+    batch_min_records: int = Field(
+        200,
+        description="input records a batch waits for, up to batch_linger_ms (never without a "
+        "linger; at most max_batch_records)",
+    )
+    pending_batches: int = Field(
+        4,
+        description="a partition's fetching pauses while this many batches (of "
+        "max_batch_records) wait for its worker, and resumes at one",
+    )
+    producer_retry_backoff_ms: int = Field(
+        20,
+        description="the transactional producers' pause before retrying a request (a "
+        "transaction begun right after a commit often meets CONCURRENT_TRANSACTIONS)",
+    )
 
     @field_validator("consumer_group", "transactional_id_prefix")
     @classmethod
@@ -256,11 +291,18 @@ class ExactlyOnceSettings(Settings):
             raise ValueError(f"{info.field_name} must not be empty")
         return value
 
-    @field_validator("max_batch_records")
+    @field_validator("max_batch_records", "batch_min_records", "pending_batches")
     @classmethod
-    def _at_least_one(cls, value: int) -> int:
+    def _at_least_one(cls, value: int, info: ValidationInfo) -> int:
         if value < 1:
-            raise ValueError("max_batch_records must be at least 1")
+            raise ValueError(f"{info.field_name} must be at least 1")
+        return value
+
+    @field_validator("batch_linger_ms", "producer_retry_backoff_ms")
+    @classmethod
+    def _not_negative(cls, value: int, info: ValidationInfo) -> int:
+        if value < 0:
+            raise ValueError(f"{info.field_name} must not be negative")
         return value
 
     def transactional_id(self, partition: int) -> str:
@@ -270,7 +312,8 @@ class ExactlyOnceSettings(Settings):
 
 @dataclass(slots=True)
 class Owned(Generic[H]):
-    """An input partition this instance owns: its handler and its transactional producer."""
+    """An input partition this instance owns: its handler, its transactional producer and the
+    pipeline its worker takes batches from."""
 
     partition: int
     tp: TopicPartition
@@ -278,6 +321,15 @@ class Owned(Generic[H]):
     producer: AIOKafkaProducer
     halted: bool = False  # fenced or broken: nothing processed until revoked
     why_halted: str = ""
+    # its pipeline: the records fetched that its worker has not taken yet, in offset order
+    pending: list[ConsumerRecord[bytes, bytes]] = field(default_factory=list)
+    fetched: int = 0  # the offset after the last record queued: where the consumer reads on
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one transaction at a time
+    wake: asyncio.Event = field(default_factory=asyncio.Event)  # records, a tick or closing
+    worker: asyncio.Task[None] | None = None
+    tick_due: bool = False
+    paused: bool = False  # fetching paused: its pending records are at the bound
+    closing: bool = False  # revoked or stopping: its worker ends after its transaction
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -321,7 +373,8 @@ class ExactlyOnceProcessor(Generic[H]):
         self._on_ownership = on_ownership
         self._assignor = assignor  # how the group spreads the partitions (range by default)
         self._owned: dict[int, Owned[H]] = {}
-        self._lock = asyncio.Lock()
+        self._lock = asyncio.Lock()  # one rebalance callback at a time
+        self._restore_lock = asyncio.Lock()  # the restore consumer reads for one caller at a time
         self._assignment_epoch = 0
         self._stopping = asyncio.Event()
         self._closed = False
@@ -366,8 +419,9 @@ class ExactlyOnceProcessor(Generic[H]):
             self._done.set()
 
     async def stop(self) -> None:
-        """Let :meth:`run` finish its current transaction and leave the group; returns when it
-        has (at once if it never ran)."""
+        """Let :meth:`run` finish the transactions in flight and leave the group; returns when
+        it has (at once if it never ran). Records fetched and not yet taken are dropped: the
+        next owner reads them again from the committed offsets."""
         self._stopping.set()
         if self._running_task is not None and self._running_task is not asyncio.current_task():
             await self._done.wait()
@@ -428,6 +482,8 @@ class ExactlyOnceProcessor(Generic[H]):
             return
         self._closed = True
         self._stopping.set()
+        # the transactions in flight end first (committed or aborted), then the group is left
+        await asyncio.gather(*(self._quiesce(owned) for owned in list(self._owned.values())))
         if self._consumer is not None:
             await stop_client(self._consumer)  # leaves the group: the others rebalance at once
         for owned in list(self._owned.values()):
@@ -441,28 +497,116 @@ class ExactlyOnceProcessor(Generic[H]):
     # ---------------------------------------------------------------------------- loop
 
     async def _step(self) -> None:
+        """Fetch, and hand each partition's records to its worker: never waits for a transaction."""
         consumer = self._consumer
         assert consumer is not None
         epoch = self._assignment_epoch
-        batch = await consumer.getmany(
+        fetched = await consumer.getmany(
             timeout_ms=self.settings.poll_timeout_ms, max_records=self.settings.max_batch_records
         )
-        async with self._lock:
-            if epoch != self._assignment_epoch:
-                # The assignment changed while these records were fetched: drop them, and
-                # re-seek so that none fetched after the new positions is skipped either.
-                for current in self._owned.values():
-                    consumer.seek(current.tp, current.handler.next_offset)
+        if epoch != self._assignment_epoch:
+            # The assignment changed while these records were fetched: drop them, and re-seek
+            # so that none fetched after the new positions is skipped either.
+            for current in self._owned.values():
+                consumer.seek(current.tp, current.fetched)
+            return
+        for tp, records in fetched.items():
+            owned = self._owned.get(tp.partition)
+            if owned is not None and not owned.halted and not owned.closing:
+                self._enqueue(owned, records)
+        self._ticks()
+        self._update_lag()
+
+    def _enqueue(self, owned: Owned[H], records: list[ConsumerRecord[bytes, bytes]]) -> None:
+        """Queue records for the partition's worker; pause its fetching at the bound."""
+        fresh = [r for r in records if r.offset >= owned.fetched]  # older: before a re-seek
+        if not fresh:
+            return
+        owned.pending.extend(fresh)
+        owned.fetched = fresh[-1].offset + 1
+        owned.wake.set()
+        bound = self.settings.pending_batches * self.settings.max_batch_records
+        if not owned.paused and len(owned.pending) >= bound:
+            assert self._consumer is not None
+            self._consumer.pause(owned.tp)
+            owned.paused = True
+            self._log.debug("partition_paused", partition=owned.partition, pending=bound)
+
+    def _resume(self, owned: Owned[H]) -> None:
+        """Fetch for the partition again, unless it is halted (a halted one stays paused)."""
+        if owned.paused and not owned.halted and self._consumer is not None:
+            self._consumer.resume(owned.tp)
+            owned.paused = False
+
+    def _reposition(self, owned: Owned[H], offset: int) -> None:
+        """Read the partition again from ``offset``: what was queued past it is dropped."""
+        owned.pending.clear()
+        owned.fetched = offset
+        if self._consumer is not None:
+            self._consumer.seek(owned.tp, offset)
+        self._resume(owned)
+
+    def _start_worker(self, owned: Owned[H]) -> None:
+        owned.worker = asyncio.create_task(
+            self._work(owned), name=f"{self.name}-partition-{owned.partition}"
+        )
+
+    async def _work(self, owned: Owned[H]) -> None:
+        """A partition's worker: one transaction at a time, each with everything that arrived
+        during the previous one (up to max_batch_records), then the tick if one is due."""
+        try:
+            while await self._next_work(owned):
+                if owned.pending:
+                    await self._run_batch(owned)
+                if owned.tick_due and not (owned.halted or owned.closing):
+                    owned.tick_due = False
+                    await self._tick(owned)
+        except Exception as error:  # a bug: the service must not go on without this partition
+            self._failure = error
+            self._log.error(
+                "partition_worker_failed",
+                partition=owned.partition,
+                error=repr(error),
+                exc_info=error,
+            )
+
+    async def _next_work(self, owned: Owned[H]) -> bool:
+        """Wait for records or a tick; False once the partition is closing or halted."""
+        while not (owned.pending or owned.tick_due):
+            if owned.closing or owned.halted:
+                return False
+            owned.wake.clear()
+            await owned.wake.wait()
+        if owned.pending:
+            await self._linger(owned)
+        return not (owned.closing or owned.halted)
+
+    async def _linger(self, owned: Owned[H]) -> None:
+        """With batch_linger_ms: wait that long at most for batch_min_records."""
+        settings = self.settings
+        if settings.batch_linger_ms <= 0:
+            return
+        wanted = min(settings.batch_min_records, settings.max_batch_records)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + settings.batch_linger_ms / 1000
+        while len(owned.pending) < wanted and not (owned.closing or owned.halted):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
                 return
-            work = [
-                self._process(owned, records)
-                for tp, records in batch.items()
-                if (owned := self._owned.get(tp.partition)) is not None and not owned.halted
-            ]
-            if work:
-                await asyncio.gather(*work)
-            await self._ticks()
-            self._update_lag()
+            owned.wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(owned.wake.wait(), remaining)
+
+    async def _run_batch(self, owned: Owned[H]) -> None:
+        async with owned.lock:  # taken under the lock: a change's abort may have re-seeked
+            if owned.halted or owned.closing:
+                return
+            size = self.settings.max_batch_records
+            records = owned.pending[:size]
+            del owned.pending[:size]
+            if owned.paused and len(owned.pending) <= size:  # caught up: fetch again
+                self._resume(owned)
+            await self._process(owned, records)
 
     async def _process(self, owned: Owned[H], records: list[ConsumerRecord[bytes, bytes]]) -> None:
         handler = owned.handler
@@ -485,34 +629,42 @@ class ExactlyOnceProcessor(Generic[H]):
                 return
             await self._transact(owned, batch, "batch")
 
-    async def _ticks(self) -> None:
+    def _ticks(self) -> None:
+        """Every tick_seconds, a tick for every partition, through its worker (after the
+        transaction it has in flight, in the partition's sequence)."""
         if self._tick_seconds is None:
             return
         now = time.monotonic()
         if now - self._last_tick < self._tick_seconds:
             return
         self._last_tick = now
-        work = []
         for owned in self._owned.values():
-            if owned.halted:
-                continue
+            if not (owned.halted or owned.closing):
+                owned.tick_due = True
+                owned.wake.set()
+
+    async def _tick(self, owned: Owned[H]) -> None:
+        async with owned.lock:
+            if owned.halted or owned.closing:
+                return
             batch = owned.handler.tick()
             if batch is not None:
-                work.append(self._transact(owned, batch, "tick"))
-        if work:
-            await asyncio.gather(*work)
+                await self._transact(owned, batch, "tick")
 
     async def submit(self, partition: int, change: Callable[[H], B]) -> B:
         """Decide ``change`` on partition's handler and write its batch in a transaction of its
         own; the batch once committed. ``change`` may raise to refuse (nothing is written).
 
-        Decided and written under the processor's lock: two changes of one partition never
-        interleave, so a check made in ``change`` still holds when its batch commits.
+        Decided and written under the partition's lock, between two of its batches: two
+        changes of one partition never interleave, nor a change and a batch, so a check made
+        in ``change`` still holds when its batch commits.
         """
-        async with self._lock:
-            owned = self._owned.get(partition)
-            if owned is None or owned.halted:
-                raise NotOwned(partition)
+        owned = self._owned.get(partition)
+        if owned is None or owned.halted:
+            raise NotOwned(partition)
+        async with owned.lock:
+            if self._owned.get(partition) is not owned or owned.halted or owned.closing:
+                raise NotOwned(partition)  # revoked, halted or stopping while it waited
             try:
                 batch = change(owned.handler)
             except BaseException:
@@ -580,8 +732,7 @@ class ExactlyOnceProcessor(Generic[H]):
             else:
                 await owned.producer.abort_transaction()
                 owned.handler.rollback()
-                if self._consumer is not None:
-                    self._consumer.seek(owned.tp, owned.handler.next_offset)
+                self._reposition(owned, owned.handler.next_offset)
         except ProducerFenced as fenced:
             owned.handler.rollback()
             self._halt(owned, "producer_fenced", fenced)
@@ -615,12 +766,14 @@ class ExactlyOnceProcessor(Generic[H]):
         owned.handler.close()
         owned.handler = self._factory(owned.partition)
         start = owned.handler.restore(changelogs[owned.partition], committed)
-        consumer.seek(owned.tp, 0 if start is None else start)
+        self._reposition(owned, 0 if start is None else start)
         self._log.warning("producer_renewed", partition=owned.partition, restored_from=start)
 
     def _halt(self, owned: Owned[H], why: str, error: BaseException) -> None:
         owned.halted = True
         owned.why_halted = why
+        owned.pending.clear()  # its worker ends; the next owner reads them again
+        owned.wake.set()
         owned.handler.close()  # what it holds is no longer ours to serve
         self.metrics.partitions_halted.set(len(self.halted_partitions))
         if self._consumer is not None:
@@ -654,10 +807,18 @@ class ExactlyOnceProcessor(Generic[H]):
     async def _on_revoked(self, revoked: list[TopicPartition]) -> None:
         async with self._lock:
             self._assignment_epoch += 1
-            for tp in revoked:
-                owned = self._owned.pop(tp.partition, None)
-                if owned is not None and tp.topic == self.input_topic:
-                    await self._close(owned)
+            gone = [
+                owned
+                for tp in revoked
+                if (owned := self._owned.pop(tp.partition, None)) is not None
+                and tp.topic == self.input_topic
+            ]
+            # Each waits for its partition's transaction in flight (a batch, a tick or a
+            # change) before its producer is closed; what was queued is dropped: the next
+            # owner reads it again from the committed offsets.
+            await asyncio.gather(*(self._quiesce(owned) for owned in gone))
+            for owned in gone:
+                await self._close(owned)
             self._ownership_changed()
             self._log.info("partitions_revoked", partitions=sorted(tp.partition for tp in revoked))
 
@@ -722,8 +883,10 @@ class ExactlyOnceProcessor(Generic[H]):
                 # Never committed: from the beginning. Offset 0 is reset to the earliest kept
                 # (auto_offset_reset) without awaiting the fetch in flight as seek_to_beginning
                 # does (half a second per partition).
-                consumer.seek(tp, 0 if start is None else start)
+                owned.fetched = 0 if start is None else start
+                consumer.seek(tp, owned.fetched)
                 consumer.resume(tp)
+                self._start_worker(owned)
         except BaseException:
             for producer in producers:
                 await stop_client(producer)
@@ -739,6 +902,10 @@ class ExactlyOnceProcessor(Generic[H]):
             transactional_id=settings.transactional_id(partition),
             transaction_timeout_ms=settings.transaction_timeout_ms,
             client_id=f"{settings.instance_id}-p{partition}",
+            # A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS while the
+            # previous markers are written; AddOffsetsToTxn then retries after this (100 ms by
+            # aiokafka's default), AddPartitionsToTxn after aiokafka's own 20 ms.
+            retry_backoff_ms=settings.producer_retry_backoff_ms,
         )
         await producer.start()
         try:
@@ -756,12 +923,24 @@ class ExactlyOnceProcessor(Generic[H]):
         it), read to the end within the restore deadline."""
         consumer = self._restore_consumer
         assert consumer is not None
-        return await read_compacted(
-            consumer,
-            self.changelog_topic,
-            partitions,
-            self.restore_timeout_seconds,
-        )
+        async with self._restore_lock:  # a renewal (in a worker) and a takeover may both read
+            return await read_compacted(
+                consumer,
+                self.changelog_topic,
+                partitions,
+                self.restore_timeout_seconds,
+            )
+
+    async def _quiesce(self, owned: Owned[H]) -> None:
+        """End the partition's worker after its transaction in flight, and wait for a change
+        being written; the records it had not taken are dropped."""
+        owned.closing = True
+        owned.pending.clear()
+        owned.wake.set()
+        if owned.worker is not None:
+            await asyncio.wait([owned.worker])  # it reports its own failures
+        async with owned.lock:  # a submitted change in flight
+            pass
 
     async def _close(self, owned: Owned[H]) -> None:
         await retire_producer(owned.producer)

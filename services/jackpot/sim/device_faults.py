@@ -6,9 +6,9 @@ at given rates, as a flaky network or controller firmware would produce them:
 - duplicated: an accepted event is sent a second time with the same sequence and content; the
   gateway must answer ``duplicate`` and publish nothing the second time;
 - delayed: an event is held 0.2-2 s after it is numbered and stamped, then sent;
-- reordered: of two events known in advance (a seat's credits and its bet), event n+1 is sent
-  first; the gateway must refuse it with ``SEQUENCE_OUT_OF_ORDER``; then n is sent and n+1 again,
-  which must be accepted.
+- reordered: of two events known in advance (a seat's credits and its bet; in the round form
+  the round's opening and its lock), event n+1 is sent first; the gateway must refuse it with
+  ``SEQUENCE_OUT_OF_ORDER``; then n is sent and n+1 again, which must be accepted.
 
 ``DeviceFaultCounts`` keeps, per kind, how many were injected and what the gateway answered.
 """
@@ -18,10 +18,11 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jackpot.clients.device import DeviceClient
+from jackpot.clients.device import DeviceClient, lock_round_message
 from jackpot.platform.codec import reason_from_proto
 from jackpot.v1 import device_pb2
 
@@ -119,28 +120,54 @@ class FaultyDeviceClient(DeviceClient):
         self.counts.duplicate_answers[answer(again)] += 1
         return reply
 
+    def reorders_now(self) -> bool:
+        """Whether the next pair of events known in advance goes out reordered."""
+        return self.rng.random() < self.rates.reorder
+
     async def credits_and_bet(
         self, seat: int, credits: int
     ) -> tuple[device_pb2.EventReply, device_pb2.EventReply]:
-        """A seat's credits then its bet; at the reorder rate the bet goes first once."""
-        if self.rng.random() >= self.rates.reorder:
+        """A seat's credits then its bet (the per-event form); at the reorder rate the bet goes
+        first once."""
+        if not self.reorders_now():
             return await self.credits(seat, credits), await self.bet(seat, credits)
         first = self.event(credits_added=device_pb2.CreditsAdded(seat=seat, credits=credits))
         second = self.event(bet_placed=device_pb2.BetPlaced(seat=seat, credits=credits))
+        return await self.reordered(first, second, lambda: self.bet(seat, credits))
+
+    async def open_and_lock_reordered(
+        self, round_id: str, bets: Mapping[int, int]
+    ) -> tuple[device_pb2.EventReply, device_pb2.EventReply]:
+        """The round form's RoundOpened and LockRound, the lock sent first once."""
+        self.round_id = round_id
+        first = self.event(round_opened=device_pb2.RoundOpened())
+        second = self.event(lock_round=lock_round_message(bets))
+        return await self.reordered(first, second, lambda: self.lock_round(round_id, bets))
+
+    async def reordered(
+        self,
+        first: device_pb2.DeviceEvent,
+        second: device_pb2.DeviceEvent,
+        second_afresh: Callable[[], Awaitable[device_pb2.EventReply]],
+    ) -> tuple[device_pb2.EventReply, device_pb2.EventReply]:
+        """Event n+1 first (the gateway must refuse it out of order), then n, then n+1 again;
+        ``second_afresh`` sends n+1's content anew when n is refused."""
         if self._broken.is_set():
             raise ConnectionError("stream broken")
         early = await self.send_raw(device_pb2.ConnectRequest(event=second).SerializeToString())
         self.counts.reordered += 1
         self.counts.reorder_early_answers[answer(early)] += 1
-        credit_reply = await self.send_event(first)
-        if not credit_reply.accepted:
-            # neither number was used: the bet is sent afresh with n
-            self.counts.reorders_not_completed[f"credits {answer(credit_reply)}"] += 1
+        first_reply = await self.send_event(first)
+        if not first_reply.accepted:
+            # neither number was used: the second is sent afresh with n
+            kind = first.WhichOneof("payload")
+            self.counts.reorders_not_completed[f"{kind} {answer(first_reply)}"] += 1
             self.sequence, self._assigned = first.sequence - 1, None
-            return credit_reply, await self.bet(seat, credits)
-        bet_reply = await self.send_event(second)
-        if not bet_reply.accepted:
-            self.counts.reorders_not_completed[f"bet {answer(bet_reply)}"] += 1
+            return first_reply, await second_afresh()
+        second_reply = await self.send_event(second)
+        if not second_reply.accepted:
+            kind = second.WhichOneof("payload")
+            self.counts.reorders_not_completed[f"{kind} {answer(second_reply)}"] += 1
         elif not early.accepted:
             self.counts.reorders_refused_then_accepted += 1
-        return credit_reply, bet_reply
+        return first_reply, second_reply

@@ -39,6 +39,7 @@ from typing import Any
 import grpc
 import structlog
 
+from jackpot.clients.device import DeviceClient
 from jackpot.clients.payout import PayoutTargets, call_owner
 from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
 from jackpot.platform.tls import TlsSettings, secure_channel
@@ -58,6 +59,9 @@ DECK = [r + s for r in RANKS for s in SUITS]
 ROYAL = ["AS", "KS", "QS", "JS", "TS"]
 STRAIGHT_FLUSH = ["5H", "6H", "7H", "8H", "9H"]
 RoundKey = tuple[str, str, str]  # (pot group, table, round)
+ROUND_FORM, PER_EVENT = "round", "per-event"  # the device protocol's two forms
+DEVICE_PROTOCOLS = (ROUND_FORM, PER_EVENT)
+TOP_UP_ROUNDS = 10  # a seat's chip exchange buys credits for about this many rounds
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +105,9 @@ class FloorConfig:
     fold_rate: float = 0.15
     exchange_rate: float = 0.25
     rig_rate: float = 0.0  # share of rounds dealt a royal or straight flush
+    # "round": open, LockRound with the bets, SettleRound (and a chip exchange now and then);
+    # "per-event": every seat's credits and bet, the lock, each forfeit, the results
+    device_protocol: str = ROUND_FORM
     supervisor_delay: float = 0.5  # seconds before the simulated supervisor approves
     # Tables whose dealer presses "Paid" through the reference terminal's HTTP API (the one its
     # screen uses: jackpot.terminal.web) instead of the DealerTerminal stream; table -> URL.
@@ -213,6 +220,7 @@ class Floor:
         self._win_signs: dict[str, float] = {}  # "table/round" -> result time
         self._shown: dict[str, int] = {}  # group -> amount the sign shows
         self._lock_sent: dict[tuple[str, str], int] = {}  # (table, round) -> send, Unix ns
+        self._counters: dict[str, Counter[int]] = {}  # table -> seat -> credits on the counter
         self._playing: list[asyncio.Task[None]] = []
 
     def stop(self) -> None:
@@ -330,7 +338,7 @@ class Floor:
                     if await self._send(client.void("controller resync")):
                         self.stats.rounds_voided += 1
                     else:
-                        await self._results(client, table, welcome.round_id, {}, [], set())
+                        await self._results(client, table, welcome.round_id, {}, [], {})
                 return
             await asyncio.sleep(0.5)
 
@@ -344,63 +352,165 @@ class Floor:
         return bool(reply.accepted)
 
     async def _round(self, client: FaultyDeviceClient, table: SimTable, round_id: str) -> None:
-        rules = GAME_RULES[table.game]
-        if not await self._send(client.open_round(round_id)):
+        """One round in the protocol's round form (open, lock with the bets, settle) or, with
+        ``device_protocol="per-event"``, seat by seat."""
+        lock = (
+            await self._lock_per_event(client, table, round_id)
+            if self.config.device_protocol == PER_EVENT
+            else await self._lock_round_form(client, table, round_id)
+        )
+        if lock is None:
             return
+        bets, lock_time, lock_sent_ns = lock
+        self.stats.latencies.add("device_reply", time.monotonic() - lock_time)
+        self.stats.rounds += 1
+        if bets:
+            self._locked(table, round_id, bets, lock_time, lock_sent_ns)
+        forfeits = self._forfeits(table.game, bets)
+        if self.config.device_protocol == PER_EVENT:
+            forfeits = {
+                seat: why
+                for seat, why in forfeits.items()
+                if await self._forfeit(client, seat, why)
+            }
+        hands, community, rigged_seat = self._deal(table.game, sorted(bets))
+        result_time = time.monotonic()
+        if not await self._results(client, table, round_id, hands, community, forfeits):
+            return
+        self.stats.rounds_settled[table.table_id] += 1
+        if rigged_seat is not None and rigged_seat not in forfeits:
+            self.stats.winning_results += 1
+            self._wins[f"{table.table_id}/{round_id}/{rigged_seat}"] = result_time
+            self._win_signs[f"{table.table_id}/{round_id}"] = result_time
+
+    async def _lock_per_event(
+        self, client: FaultyDeviceClient, table: SimTable, round_id: str
+    ) -> tuple[dict[int, int], float, int] | None:
+        """Open, every seat's credits and bet, the lock: the bets accepted (pesos by seat) and
+        when the lock was sent (monotonic, Unix ns); None if the round did not lock."""
+        if not await self._send(client.open_round(round_id)):
+            return None
+        bets = await self._bet_per_event(client, self._wagers(table, client))
+        lock_time, lock_sent_ns = time.monotonic(), time.time_ns()
+        if not await self._send(client.lock()):
+            return None
+        return bets, lock_time, lock_sent_ns
+
+    async def _lock_round_form(
+        self, client: FaultyDeviceClient, table: SimTable, round_id: str
+    ) -> tuple[dict[int, int], float, int] | None:
+        """Chip exchanges where a counter runs short, RoundOpened, LockRound with the bets: as
+        :meth:`_lock_per_event`."""
+        wagers = self._wagers(table, client)
+        await self._top_up(client, table.table_id, wagers)
+        lock_time, lock_sent_ns = time.monotonic(), time.time_ns()
+        if client.reorders_now():
+            opened, reply = await client.open_and_lock_reordered(round_id, wagers)
+        else:
+            opened = await client.open_round(round_id)
+            lock_time, lock_sent_ns = time.monotonic(), time.time_ns()
+            reply = await client.lock_round(round_id, wagers)
+        self._count(opened)  # a refused opening is counted; the lock itself may open the round
+        if not self._count(reply):
+            return None
+        return self._bets_locked(client, table.table_id, wagers, reply), lock_time, lock_sent_ns
+
+    def _wagers(self, table: SimTable, client: FaultyDeviceClient) -> dict[int, int]:
+        """The seats that bet this round and their credits (none while the progressive is
+        closed)."""
+        rules = GAME_RULES[table.game]
         welcome = client.welcome
         assert welcome is not None
-        credit_value = welcome.credit_value or 1
+        credit_value = _credit_value(client)
         max_credits = max(1, welcome.max_bet // credit_value)
         min_credits = max(1, -(-welcome.min_bet // credit_value))
         seats = self.rng.sample(
             range(1, rules.seats + 1), min(self.config.seats_in_play, rules.seats)
         )
+        if not client.progressive_open:
+            return {}
+        return {
+            seat: self.rng.randint(min_credits, max_credits)
+            for seat in sorted(seats)
+            if self.rng.random() <= self.config.participation
+        }
+
+    async def _bet_per_event(
+        self, client: FaultyDeviceClient, wagers: dict[int, int]
+    ) -> dict[int, int]:
+        """Each seat's credits then its bet, an event each: the pesos of the bets accepted."""
+        credit_value = _credit_value(client)
         bets: dict[int, int] = {}
-        if client.progressive_open:
-            for seat in sorted(seats):
-                if self.rng.random() > self.config.participation:
-                    continue
-                credits = self.rng.randint(min_credits, max_credits)
-                credit_reply, bet_reply = await client.credits_and_bet(seat, credits)
-                self._count(credit_reply)
-                if self._count(bet_reply):
-                    bets[seat] = credits * credit_value
-        lock_time, lock_sent_ns = time.monotonic(), time.time_ns()
-        if not await self._send(client.lock()):
-            return
-        self.stats.latencies.add("device_reply", time.monotonic() - lock_time)
-        self.stats.rounds += 1
-        if bets:
-            self._lock_sent[(table.table_id, round_id)] = lock_sent_ns
-            total = sum(bets.values())
-            self.stats.bets_accepted += total
-            self.stats.bets_accepted_by_group[table.pot_group_id] += total
-            self.stats.bets_by_round[(table.pot_group_id, table.table_id, round_id)] = dict(bets)
-            shown = self._shown.get(table.pot_group_id, -1)
-            self._locks.setdefault(table.pot_group_id, []).append((lock_time, shown))
-        forfeited: set[int] = set()
+        for seat, credits in wagers.items():
+            credit_reply, bet_reply = await client.credits_and_bet(seat, credits)
+            self._count(credit_reply)
+            if self._count(bet_reply):
+                bets[seat] = credits * credit_value
+        return bets
+
+    async def _top_up(
+        self, client: FaultyDeviceClient, table_id: str, wagers: dict[int, int]
+    ) -> None:
+        """A chip exchange (E6) for each seat whose counter cannot cover its wager: credits for
+        about TOP_UP_ROUNDS rounds, so that most rounds need none."""
+        counters = self._counters.setdefault(table_id, Counter())
+        for seat, credits in wagers.items():
+            if counters[seat] < credits:
+                top_up = credits * TOP_UP_ROUNDS
+                if await self._send(client.credits(seat, top_up)):
+                    counters[seat] += top_up
+
+    def _bets_locked(
+        self,
+        client: FaultyDeviceClient,
+        table_id: str,
+        wagers: dict[int, int],
+        reply: device_pb2.EventReply,
+    ) -> dict[int, int]:
+        """The pesos of the seats the gateway accepted in a LockRound's reply; each refused seat
+        counted by its reason."""
+        credit_value = _credit_value(client)
+        counters = self._counters.setdefault(table_id, Counter())
+        bets: dict[int, int] = {}
+        for answer in reply.seats:
+            if not answer.accepted:
+                self.stats.rejects[common_pb2.RejectReason.Name(answer.reason)] += 1
+                continue
+            counters[answer.seat] -= wagers[answer.seat]
+            bets[answer.seat] = wagers[answer.seat] * credit_value
+        return bets
+
+    def _locked(
+        self, table: SimTable, round_id: str, bets: dict[int, int], lock_time: float, sent_ns: int
+    ) -> None:
+        """What the judges and the latency watchers need of a lock the gateway accepted."""
+        self._lock_sent[(table.table_id, round_id)] = sent_ns
+        total = sum(bets.values())
+        self.stats.bets_accepted += total
+        self.stats.bets_accepted_by_group[table.pot_group_id] += total
+        self.stats.bets_by_round[(table.pot_group_id, table.table_id, round_id)] = dict(bets)
+        shown = self._shown.get(table.pot_group_id, -1)
+        self._locks.setdefault(table.pot_group_id, []).append((lock_time, shown))
+
+    def _forfeits(self, game: Game, bets: dict[int, int]) -> dict[int, str]:
+        """The seats that exchange cards or fold this round (their games permitting)."""
+        rules = GAME_RULES[game]
+        forfeits: dict[int, str] = {}
         for seat in sorted(bets):
             if rules.can_exchange and self.rng.random() < self.config.exchange_rate:
-                if await self._send(client.exchange(seat)):
-                    forfeited.add(seat)
+                forfeits[seat] = "CARD_EXCHANGE"
             elif (
                 rules.can_fold
-                and table.game is not Game.GO_POKER
+                and game is not Game.GO_POKER
                 and self.rng.random() < self.config.fold_rate
-                and await self._send(client.fold(seat))
             ):
-                forfeited.add(seat)
-        hands, community, rigged_seat = self._deal(table.game, sorted(bets))
-        result_time = time.monotonic()
-        if not await self._results(client, table, round_id, hands, community, forfeited):
-            return
-        self.stats.rounds_settled[table.table_id] += 1
-        if rigged_seat is not None:
-            seat = rigged_seat
-            if seat not in forfeited:
-                self.stats.winning_results += 1
-                self._wins[f"{table.table_id}/{round_id}/{seat}"] = result_time
-                self._win_signs[f"{table.table_id}/{round_id}"] = result_time
+                forfeits[seat] = "FOLD"
+        return forfeits
+
+    async def _forfeit(self, client: FaultyDeviceClient, seat: int, reason: str) -> bool:
+        if reason == "CARD_EXCHANGE":
+            return await self._send(client.exchange(seat))
+        return await self._send(client.fold(seat))
 
     async def _results(
         self,
@@ -409,24 +519,35 @@ class Floor:
         round_id: str,
         hands: dict[int, list[str]],
         community: list[str],
-        forfeited: set[int],
+        forfeits: dict[int, str],
     ) -> bool:
-        """Send a round's results, recorded for the round oracle: its bets as acknowledged at
-        the lock, the accepted forfeits, the cards (none when a resynchronising controller
-        settles a locked round) and whether the gateway accepted them (None until it answers:
-        a lost answer leaves them possibly applied)."""
+        """Send a round's results (with its forfeits in the round form), recorded for the round
+        oracle: its bets as acknowledged at the lock, the forfeits, the cards (none when a
+        resynchronising controller settles a locked round) and whether the gateway accepted
+        them (None until it answers: a lost answer leaves them possibly applied)."""
         key = (table.pot_group_id, table.table_id, round_id)
         dealt = Dealt(
             table.game.value,
             dict(self.stats.bets_by_round.get(key, {})),
             {seat: tuple(cards) for seat, cards in hands.items()},
             tuple(community),
-            frozenset(forfeited),
+            frozenset(forfeits),
             None,
         )
         self.stats.dealt[key] = dealt
-        accepted = await self._send(client.results(hands, community))
-        self.stats.dealt[key] = replace(dealt, results_accepted=accepted)
+        if self.config.device_protocol == PER_EVENT:
+            accepted = await self._send(client.results(hands, community))
+            self.stats.dealt[key] = replace(dealt, results_accepted=accepted)
+            return accepted
+        reply = await client.settle_round(hands, forfeits, community)
+        accepted = self._count(reply)
+        refused = {answer.seat for answer in reply.seats if not answer.accepted}
+        for answer in reply.seats:
+            if not answer.accepted:
+                self.stats.rejects[common_pb2.RejectReason.Name(answer.reason)] += 1
+        self.stats.dealt[key] = replace(
+            dealt, forfeited=frozenset(forfeits) - refused, results_accepted=accepted
+        )
         return accepted
 
     def _deal(
@@ -652,3 +773,8 @@ class Floor:
             key = f"{sign.winner.table_id}/{sign.winner.award_id.split('/')[2]}"
             if key in self._win_signs:
                 self.stats.latencies.add("result_to_sign_winner", now - self._win_signs.pop(key))
+
+
+def _credit_value(client: DeviceClient) -> int:
+    """Pesos per credit, as the gateway's Welcome said (1 before any)."""
+    return (client.welcome.credit_value if client.welcome else 0) or 1
