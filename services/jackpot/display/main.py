@@ -66,4 +66,6 @@ def main() -> int:
     configure_logging()
     serve_metrics(settings.metrics_port, settings.metrics_host)
 
-    return run_service("display", partial(compose_display, settings), settings.tracing)
+    return run_service(
+        "display", partial(compose_display, settings), settings.tracing, settings.runtime
+    )

@@ -67,5 +67,8 @@ def main(config_path: str) -> int:
     serve_metrics(settings.metrics_port, settings.metrics_host)
 
     return run_service(
-        f"gateway:{settings.name}", partial(compose_gateway, settings), settings.tracing
+        f"gateway:{settings.name}",
+        partial(compose_gateway, settings),
+        settings.tracing,
+        settings.runtime,
     )

@@ -63,4 +63,6 @@ def main() -> int:
     configure_logging()
     serve_metrics(settings.metrics_port, settings.metrics_host)
 
-    return run_service("payout", partial(compose_payout, settings), settings.tracing)
+    return run_service(
+        "payout", partial(compose_payout, settings), settings.tracing, settings.runtime
+    )

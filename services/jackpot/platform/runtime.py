@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from jackpot.platform.settings import TracingSettings, default_instance_id
+from jackpot.platform.settings import RuntimeSettings, TracingSettings, default_instance_id
 from jackpot.platform.tracing import configure_tracing, shutdown_tracing
 
 log = structlog.get_logger("jackpot.runtime")
@@ -203,8 +203,14 @@ def authenticate_software(service: str) -> bool:
     return True
 
 
-def run_service(service: str, compose: Compose, tracing: TracingSettings | None = None) -> int:
-    """``serve`` on a fresh event loop; SIGTERM or SIGINT stops it gracefully. The exit status.
+def run_service(
+    service: str,
+    compose: Compose,
+    tracing: TracingSettings | None = None,
+    runtime: RuntimeSettings | None = None,
+) -> int:
+    """``serve`` on a fresh event loop (``runtime.event_loop``: uvloop unless asyncio is asked
+    for); SIGTERM or SIGINT stops it gracefully. The exit status.
 
     A service whose software fails its manifest (R6) never starts: one line, exit 3. With a
     ``tracing`` endpoint its spans are exported (``jackpot.platform.tracing``) until it stops."""
@@ -222,6 +228,16 @@ def run_service(service: str, compose: Compose, tracing: TracingSettings | None 
         return await serve(service, compose, stop)
 
     try:
-        return asyncio.run(main())
+        with asyncio.Runner(loop_factory=loop_factory(runtime or RuntimeSettings())) as runner:
+            return runner.run(main())
     finally:
         shutdown_tracing()
+
+
+def loop_factory(runtime: RuntimeSettings) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop, or None (asyncio's own) when ``event_loop`` is ``asyncio``."""
+    if runtime.event_loop == "asyncio":
+        return None
+    import uvloop  # a dependency of the package; imported here so that tools never load it
+
+    return uvloop.new_event_loop

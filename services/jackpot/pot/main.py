@@ -79,4 +79,4 @@ def main() -> int:
     settings = load(PotSettings)
     configure_logging(settings.log_level, settings.log_json)
     serve_metrics(settings.metrics_port, settings.metrics_host)
-    return run_service("pot", partial(compose_pot, settings), settings.tracing)
+    return run_service("pot", partial(compose_pot, settings), settings.tracing, settings.runtime)

@@ -63,5 +63,8 @@ def main(table_id: str | None = None) -> int:
     settings = load(TerminalSettings, environ)
     configure_logging()
     return run_service(
-        f"terminal:{settings.table_id}", partial(compose_terminal, settings), settings.tracing
+        f"terminal:{settings.table_id}",
+        partial(compose_terminal, settings),
+        settings.tracing,
+        settings.runtime,
     )
