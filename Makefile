@@ -97,8 +97,7 @@ test: lint k8s-tools image kafka-image toxiproxy ## lint + unit (in a random ord
 	$(PYTEST) -m image -q tests/image
 	$(PYTEST) -m e2e -q tests/e2e
 
-bench: setup ## every benchmark in one run, one table of figures and ratios (about 5 minutes)
-	@[ -n "$${KAFKA_BOOTSTRAP_SERVERS:-}" ] || $(KAFKA) up
+bench: setup ## every benchmark in one run on a fresh broker of its own, one table of figures and ratios (about 10 minutes)
 	@mkdir -p build
 	$(BIN)/python -m loadtest.bench --json build/bench.json
 

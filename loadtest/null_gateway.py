@@ -1,7 +1,8 @@
 """A device endpoint that does no work: the yardstick of the simulator's own ceiling.
 
 ``jackpot.v1.TableDeviceService/Connect`` answering a Hello with a Welcome (progressive open,
-the demo's limits) and every event at once with ``accepted``: no validation, no state, no spool,
+the demo's limits) and every event at once with ``accepted`` (and each seat of a LockRound or a
+SettleRound, so the simulator plays the whole round): no validation, no state, no spool,
 no Kafka. It runs in processes of its own (``processes`` on one port: gRPC sets SO_REUSEPORT, so
 the kernel spreads the connections), so whatever rate the simulator reaches against it is the
 simulator's ceiling on this machine (a lower bound, should the null gateway itself saturate).
@@ -38,7 +39,13 @@ def answer(raw: bytes) -> device_pb2.ConnectResponse:
             progressive_open=True,
         )
         return device_pb2.ConnectResponse(welcome=welcome)
-    reply = device_pb2.EventReply(sequence=request.event.sequence, accepted=True)
+    event = request.event
+    reply = device_pb2.EventReply(sequence=event.sequence, accepted=True)
+    named = {  # the round form's seats, each accepted, as a real gateway answers them
+        "lock_round": [bet.seat for bet in event.lock_round.bets],
+        "settle_round": [forfeit.seat for forfeit in event.settle_round.forfeits],
+    }.get(event.WhichOneof("payload") or "", [])
+    reply.seats.extend(device_pb2.SeatReply(seat=seat, accepted=True) for seat in sorted(named))
     return device_pb2.ConnectResponse(reply=reply)
 
 

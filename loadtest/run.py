@@ -2,6 +2,7 @@
 
     python -m loadtest.run [--tables 40] [--start 30] [--factor 1.6] [--step-seconds 20]
                            [--limit-ms 250] [--max-steps 8] [--out build/loadtest]
+                           [--device-protocol round|per-event]
 
 Starts Kafka (unless KAFKA_BOOTSTRAP_SERVERS is set) and every service as in `jackpot demo`, then
 plays steps of `--step-seconds` with every table at `rate` rounds per minute, multiplying the rate
@@ -53,13 +54,15 @@ async def run(args: argparse.Namespace) -> int:
         await demo.wait_healthy()
         await demo.create_groups()
         await wait_progressive_open(demo)
-        config = sim_config(demo, args.rig_rate, args.start)
+        config = sim_config(demo, args.rig_rate, args.start, args.device_protocol)
         ceiling = await simulator_ceiling(config, args.sim_processes)
         print(f"simulator ceiling (null gateway): {ceiling['rounds_per_second']:,.1f} rounds/s")
         rate = args.start
         timeline = Timeline(demo.metrics_ports)
         for _ in range(args.max_steps):
-            floor = MultiFloor(sim_config(demo, args.rig_rate, rate), args.sim_processes)
+            floor = MultiFloor(
+                sim_config(demo, args.rig_rate, rate, args.device_protocol), args.sim_processes
+            )
             meter = CostMeter(service_pids(demo.processes, demo.bootstrap))
             async with timeline.following(len(steps) + 1, floor.lock_to_sign):
                 stats = (await floor.run(args.step_seconds)).report()
@@ -85,6 +88,7 @@ async def run(args: argparse.Namespace) -> int:
         ]
         summary = {
             "mutual_tls": demo.mutual_tls,
+            "device_protocol": args.device_protocol,
             "limit_p99_ms": args.limit_ms,
             "highest_sustainable_rounds_per_second": max(
                 (s["rounds_per_second"] for s in sustainable), default=0
@@ -121,6 +125,12 @@ def main() -> None:
     parser.add_argument("--limit-ms", type=float, default=250.0)
     parser.add_argument("--max-steps", type=int, default=8)
     parser.add_argument("--rig-rate", type=float, default=0.01)
+    parser.add_argument(
+        "--device-protocol",
+        choices=("round", "per-event"),
+        default="round",
+        help="the device protocol's form the simulated controllers speak (issue 26)",
+    )
     parser.add_argument("--out", default="build/loadtest")
     parser.add_argument(
         "--sim-processes",

@@ -166,7 +166,14 @@ def _demo(args: argparse.Namespace) -> int:
         from jackpot.tools.demo import print_commands
 
         return print_commands(args.print_commands or None)
-    return demo_main(args.duration, args.report, args.tables, args.rig_rate, args.rounds_per_minute)
+    return demo_main(
+        args.duration,
+        args.report,
+        args.tables,
+        args.rig_rate,
+        args.rounds_per_minute,
+        args.device_protocol,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -260,6 +267,13 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "--rig-rate", type=float, default=0.02, help="share of rounds dealt a made hand"
     )
     demo.add_argument("--rounds-per-minute", type=float, default=30, help="per table (default 30)")
+    demo.add_argument(
+        "--device-protocol",
+        choices=("round", "per-event"),
+        default="round",
+        help="the controllers send each round in three messages (round, the default) or every "
+        "seat's every move (per-event)",
+    )
     demo.add_argument(
         "--print-commands",
         nargs="?",

@@ -538,7 +538,11 @@ class Demo:
         ]
 
 
-def sim_config(demo: Demo, rig_rate: float, rounds_per_minute: float) -> Any:
+def sim_config(
+    demo: Demo, rig_rate: float, rounds_per_minute: float, device_protocol: str = "round"
+) -> Any:
+    """The floor simulator's configuration for ``demo``'s tables; ``device_protocol`` is the
+    device protocol's form the controllers speak (``round`` or ``per-event``)."""
     from jackpot.sim.floor import FloorConfig, SimTable
 
     return FloorConfig(
@@ -554,6 +558,7 @@ def sim_config(demo: Demo, rig_rate: float, rounds_per_minute: float) -> Any:
         supervisor_delay=SUPERVISOR_DELAY_SECONDS if demo.terminal_tables else 0.5,
         rounds_per_minute=rounds_per_minute,
         rig_rate=rig_rate,
+        device_protocol=device_protocol,
         pki_dir=str(demo.pki) if demo.mutual_tls else "",
     )
 
@@ -707,6 +712,7 @@ async def run_demo(
     tables: int,
     rig_rate: float,
     rounds_per_minute: float,
+    device_protocol: str = "round",
 ) -> int:
     """Start the floor, play it (for ``duration`` seconds, or until Ctrl-C), report on its books,
     stop everything; 0 when the books pass."""
@@ -730,7 +736,7 @@ async def run_demo(
         await demo.create_groups()
         await wait_progressive_open(demo)
         _show_floor(demo, console)
-        floor = Floor(sim_config(demo, rig_rate, rounds_per_minute))
+        floor = Floor(sim_config(demo, rig_rate, rounds_per_minute, device_protocol))
         signs = SignWatch(demo.target("display"), demo.tls("sign"), (POKER_GROUP, BLACKJACK_GROUP))
         background.append(asyncio.create_task(signs.run()))
         stats = await _play(demo, floor, duration, supervisor, console, signs)
@@ -841,5 +847,8 @@ def main(
     tables: int = 20,
     rig_rate: float = 0.02,
     rounds_per_minute: float = 30,
+    device_protocol: str = "round",
 ) -> int:
-    return asyncio.run(run_demo(duration, report_path, tables, rig_rate, rounds_per_minute))
+    return asyncio.run(
+        run_demo(duration, report_path, tables, rig_rate, rounds_per_minute, device_protocol)
+    )
