@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from loadtest.bench import pipeline_figures, services_cpu_ms
 
 pytestmark = pytest.mark.unit
