@@ -393,7 +393,7 @@ def load_levels(config: PotGroupConfig, data: Mapping[str, Any]) -> PotGroupConf
     base = _agreed(main.get("base"), data.get("base"), "base")
     stated_order = main.get("reserve_order")
     if "reserve_order" in data:
-        stated_order = _agreed(stated_order, list(config.reserve_order), "reserve_order")
+        stated_order = _agreed(stated_order, config.reserve_order, "reserve_order")
     others = [
         LevelSpec(e["name"], e["label"], e["pot"], pesos(e.get("base", 0)), e["reserve_order"])
         for e in entries[1:]
