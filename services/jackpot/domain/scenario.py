@@ -256,16 +256,19 @@ def _other_tables(group: PotGroup, others: Any, game: Any) -> None:
     if not isinstance(others, list):
         raise _malformed(f"round.other_tables must be a list, got {others!r}")
     config = group.config
-    limits = {
-        "min_bet": config.min_bet,
-        "max_bet": config.max_bet,
-        "credit_value": config.credit_value,
-    }
     for other in others:
         if not isinstance(other, Mapping) or not isinstance(other.get("table"), str):
             raise _malformed(f"each of round.other_tables needs a 'table', got {other!r}")
         table = other["table"]
-        _run(group, partial(group.link_table, table, other.get("game", game), **limits))
+        link = partial(
+            group.link_table,
+            table,
+            other.get("game", game),
+            min_bet=config.min_bet,
+            max_bet=config.max_bet,
+            credit_value=config.credit_value,
+        )
+        _run(group, link)
         bets = other.get("bets", [])
         if not bets:
             continue
