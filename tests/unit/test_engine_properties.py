@@ -14,6 +14,10 @@ hands, and sometimes a duplicate card) and configuration proposals. After every 
   (balances as exact Fractions of a peso; awards, their order and amounts; S1-S8, C1-C7, X2,
   the mystery pot's crossing counted bet by bet with overflow, C5);
 * percentage prizes split equally with the whole remainder to the lowest seat (S3, S4);
+* with levels (L1-L3) and envy bonuses (V1-V3), sometimes drawn: each prize from its level,
+  its shortfall from that level's reserves, each level that paid back to its base, envy bonuses
+  to every other seat with an unforfeited locked bet (linked: at every table), after the fixed
+  multiples and before the percentages;
 * a refused command changes nothing (snapshot bytes equal);
 * a snapshot restores to identical bytes, and a group restored from an earlier snapshot behaves
   identically (same events, same final snapshot) when the same commands are replayed.
@@ -86,6 +90,15 @@ class ModelConfig:
     max_bet: int
     credit: int
     mystery: tuple[str, int, int] | None
+    # L1: (name, pot, base, reserves), the main level first; L2: each hand's level;
+    # V1, V2: hand -> (bonus pesos, paying level, linked)
+    levels: list[tuple[str, str, Fraction, list[str]]] = field(default_factory=list)
+    prize_levels: dict[str, str] = field(default_factory=dict)
+    envy: dict[str, tuple[int, str, bool]] = field(default_factory=dict)
+
+    def level(self, hand: str) -> tuple[str, str, Fraction, list[str]]:
+        name = self.prize_levels.get(hand, self.levels[0][0])
+        return next(level for level in self.levels if level[0] == name)
 
 
 @dataclass
@@ -147,16 +160,46 @@ class Model:
         self.trigger = trigger_source(low, high)[0]
         return [(winner, paid)]
 
-    def take(self, amount: Fraction) -> None:  # S7
-        for pot in ["main", *self.config.reserve_order]:
+    def take(self, amount: Fraction, level: tuple[str, str, Fraction, list[str]]) -> None:
+        for pot in [level[1], *level[3]]:  # S7, L2: the level's pot, its reserves, the house
             taken = min(self.balances[pot], amount)
             self.balances[pot] -= taken
             amount -= taken
         self.house += amount
 
+    def pay(self, paid: list[tuple[str, int, str, int]], award: tuple[str, int, str, int]) -> str:
+        """Pay one award from its hand's level (an envy bonus: from the bonus's level)."""
+        hand = award[2].removeprefix("ENVY_")
+        level = self.config.level(hand)
+        if award[2].startswith("ENVY_"):
+            level = next(lv for lv in self.config.levels if lv[0] == self.config.envy[hand][1])
+        self.take(Fraction(award[3]), level)
+        self.awarded += award[3]
+        paid.append(award)
+        return level[0]
+
+    def envy(
+        self, table: str, won: dict[str, list[int]], bets: dict[int, int], forfeited: set[int]
+    ) -> list[tuple[str, int, str, int]]:
+        """V1-V3: the envy bonuses of a round, in the order they are paid."""
+        bonuses = []
+        for hand in [h for h, _ in FIXED] + [h for h, _, _ in PERCENT]:
+            if hand not in self.config.envy:
+                continue
+            amount, _, linked = self.config.envy[hand]
+            for winner in won.get(hand, []):
+                rounds = [(table, bets, forfeited)]
+                if linked:
+                    rounds += [(t, *self.locked[t]) for t in sorted(self.locked) if t != table]
+                for where, seated, folded in rounds:
+                    for seat in sorted(seated):
+                        if seat not in folded and (where, seat) != (table, winner):
+                            bonuses.append((where, seat, f"ENVY_{hand}", amount))
+        return bonuses
+
     def resolve(
         self, table: str, hands: dict[int, list[str]], community: list[str]
-    ) -> list[tuple[int, str, int]]:
+    ) -> list[tuple[str, int, str, int]]:
         bets, forfeited = self.locked.pop(table)
         winners: dict[str, list[int]] = {}
         for seat in sorted(hands):
@@ -165,43 +208,53 @@ class Model:
             category = reference_category(hands[seat] + community)
             if category:
                 winners.setdefault(category, []).append(seat)
-        paid: list[tuple[int, str, int]] = []
+        paid: list[tuple[str, int, str, int]] = []
+        levels_paid = set()
         for prize, multiple in FIXED:  # S1
             for seat in winners.get(prize, []):
-                amount = multiple * bets[seat]
-                self.take(Fraction(amount))
-                self.awarded += amount
-                paid.append((seat, prize, amount))
+                levels_paid.add(self.pay(paid, (table, seat, prize, multiple * bets[seat])))
+        for bonus in self.envy(table, winners, bets, forfeited):  # V3: after the multiples
+            levels_paid.add(self.pay(paid, bonus))
         jackpot = False
         for prize, percent, cap in PERCENT:  # S2
             seats = winners.get(prize, [])
             if not seats:
                 continue
-            pool = int(self.balances["main"] * percent)  # S6: floor (non-negative)
+            level = self.config.level(prize)
+            pool = int(self.balances[level[1]] * percent)  # S6: floor (non-negative)
             share, remainder = divmod(pool, len(seats))
             split = {seat: share + (remainder if seat == seats[0] else 0) for seat in seats}
             amounts = {}
             for seat in seats:  # S5: seat 1 first
                 amount = split[seat] if cap is None else min(split[seat], cap * bets[seat])  # S4
                 amounts[seat] = amount
-                self.take(Fraction(amount))
-                self.awarded += amount
-                paid.append((seat, prize, amount))
+                levels_paid.add(self.pay(paid, (table, seat, prize, amount)))
             self.pools.append((prize, pool, split, amounts))
-            jackpot = jackpot or percent == 1
-        if jackpot or (paid and self.balances["main"] < self.config.base):
+            jackpot = jackpot or (percent == 1 and level[1] == "main")
+        self.settle(levels_paid, jackpot)
+        return paid
+
+    def settle(self, levels_paid: set[str], jackpot: bool) -> None:
+        """C7, S8 at a reset of the main level; L3 for each other level that paid."""
+        main_paid = self.config.levels[0][0] in levels_paid
+        if jackpot or (main_paid and self.balances["main"] < self.config.base):
             if self.pending:  # C7: the newest pending version, at the reset
                 self.config = self.pending[-1]
                 self.pending = []
-            missing = self.config.base - self.balances["main"]
-            if missing > 0:  # S8
-                for pot in self.config.reserve_order:
-                    taken = min(self.balances[pot], missing)
-                    self.balances[pot] -= taken
-                    missing -= taken
-                self.house += missing
-                self.balances["main"] = self.config.base
-        return paid
+            self.refill("main", self.config.base, self.config.levels[0][3])
+        for name, pot, base, reserves in self.config.levels[1:]:
+            if name in levels_paid:
+                self.refill(pot, base, reserves)
+
+    def refill(self, pot: str, base: Fraction, reserves: list[str]) -> None:  # S8, L3
+        missing = base - self.balances[pot]
+        if missing > 0:
+            for reserve in reserves:
+                taken = min(self.balances[reserve], missing)
+                self.balances[reserve] -= taken
+                missing -= taken
+            self.house += missing
+            self.balances[pot] = base
 
 
 # ------------------------------------------------------------------------ strategies
@@ -275,11 +328,62 @@ def configs(
         "credit_value": limits[2],
     }
     reserves = [n for n in names[1:] if mystery is None or n != mystery["pot"]]
-    if reserves and draw(st.booleans()):
+    levels = draw(level_lists(reserves))
+    if levels:
+        data["levels"] = levels
+    elif reserves and draw(st.booleans()):
         data["reserve_order"] = draw(st.permutations(reserves))
+    if levels or draw(st.integers(0, 3)) == 0:
+        data["paytable"] = draw(leveled_paytables([lv["name"] for lv in levels] or ["main"]))
     if mystery is not None:
         data["mystery"] = mystery
     return data
+
+
+@st.composite
+def level_lists(draw: Callable[..., Any], reserves: list[str]) -> list[dict[str, Any]]:
+    """L1: sometimes none; else some of the reserves made levels, the others each the reserve
+    of one level (the main level, named "top", included)."""
+    if not reserves or not draw(st.booleans()):
+        return []
+    pots = draw(
+        st.lists(st.sampled_from(reserves), min_size=1, max_size=len(reserves), unique=True)
+    )
+    owners = {n: draw(st.integers(0, len(pots))) for n in reserves if n not in pots}
+    levels: list[dict[str, Any]] = [
+        {"name": "top", "reserve_order": [n for n, owner in owners.items() if owner == 0]}
+    ]
+    for index, pot in enumerate(pots, 1):
+        levels.append(
+            {
+                "name": f"lv{index}",
+                "pot": pot,
+                "base": draw(st.sampled_from([0, 50, 2_000])),
+                "reserve_order": [n for n, owner in owners.items() if owner == index],
+            }
+        )
+    return levels
+
+
+@st.composite
+def leveled_paytables(draw: Callable[..., Any], levels: list[str]) -> dict[str, Any]:
+    """The SCJ paytable (P), each hand paid by a drawn level (L2), some with an envy bonus
+    (V1) from a drawn level, sometimes linked (V2)."""
+    entries: list[dict[str, Any]] = [
+        *({"hand": hand, "multiple": multiple} for hand, multiple in FIXED),
+        {"hand": "STRAIGHT_FLUSH", "percent": "10", "cap_multiple": 5000},
+        {"hand": "ROYAL_FLUSH", "percent": "100"},
+    ]
+    for entry in entries:
+        if len(levels) > 1:
+            entry["level"] = draw(st.sampled_from(levels))
+        if draw(st.integers(0, 2)) == 0:
+            envy: dict[str, Any] = {"amount": draw(st.sampled_from([1, 50, 500]))}
+            if draw(st.booleans()):
+                envy["level"] = draw(st.sampled_from(levels))
+            envy["linked"] = draw(st.booleans())
+            entry["envy"] = envy
+    return {"name": "scj-levels", "evaluator": "poker", "prizes": entries}
 
 
 def model_config(cfg: PotGroupConfig) -> ModelConfig:
@@ -300,6 +404,21 @@ def model_config(cfg: PotGroupConfig) -> ModelConfig:
         mystery=None
         if cfg.mystery is None
         else (cfg.mystery.pot, cfg.mystery.min_pesos, cfg.mystery.max_pesos),
+        levels=[(lv.name, lv.pot, peso(lv.base), list(lv.reserve_order)) for lv in cfg.levels],
+        # L2, V1: a hand's level is the one it names, else the main level; a bonus's level the
+        # one it names, else its hand's
+        prize_levels={
+            hand: prize.level or cfg.levels[0].name for hand, prize in cfg.paytable.prizes.items()
+        },
+        envy={
+            hand: (
+                prize.envy.amount_pesos,
+                prize.envy.level or prize.level or cfg.levels[0].name,
+                prize.envy.linked,
+            )
+            for hand, prize in cfg.paytable.prizes.items()
+            if prize.envy is not None
+        },
     )
 
 
@@ -390,6 +509,9 @@ def check_invariants(group: PotGroup, model: Model) -> None:
     # M3: the sign floors main; never more than main.
     assert group.sign_value == group.balances["main"] // 10**12
     assert group.sign_value * MINOR_PER_PESO <= group.balances["main"]
+    for level in group.level_figures():  # L4, M3: each level's sign, floored
+        assert level.sign_value * MINOR_PER_PESO <= level.balance == group.balances[level.pot]
+        assert level.balance < (level.sign_value + 1) * MINOR_PER_PESO
     # The reference model agrees exactly.
     assert {k: peso(v) for k, v in group.balances.items()} == model.balances
     assert peso(group.collected) == model.collected
@@ -462,7 +584,7 @@ def test_random_play_keeps_every_invariant(data: st.DataObject) -> None:
         action = "propose" if draw(st.integers(0, 7)) == 5 else "play"
         before = group.snapshot()
         expect_refusal = False
-        paid: list[tuple[int, str, int]] = []
+        paid: list[tuple[str, int, str, int]] = []
         mystery_paid: list[tuple[int, int]] = []
         if action == "propose":
             latest = model.pending[-1] if model.pending else model.config
@@ -515,7 +637,9 @@ def test_random_play_keeps_every_invariant(data: st.DataObject) -> None:
         else:
             assert not isinstance(outcome, str), (command, outcome)
             got = [
-                (e.seat, e.prize, e.amount_pesos) for e in outcome if isinstance(e, PrizeAwarded)
+                (e.table_id, e.seat, e.prize, e.amount_pesos)
+                for e in outcome
+                if isinstance(e, PrizeAwarded)
             ]
             assert got == paid
             got_mystery = [

@@ -22,7 +22,7 @@ SCENARIOS = Path(__file__).resolve().parents[1] / "golden"
 def golden_files() -> list[Path]:
     assert SCENARIOS.is_dir(), f"golden scenarios not found at {SCENARIOS}"
     files = sorted(SCENARIOS.glob("*.json"))
-    assert len(files) >= 18, f"expected at least the 18 golden rounds in {SCENARIOS}, got {files}"
+    assert len(files) >= 24, f"expected at least the 24 golden rounds in {SCENARIOS}, got {files}"
     return files
 
 

@@ -103,10 +103,12 @@ def test_P_P4_the_rules_paytables_in_their_order_of_payment() -> None:
 def golden_config(scenario: Mapping[str, Any], reserves: list[str]) -> dict[str, Any]:
     """A golden round's configuration (tests/golden/README.md): its ``config`` or a group whose
     main pot takes everything, the base from ``pot.base``, the reserves in ``pot.reserves``'s
-    order (without the mystery pot) unless it names ``reserve_order``."""
+    order (without the mystery pot) unless it names ``reserve_order`` or ``levels`` (L1: each level
+    then lists its own)."""
     raw = dict(scenario.get("config") or {"pots": [{"name": "main", "percent": 100}]})
     mystery = raw.get("mystery")
-    raw.setdefault("reserve_order", [n for n in reserves if not mystery or n != mystery["pot"]])
+    if "levels" not in raw:
+        raw.setdefault("reserve_order", [n for n in reserves if not mystery or n != mystery["pot"]])
     raw["pots"] = raw["pots"] + [
         {"name": n, "percent": 0} for n in reserves if n not in {p["name"] for p in raw["pots"]}
     ]
@@ -130,15 +132,27 @@ def golden_outcome(scenario: Mapping[str, Any]) -> dict[str, Any]:
         scenario["round"].get("community", []),
         frozenset(r["seat"] for r in results if r.get("forfeited")),
     )
-    awards = []
+    awards: list[dict[str, Any]] = []
     if "config" in scenario:  # C1: the lock collects the bets first (and may hit X2)
         oracle.check_bets(config, dealt.bets)
         trigger = pot.get("mystery_trigger")
         seat = oracle.collect(config, balances, dealt.bets, trigger)
         if seat is not None:
             awards.append({"seat": seat, "prize": "MYSTERY", "amount": trigger})
-    outcome = oracle.resolve(config, pending, balances, dealt)
-    awards += [{"seat": a.seat, "prize": a.prize, "amount": a.amount} for a in outcome.awards]
+    others = {  # V2: the other tables' rounds already locked, their bets already in the pots
+        str(other["table"]): (
+            {b["seat"]: b["bet"] for b in other["bets"]},
+            frozenset(other.get("forfeited", [])),
+        )
+        for other in scenario["round"].get("other_tables", [])
+        if other.get("bets")
+    }
+    outcome = oracle.resolve(config, pending, balances, dealt, others)
+    for a in outcome.awards:
+        award: dict[str, Any] = {"seat": a.seat, "prize": a.prize, "amount": a.amount}
+        award.update({"level": a.level} if a.level else {})  # L4
+        award.update({"table": a.table} if a.table else {})  # V2
+        awards.append(award)
     found: dict[str, Any] = {
         "awards": awards,
         "main": balances["main"],
@@ -639,3 +653,205 @@ def test_random_floors_agree_with_the_oracle() -> None:
         played_floor.play(list(interleaved_rounds(tables, 10, random.Random(seed))))
         report = judged(played_floor.ledger, dealt_of(played_floor.events))
         assert report["ok"] is True, report
+
+
+# ------------------------------------------------- levels and envy bonuses (L1-L4, V1-V3)
+
+LEVELS_CONFIG: dict[str, Any] = {
+    **CONFIG,
+    "pots": [
+        {"name": "main", "percent": "60"},
+        {"name": "sf", "percent": "20", "ceiling": 400_000, "overflow_to": "main"},
+        {"name": "reserve1", "percent": "10"},
+        {"name": "sf_reserve", "percent": "10"},
+    ],
+    "levels": [
+        {"name": "royal", "label": "Royal Flush", "reserve_order": ["reserve1"]},
+        {
+            "name": "sf",
+            "label": "Straight Flush",
+            "pot": "sf",
+            "base": 50_000,
+            "reserve_order": ["sf_reserve"],
+        },
+    ],
+    "paytable": {
+        "name": "levels-and-envy",
+        "evaluator": "poker",
+        "prizes": [
+            {"hand": "FLUSH", "multiple": 50},
+            {"hand": "FULL_HOUSE", "multiple": 100},
+            {"hand": "FOUR_OF_A_KIND", "multiple": 500, "level": "sf"},
+            {
+                "hand": "STRAIGHT_FLUSH",
+                "percent": "100",
+                "level": "sf",
+                "envy": {"amount": 1000, "level": "royal"},
+            },
+            {
+                "hand": "ROYAL_FLUSH",
+                "percent": "100",
+                "envy": {"amount": 2000, "level": "sf", "linked": True},
+            },
+        ],
+    },
+}
+ROYAL_AT = "R-royal"
+
+
+@pytest.fixture(scope="module")
+def levels_floor() -> tuple[Ledger, dict[RoundKey, Dealt]]:
+    """Two tables on a group with two levels and envy bonuses, played by the real processor.
+
+    T02 locks R-a (seat 2 then folds); T01's R-royal has a royal flush (seat 1, a linked envy
+    bonus to T01's seats 2 and 4 and to T02's seats 1 and 3), a straight flush (seat 2, 100 % of
+    the sf level, an envy bonus from the royal level to seats 1 and 4) and four of a kind (seat
+    4, from the sf level); both levels are emptied and refilled. Then T02's R-a (a flush) and
+    T01's R-split (two straight flushes split the refilled sf level)."""
+    one, two = Table(TABLE, Game.CARIBBEAN), Table("T02", Game.CARIBBEAN)
+    fold = table_events_pb2.SeatForfeited(seat=2, reason=table_events_pb2.FORFEIT_REASON_FOLD)
+    events = [
+        commands.create_group(GROUP, LEVELS_CONFIG, requested_by="ana", reason="open"),
+        one.link(),
+        two.link(),
+        two._event("R-a", round_locked=commands.locked({1: 1000, 2: 2000, 3: 1000})),
+        two._event("R-a", seat_forfeited=fold),
+        *one.round(
+            ROYAL_AT,
+            {1: 1000, 2: 3000, 4: 1000},
+            {1: ROYAL_S_CARDS, 2: ["8D", "9D", "TD", "JD", "QD"], 4: QUADS_CARDS},
+        ),
+        two._event(
+            "R-a",
+            round_result=commands.result(
+                {1: ["2C", "6C", "9C", "JC", "AC"], 3: ["3D", "8S", "5H", "JD", "4S"]}
+            ),
+        ),
+        *one.round(
+            "R-split",
+            {1: 1000, 2: 1000},
+            {1: ["5S", "6S", "7S", "8S", "9S"], 2: ["8D", "9D", "TD", "JD", "QD"]},
+        ),
+    ]
+    played_floor = Floor()
+    played_floor.play(events)
+    return played_floor.ledger, dealt_of(played_floor.events)
+
+
+ROYAL_S_CARDS = ["AS", "KS", "QS", "JS", "TS"]
+QUADS_CARDS = ["7S", "7H", "7D", "7C", "2D"]
+
+
+def details(ledger: Ledger, kind: int) -> list[dict[str, Any]]:
+    return [json.loads(entry.detail_json) for entry in ledger if entry.type == kind]
+
+
+def test_L2_L3_V1_V2_V3_a_ledger_with_levels_and_envy_agrees_with_the_oracle(
+    levels_floor: tuple[Ledger, dict[RoundKey, Dealt]],
+) -> None:
+    ledger, dealt = levels_floor
+    royal_round = [
+        (d["table_id"], d["seat"], d["prize"], d["level"])
+        for d in details(ledger, PRIZE)
+        if d.get("envy_of", [None, None])[1] == ROYAL_AT or d["round_id"] == ROYAL_AT
+    ]
+    assert royal_round == [
+        (TABLE, 4, "FOUR_OF_A_KIND", "sf"),
+        (TABLE, 1, "ENVY_STRAIGHT_FLUSH", "royal"),
+        (TABLE, 4, "ENVY_STRAIGHT_FLUSH", "royal"),
+        (TABLE, 2, "ENVY_ROYAL_FLUSH", "sf"),
+        (TABLE, 4, "ENVY_ROYAL_FLUSH", "sf"),
+        ("T02", 1, "ENVY_ROYAL_FLUSH", "sf"),
+        ("T02", 3, "ENVY_ROYAL_FLUSH", "sf"),
+        (TABLE, 2, "STRAIGHT_FLUSH", "sf"),
+        (TABLE, 1, "ROYAL_FLUSH", "royal"),
+    ]
+    reseeded = {(d["round_id"], d["level"]) for d in details(ledger, RESEEDED)}
+    assert {(ROYAL_AT, "royal"), (ROYAL_AT, "sf"), ("R-split", "sf")} <= reseeded
+    report = judged(ledger, dealt)
+    assert report["ok"] is True, report
+    assert report["rounds_checked"] == 3
+    assert report["awards_checked"] == report["awards_predicted"] == len(details(ledger, PRIZE))
+
+
+RESEEDED = pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED
+
+
+def _envy_entries(ledger: Ledger, table: str) -> list[pot_pb2.LedgerEntry]:
+    """The envy bonuses (V1) the ledger paid at ``table``."""
+    return [
+        entry
+        for entry in ledger
+        if entry.type == PRIZE
+        and entry.table_id == table
+        and json.loads(entry.detail_json).get("envy_of") is not None
+    ]
+
+
+def _envy_to_a_folded_seat(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """V1, E3: seat 4 folded at the table; the ledger paid it the envy bonuses all the same."""
+    key = (GROUP, TABLE, ROYAL_AT)
+    dealt[key] = replace(dealt[key], forfeited=frozenset({4}))
+
+
+def _linked_envy_dropped(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """V2: the linked bonus of T02's seat 3 never paid."""
+    ledger.remove(next(e for e in _envy_entries(ledger, "T02") if e.seat == 3))
+
+
+def _level_prize_from_main(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """L2: the four of a kind of the sf level paid from the royal level's pot."""
+    entry = next(e for e in ledger if e.type == PRIZE and e.prize == "FOUR_OF_A_KIND")
+    assert entry.transfers[0].source == "pot:sf"
+    entry.transfers[0].source = "pot:main"
+
+
+def _wrong_level_named(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """L4: a straight flush the ledger says the royal level paid (its money is right)."""
+    entry = next(e for e in ledger if e.type == PRIZE and e.prize == "STRAIGHT_FLUSH")
+    detail = json.loads(entry.detail_json)
+    detail["level"] = "royal"
+    entry.detail_json = json.dumps(detail, sort_keys=True)
+
+
+def _level_refilled_from_the_royal_reserve(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """L3: the sf level topped up from the royal level's reserve."""
+    for entry in _entries(ledger, RESEEDED):
+        if entry.transfers and entry.transfers[0].source == "pot:sf_reserve":
+            entry.transfers[0].source = "pot:reserve1"
+            return
+    raise AssertionError("no refill from sf_reserve")
+
+
+def _envy_before_the_multiples(ledger: Ledger, dealt: dict[RoundKey, Dealt]) -> None:
+    """V3: the straight flush's envy bonus to seat 1 paid before the four of a kind."""
+    quads = next(e for e in ledger if e.type == PRIZE and e.prize == "FOUR_OF_A_KIND")
+    at = ledger.index(quads)
+    ledger[at], ledger[at + 1] = ledger[at + 1], ledger[at]
+
+
+LEVEL_MUTATIONS: dict[str, tuple[Mutation, str]] = {
+    "V1 an envy bonus to a folded seat": (_envy_to_a_folded_seat, "unexpected"),
+    "V2 a linked envy bonus missing": (_linked_envy_dropped, "missing"),
+    "L2 a level's prize from another level's pot": (_level_prize_from_main, "funding"),
+    "L4 a prize naming the wrong level": (_wrong_level_named, "funding"),
+    "L3 a level refilled from another level's reserve": (
+        _level_refilled_from_the_royal_reserve,
+        "refill",
+    ),
+    "V3 an envy bonus paid before the multiples": (_envy_before_the_multiples, "order"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEVEL_MUTATIONS))
+def test_L2_L3_L4_V1_V2_V3_the_oracle_refuses_a_levels_ledger_that_is_not_the_rules(
+    levels_floor: tuple[Ledger, dict[RoundKey, Dealt]], name: str
+) -> None:
+    ledger, dealt = levels_floor
+    tampered, told = copied(ledger), dict(dealt)
+    mutate, kind = LEVEL_MUTATIONS[name]
+    mutate(tampered, told)
+    report = judged(tampered, told)
+    assert report["ok"] is False
+    assert kind in report["by_kind"], report
+    assert books_ok(tampered, told)[1] is False

@@ -29,14 +29,14 @@ GOLDEN = REPO / "tests" / "golden"
 GENERATED = REPO / "services" / "jackpot" / "v1"  # protobuf code, generated from protos/
 THIS = Path(__file__).resolve()
 
-HEADING = re.compile(r"^### (?P<id>[MCEPSXD]\d{0,2}) — ", re.MULTILINE)
+HEADING = re.compile(r"^### (?P<id>[MCEPSXDLV]\d{0,2}) — ", re.MULTILINE)
 SECTION_END = re.compile(r"^#{2,3} ", re.MULTILINE)
 CITED = re.compile(
-    r"(?<!\w)(?P<letter>[MCEPSXD])(?P<low>\d{1,2})(?:-(?P=letter)?(?P<high>\d{1,2}))?(?!\w)"
+    r"(?<!\w)(?P<letter>[MCEPSXDLV])(?P<low>\d{1,2})(?:-(?P=letter)?(?P<high>\d{1,2}))?(?!\w)"
 )
 # The paytable rule has no number: "rules P, P1", "P, S1, S2:", "rule P".
-BARE_P = re.compile(r"(?<!\w)P(?=,\s*[MCEPSXD]\d)|\brules?\s+P\b")
-NAME_TOKEN = re.compile(r"[MCEPSXD]\d{0,2}")
+BARE_P = re.compile(r"(?<!\w)P(?=,\s*[MCEPSXDLV]\d)|\brules?\s+P\b")
+NAME_TOKEN = re.compile(r"[MCEPSXDLV]\d{0,2}")
 LINK = re.compile(r"\[`?(?P<text>[^\]`]+)`?\]\((?P<target>[^)#\s]+)[^)]*\)")
 
 
@@ -176,8 +176,8 @@ def function_cites(path: Path, name: str) -> set[str]:
 
 def test_rules_doc_defines_every_group_of_rules() -> None:
     defined = rules()
-    assert {rule_id[0] for rule_id in defined} == set("MCEPSXD")
-    assert len(defined) >= 36, sorted(defined)
+    assert {rule_id[0] for rule_id in defined} == set("MCEPSXDLV")
+    assert len(defined) >= 43, sorted(defined)
 
 
 def test_every_rule_is_cited_by_a_test() -> None:
@@ -231,6 +231,18 @@ def test_interpretations_are_marked() -> None:
         assert "**Interpretation**" in rules()[rule_id].text, rule_id
 
 
+def test_the_operator_options_are_marked_outside_the_scj_text() -> None:
+    """Levels (L) and envy bonuses (V) are the operator's options, not the regulation's: their
+    section says so, and every one of their rules is marked as an interpretation."""
+    doc = RULES_DOC.read_text(encoding="utf-8")
+    options = [rule_id for rule_id in rules() if rule_id[0] in "LV"]
+    assert {rule_id[0] for rule_id in options} == {"L", "V"}
+    for rule_id in options:
+        assert "**Interpretation**" in rules()[rule_id].text, rule_id
+    heading = doc.index("## Operator options beside the SCJ rules (L, V)")
+    assert "not part of the SCJ text" in doc[heading : doc.index("### L1 — ")]
+
+
 # ------------------------------------------------------------------- the citation search itself
 
 
@@ -259,6 +271,8 @@ def test_cited_ids_reads_the_ways_the_code_cites_rules() -> None:
     assert cited_ids("rules P, P1, P4") == {"P", "P1", "P4"}
     assert cited_ids("P, S1, S2: the default paytable") == {"P", "S1", "S2"}
     assert cited_ids("PotSettings, P, Paytable, 5S AS T1 R1 x2") == set()
+    assert cited_ids("levels L1-L3, envy (V2)") == {"L1", "L2", "L3", "V2"}
+    assert cited_ids('prize "V1" and pot_pb2, jackpot.v1, LV2') == set()
     assert name_ids("test_C2_C3_commission_12_5") == {"C2", "C3"}
     assert name_ids("test_P_default_paytable") == {"P"}
 

@@ -12,12 +12,29 @@ Shape (JSON/dict; percentages are decimal strings or integers, money is whole pe
 
 The main pot is the one named ``main``. Shares sum to exactly 100 % (C3). A ceiling's excess
 overflows to a named pot of the group (C5); chains must end at a pot without a ceiling.
+
+Levels (rule L1, an operator option beside the SCJ rules): an optional ``"levels"`` list makes
+the group pay from several pots, each a level with its own name, sign label, pot, base and
+reserves::
+
+    "levels": [{"name": "royal", "label": "Royal Flush", "pot": "main", "base": 500000,
+                "reserve_order": ["reserve1"]},
+               {"name": "sf", "label": "Straight Flush", "pot": "sf", "base": 50000,
+                "reserve_order": ["sf_reserve"]}]
+
+The first level is the main level: its pot is ``main``, and its base and reserve order are the
+group's ``base`` and ``reserve_order`` (stated in either place; stated in both, they must agree).
+Every other level's pot is a pot of ``pots`` (so its percentage, ceiling and overflow are that
+pot's, C3, C5); a level's reserves are pots that belong to no other level. Paytable entries name
+the level that pays them (``"level"``, by default the main level) and an optional envy bonus
+(``"envy": {"amount", "level"?, "linked"?}``, rules V1, V2). A configuration without ``levels``
+has one level, the main pot, and is exactly the configuration it was before levels existed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jackpot.domain.errors import DomainError, Reason
@@ -42,6 +59,26 @@ class PotSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class LevelSpec:
+    """One level of a pot group (L1): the pot it pays from, its base and its reserves (L3)."""
+
+    name: str
+    label: str  # what its sign calls it
+    pot: str
+    base: int  # minor units, whole pesos
+    reserve_order: tuple[str, ...]  # S7, S8 for this level
+
+    def to_config(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "label": self.label,
+            "pot": self.pot,
+            "base": self.base // pesos(1),
+            "reserve_order": list(self.reserve_order),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class MysterySpec:
     """A complementary prize (X1, X2) paid from ``pot`` when it crosses a hidden trigger."""
 
@@ -62,6 +99,40 @@ class PotGroupConfig:
     max_bet: int
     credit_value: int
     mystery: MysterySpec | None = None
+    # L1: the main level's name and label (its pot, base and reserves are the fields above) and
+    # the other levels; the defaults are the one level every group had before levels existed.
+    main_level_name: str = MAIN
+    main_level_label: str = ""
+    other_levels: tuple[LevelSpec, ...] = ()
+
+    @property
+    def levels(self) -> tuple[LevelSpec, ...]:
+        """Every level, the main level first (L1)."""
+        label = self.main_level_label or self.main_level_name
+        main = LevelSpec(self.main_level_name, label, MAIN, self.base, self.reserve_order)
+        return (main, *self.other_levels)
+
+    @property
+    def has_levels(self) -> bool:
+        """Whether the configuration states levels (L1); a one-level group's does not (L4)."""
+        return bool(self.other_levels) or (self.main_level_name, self.main_level_label) != (
+            MAIN,
+            "",
+        )
+
+    def level(self, name: str | None) -> LevelSpec:
+        """The level of that name; None is the main level (L2)."""
+        for spec in self.levels:
+            if name is None or spec.name == name:
+                return spec
+        raise _invalid(f"no level named {name!r}")
+
+    def level_of_pot(self, pot: str) -> str:
+        """The level a pot belongs to, as its pot or one of its reserves; "" for none (L4)."""
+        for spec in self.levels:
+            if pot == spec.pot or pot in spec.reserve_order:
+                return spec.name
+        return ""
 
     def to_config(self) -> dict[str, Any]:
         pots: list[dict[str, Any]] = []
@@ -88,6 +159,8 @@ class PotGroupConfig:
                 "min": self.mystery.min_pesos,
                 "max": self.mystery.max_pesos,
             }
+        if self.has_levels:
+            out["levels"] = [level.to_config() for level in self.levels]
         return out
 
     def same_limits(self, other: PotGroupConfig) -> bool:
@@ -137,6 +210,7 @@ KNOWN_FIELDS = frozenset(
         "max_bet",
         "credit_value",
         "mystery",
+        "levels",
     }
 )
 
@@ -145,7 +219,8 @@ def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
     """Validate configuration data; a DomainError(INVALID_CONFIG) names the first problem.
 
     The fields are checked in this order: unknown fields, version, commission, pots (C3, C5),
-    mystery (X1), reserve order (S7), paytable (P4), bet limits (E1), base (C4).
+    mystery (X1), reserve order (S7), paytable (P4), bet limits (E1), base (C4), levels and the
+    levels the paytable names (L1, L2, V1).
     """
     unknown = set(data) - KNOWN_FIELDS
     if unknown:
@@ -156,10 +231,10 @@ def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
         raise _invalid("commission_percent of 100 leaves nothing for the pots")
     pots = _load_pots(data.get("pots", [{"name": MAIN, "percent": 100}]))
     mystery = _load_mystery(data.get("mystery"), pots)
-    reserve_order = _load_reserve_order(data, pots, mystery)
+    reserve_order = _listed_reserve_order(data, pots, mystery)
     paytable = _load_paytable(data.get("paytable", "scj-poker"))
     min_bet, max_bet, credit_value = _load_bet_limits(data)
-    return PotGroupConfig(
+    config = PotGroupConfig(
         version=version,
         commission_ppm=commission,
         pots=pots,
@@ -171,6 +246,11 @@ def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
         credit_value=credit_value,
         mystery=mystery,
     )
+    if "levels" not in data:
+        config = replace(config, reserve_order=_checked_reserve_order(data, pots, mystery))
+        _check_paytable_levels(config)
+        return config
+    return load_levels(config, data)
 
 
 def _load_pots(raw_pots: object) -> tuple[PotSpec, ...]:
@@ -245,13 +325,12 @@ def _load_mystery(raw: object, pots: tuple[PotSpec, ...]) -> MysterySpec | None:
     return MysterySpec(raw["pot"], low, high)
 
 
-def _load_reserve_order(
+def _listed_reserve_order(
     data: Mapping[str, Any], pots: tuple[PotSpec, ...], mystery: MysterySpec | None
 ) -> tuple[str, ...]:
-    """The reserves that fund a shortfall (S7) and a top-up (S8); default: as listed."""
+    """``reserve_order`` as stated, each a pot of the group, checked for shape only."""
     names = [p.name for p in pots]
-    reserve_default = [n for n in names if n != MAIN and (mystery is None or n != mystery.pot)]
-    reserve_order = data.get("reserve_order", reserve_default)
+    reserve_order = data.get("reserve_order", [])
     if not isinstance(reserve_order, list) or any(
         not isinstance(n, str) or n not in names for n in reserve_order
     ):
@@ -259,6 +338,17 @@ def _load_reserve_order(
     if MAIN in reserve_order or len(set(reserve_order)) != len(reserve_order):
         raise _invalid("reserve_order lists each reserve at most once and never 'main'")
     return tuple(reserve_order)
+
+
+def _checked_reserve_order(
+    data: Mapping[str, Any], pots: tuple[PotSpec, ...], mystery: MysterySpec | None
+) -> tuple[str, ...]:
+    """The reserves that fund a shortfall (S7) and a top-up (S8); default: as listed."""
+    if "reserve_order" in data:
+        return _listed_reserve_order(data, pots, mystery)
+    return tuple(
+        p.name for p in pots if p.name != MAIN and (mystery is None or p.name != mystery.pot)
+    )
 
 
 def _load_paytable(raw: object) -> Paytable:
@@ -280,3 +370,126 @@ def _load_bet_limits(data: Mapping[str, Any]) -> tuple[int, int, int]:
     if min_bet % credit_value or max_bet % credit_value:
         raise _invalid(f"bet limits {min_bet}-{max_bet} must be whole credits of {credit_value}")
     return min_bet, max_bet, credit_value
+
+
+LEVEL_FIELDS = frozenset({"name", "label", "pot", "base", "reserve_order"})
+
+
+def load_levels(config: PotGroupConfig, data: Mapping[str, Any]) -> PotGroupConfig:
+    """L1: the ``levels`` of ``data`` on a configuration whose other fields are loaded."""
+    raw = data["levels"]
+    if not isinstance(raw, list) or not raw:
+        raise _invalid(f"'levels' must be a non-empty list of levels, got {raw!r}")
+    entries = [_level_entry(index, entry, config) for index, entry in enumerate(raw)]
+    names = [entry["name"] for entry in entries]
+    if len(set(names)) != len(names):
+        raise _invalid(f"level names must be unique, got {names} (rule L1)")
+    pots = [entry["pot"] for entry in entries]
+    if pots[0] != MAIN:
+        raise _invalid(f"levels[0] is the main level: its pot must be 'main', got {pots[0]!r}")
+    if len(set(pots)) != len(pots):
+        raise _invalid(f"each level needs a pot of its own, got {pots} (rule L1)")
+    main = entries[0]
+    base = _agreed(main.get("base"), data.get("base"), "base")
+    stated_order = main.get("reserve_order")
+    if "reserve_order" in data:
+        stated_order = _agreed(stated_order, config.reserve_order, "reserve_order")
+    others = [
+        LevelSpec(e["name"], e["label"], e["pot"], pesos(e.get("base", 0)), e["reserve_order"])
+        for e in entries[1:]
+    ]
+    claimed = {pot for level in others for pot in (level.pot, *level.reserve_order)}
+    default_order = tuple(
+        p.name
+        for p in config.pots
+        if p.name != MAIN and p.name not in claimed and p.name not in _mystery_pot(config)
+    )
+    leveled = replace(
+        config,
+        base=pesos(base) if base is not None else config.base,
+        reserve_order=default_order if stated_order is None else tuple(stated_order),
+        main_level_name=main["name"],
+        main_level_label=main.get("label", ""),
+        other_levels=tuple(others),
+    )
+    _check_level_reserves(leveled)
+    _check_paytable_levels(leveled)
+    return leveled
+
+
+def _mystery_pot(config: PotGroupConfig) -> tuple[str, ...]:
+    return () if config.mystery is None else (config.mystery.pot,)
+
+
+def _agreed(in_level: Any, in_group: Any, what: str) -> Any:
+    """The main level's base or reserve order, stated in the level, in the group, or both."""
+    if in_level is not None and in_group is not None and in_level != in_group:
+        raise _invalid(
+            f"levels[0].{what} {in_level!r} is not the group's {what} {in_group!r}: the main "
+            "level's are the group's (rule L1)"
+        )
+    return in_level if in_level is not None else in_group
+
+
+def _level_entry(index: int, raw: object, config: PotGroupConfig) -> dict[str, Any]:
+    """One level's fields, checked for shape: a name, a label, a pot, a base, reserves."""
+    where = f"levels[{index}]"
+    if not isinstance(raw, Mapping):
+        raise _invalid(f"{where} must be an object, got {raw!r}")
+    unknown = set(raw) - LEVEL_FIELDS
+    if unknown:
+        raise _invalid(f"{where} has unknown fields {sorted(unknown)}")
+    entry: dict[str, Any] = {"name": _name(raw.get("name"), f"{where}.name")}
+    if "label" in raw:
+        entry["label"] = _name(raw["label"], f"{where}.label")
+    elif index:
+        entry["label"] = entry["name"]
+    entry["pot"] = (
+        MAIN if index == 0 and "pot" not in raw else _name(raw.get("pot"), f"{where}.pot")
+    )
+    if entry["pot"] not in {p.name for p in config.pots}:
+        raise _invalid(f"{where}.pot {entry['pot']!r} is not a pot of the group (rule L1)")
+    if entry["pot"] in _mystery_pot(config):
+        raise _invalid(f"{where}.pot: the mystery prize's pot cannot be a level (rule L1)")
+    if "base" in raw:
+        entry["base"] = _whole(raw["base"], f"{where}.base")
+    if "reserve_order" in raw:
+        order = raw["reserve_order"]
+        if not isinstance(order, list) or any(not isinstance(n, str) for n in order):
+            raise _invalid(f"{where}.reserve_order must list pots of the group, got {order!r}")
+        entry["reserve_order"] = tuple(order)
+    elif index:
+        entry["reserve_order"] = ()
+    return entry
+
+
+def _check_level_reserves(config: PotGroupConfig) -> None:
+    """L3: a level's reserves are pots of the group, no level's pot, no other level's reserve."""
+    pots = {p.name for p in config.pots}
+    level_pots = {level.pot for level in config.levels}
+    seen: set[str] = set()
+    for index, level in enumerate(config.levels):
+        for reserve in level.reserve_order:
+            where = f"levels[{index}].reserve_order"
+            if reserve not in pots:
+                raise _invalid(f"{where} names {reserve!r}, which is not a pot of the group")
+            if reserve in level_pots or reserve in _mystery_pot(config):
+                raise _invalid(f"{where} names {reserve!r}, the pot of a level or of the mystery")
+            if reserve in seen:
+                raise _invalid(f"{where}: {reserve!r} is the reserve of two levels (rule L3)")
+            seen.add(reserve)
+
+
+def _check_paytable_levels(config: PotGroupConfig) -> None:
+    """L2, V1: every level a prize or an envy bonus names is a level of the group."""
+    names = {level.name for level in config.levels}
+    for prize in config.paytable.prizes.values():
+        named = {"level": prize.level}
+        if prize.envy is not None:
+            named["envy.level"] = prize.envy.level
+        for what, level in named.items():
+            if level is not None and level not in names:
+                raise _invalid(
+                    f"paytable: {prize.hand}.{what} {level!r} is not a level of the group "
+                    f"(levels: {', '.join(sorted(names))})"
+                )

@@ -16,6 +16,15 @@ Order of resolution within one round (rules S1-S8), all amounts exact:
 3. if the round was a reset (a prize of 100 % of the main pot was paid, or a prize left the main
    pot below its base), a pending configuration takes effect now (C7), and then the main pot is
    topped up to the (new) base from the reserves, then the house (S8).
+
+Levels and envy (docs/rules.md, L and V: operator options beside the SCJ rules): a group may pay
+from several levels, each a pot with its own base and reserves. Each prize is paid from its level
+(L2): a fixed prize or a shortfall from that level's pot, then its reserves, then the house (S7);
+a percentage on what that level's pot holds (S2, S6). Envy bonuses (V1-V3) are fixed prizes paid
+after the multiples of the bet and before any percentage. After the prizes, every level that paid
+one and is below its base is topped up from its own reserves, then the house (L3); only the main
+level's reset activates a pending configuration (C7). A group with one level resolves exactly as
+it did before levels existed.
 """
 
 from __future__ import annotations
@@ -35,12 +44,13 @@ from jackpot.domain.cards import (
     parse_cards,
     parse_game,
 )
-from jackpot.domain.config import MAIN, PotGroupConfig, load_config
+from jackpot.domain.config import MAIN, LevelSpec, PotGroupConfig, load_config
 from jackpot.domain.errors import ConservationError, DomainError, Reason
 from jackpot.domain.events import (
     BetsCollected,
     ConfigActivated,
     ConfigProposed,
+    EnvyHit,
     Event,
     MysteryAwarded,
     MysteryCommitted,
@@ -119,6 +129,35 @@ class RoundAwards:
     events: list[Event] = field(default_factory=list)  # PrizeAwarded, in the order paid
     award_ids: list[str] = field(default_factory=list)
     jackpot_hit: bool = False  # a prize of 100 % of the main pot was paid: a reset (C7, S8)
+    levels_paid: set[str] = field(default_factory=set)  # L3: the levels that paid a prize
+
+
+@dataclass(frozen=True, slots=True)
+class Payee:
+    """The seat a prize is paid to: of the round being resolved, or of another linked table's
+    locked round for a linked envy bonus (V2)."""
+
+    table_id: str
+    round_id: str
+    seat: int
+    bet_pesos: int
+    cards: tuple[str, ...]  # the hand that won it (for an envy bonus, the hand that earned it)
+
+
+@dataclass(frozen=True, slots=True)
+class LevelFigures:
+    """One level as meters, signs, reports and metrics show it (L1, L4); money in minor units
+    but ``sign_value``, whole pesos floored (M3)."""
+
+    name: str
+    label: str
+    pot: str
+    balance: int
+    sign_value: int
+    base: int
+    reserves: int  # what its reserves hold together (S7, L3)
+    share_ppm: int  # its pot's part of what the commission leaves (C3)
+    ceiling: int | None  # its pot's ceiling (C5)
 
 
 class PotGroup:
@@ -184,7 +223,13 @@ class PotGroup:
                 transfers.append(("house", f"pot:{pot}", amount))
         events: list[Event] = [
             PotGroupOpened(
-                group_id, config.version, tuple(transfers), config.to_config(), changed_by, reason
+                group_id,
+                config.version,
+                tuple(transfers),
+                config.to_config(),
+                changed_by,
+                reason,
+                group._transfer_levels(transfers),
             )
         ]
         events.extend(group._draw_mystery())
@@ -357,6 +402,51 @@ class PotGroup:
         """What a sign shows: the main pot floored to whole pesos, never more than it holds (M3)."""
         return floor_pesos(self.balances[MAIN])
 
+    def level_figures(self) -> tuple[LevelFigures, ...]:
+        """Every level's figures, the main level first (L1, L4, M3); one for a one-level group."""
+        shares = {pot.name: pot for pot in self.config.pots}
+        return tuple(
+            LevelFigures(
+                name=level.name,
+                label=level.label,
+                pot=level.pot,
+                balance=self.balances[level.pot],
+                sign_value=floor_pesos(self.balances[level.pot]),
+                base=level.base,
+                reserves=sum(self.balances[pot] for pot in level.reserve_order),
+                share_ppm=shares[level.pot].share_ppm,
+                ceiling=shares[level.pot].ceiling,
+            )
+            for level in self.config.levels
+        )
+
+    def level_sign_values(self) -> dict[str, int]:
+        """Level name -> what its sign shows: its pot floored to whole pesos (M3, L4)."""
+        return {level.name: floor_pesos(self.balances[level.pot]) for level in self.config.levels}
+
+    def level_increments(self, collected: BetsCollected) -> dict[str, int]:
+        """Level name -> minor units one lock credited to the level's pot, overflow included
+        (C5, L4); a pot of no level (a reserve, the mystery pot) is not counted."""
+        pots = {level.pot: level.name for level in self.config.levels}
+        increments = dict.fromkeys(pots.values(), 0)
+        for pot, amount in collected.increments:
+            if pot in pots:
+                increments[pots[pot]] += amount
+        return increments
+
+    def _transfer_levels(self, transfers: Sequence[Transfer]) -> tuple[str, ...]:
+        """L4: the level of each transfer's pot (``""`` for none); empty in a one-level group,
+        whose events are written as they were before levels existed."""
+        if not self.config.has_levels:
+            return ()
+        levels = []
+        for source, target, _ in transfers:
+            pot = target if target.startswith("pot:") else source
+            levels.append(
+                self.config.level_of_pot(pot.removeprefix("pot:")) if pot.startswith("pot:") else ""
+            )
+        return tuple(levels)
+
     def check_conservation(self) -> None:
         """Rule M2, exact: collected + house advances == commission + pots + awarded."""
         balances = self.balances.values()
@@ -466,6 +556,7 @@ class PotGroup:
                 tuple(increments),
                 tuple(overflow),
                 tuple(transfers),
+                self._transfer_levels(transfers),
             )
         ]
         if mystery_winner is not None:
@@ -610,6 +701,7 @@ class PotGroup:
         winners = self._winners(resolving)
         awards = RoundAwards()
         self._pay_fixed_prizes(resolving, winners, awards)
+        self._pay_envy(resolving, winners, awards)
         self._pay_percentage_prizes(resolving, winners, awards)
         return self._settle(resolving, awards)
 
@@ -670,9 +762,57 @@ class PotGroup:
         paytable = self.config.paytable
         bets = resolving.locked.bets
         for prize_name in paytable.fixed_order:
-            multiple = paytable.prizes[prize_name].multiple
+            prize = paytable.prizes[prize_name]
+            level = self.config.level(prize.level)  # L2
             for seat in winners.get(prize_name, ()):
-                self._award(resolving, awards, seat, prize_name, multiple * bets[seat])
+                amount = prize.multiple * bets[seat]
+                self._pay(awards, self._payee(resolving, seat), prize_name, amount, level)
+
+    def _pay_envy(
+        self, resolving: ResolvingRound, winners: Mapping[str, list[int]], awards: RoundAwards
+    ) -> None:
+        """V1-V3: for each winner of a prize with an envy bonus (in the paytable's order, then
+        from the lowest winning seat), every other eligible seat is paid the bonus, from seat 1
+        of the winner's table, then (V2, when linked) of each other table in the order of its id.
+        """
+        paytable = self.config.paytable
+        for prize_name in paytable.fixed_order + paytable.percent_order:
+            prize = paytable.prizes[prize_name]
+            envy = prize.envy
+            if envy is None:
+                continue
+            level = self.config.level(envy.level or prize.level)
+            for winner in winners.get(prize_name, ()):
+                hit: EnvyHit = (resolving.table_id, resolving.round_id, winner)
+                cards = self._payee(resolving, winner).cards
+                for payee in self._envy_payees(resolving, winner, cards, linked=envy.linked):
+                    prize_paid = f"ENVY_{prize_name}"
+                    self._pay(awards, payee, prize_paid, envy.amount_pesos, level, hit)
+
+    def _envy_payees(
+        self, resolving: ResolvingRound, winner: int, cards: tuple[str, ...], *, linked: bool
+    ) -> list[Payee]:
+        """V1, V2: the other seats with a locked bet they did not forfeit (E2, E3): of the
+        winner's round; when linked, also of every other table's locked round."""
+        rounds = [(resolving.table_id, resolving.locked)]
+        if linked:
+            rounds += sorted(
+                (table, locked)
+                for table, locked in self.locked.items()
+                if table != resolving.table_id
+            )
+        return [
+            Payee(table, locked.round_id, seat, bet, cards)
+            for table, locked in rounds
+            for seat, bet in sorted(locked.bets.items())
+            if seat not in locked.forfeited and (table, seat) != (resolving.table_id, winner)
+        ]
+
+    @staticmethod
+    def _payee(resolving: ResolvingRound, seat: int) -> Payee:
+        cards = tuple(CARD_NAMES[c] for c in resolving.hands[seat] + resolving.community)
+        bet = resolving.locked.bets[seat]
+        return Payee(resolving.table_id, resolving.round_id, seat, bet, cards)
 
     def _pay_percentage_prizes(
         self, resolving: ResolvingRound, winners: Mapping[str, list[int]], awards: RoundAwards
@@ -685,46 +825,55 @@ class PotGroup:
             if not seats:
                 continue
             prize = paytable.prizes[prize_name]
-            pool = percent_of_floored(self.balances[MAIN], prize.percent_ppm)  # S6
+            level = self.config.level(prize.level)  # L2: a percentage of its own level
+            pool = percent_of_floored(self.balances[level.pot], prize.percent_ppm)  # S6
             shares = split_equally(pool, seats)  # S3
             for seat in seats:
                 amount = shares[seat]
-                if prize.cap_multiple is not None:  # S4: the excess stays in the main pot
+                if prize.cap_multiple is not None:  # S4: the excess stays in the level's pot
                     amount = min(amount, prize.cap_multiple * bets[seat])
-                self._award(resolving, awards, seat, prize_name, amount)
-            awards.jackpot_hit = awards.jackpot_hit or prize.percent_ppm == PPM
+                self._pay(awards, self._payee(resolving, seat), prize_name, amount, level)
+            if level.pot == MAIN:
+                awards.jackpot_hit = awards.jackpot_hit or prize.percent_ppm == PPM
 
-    def _award(
+    def _pay(
         self,
-        resolving: ResolvingRound,
         awards: RoundAwards,
-        seat: int,
+        payee: Payee,
         prize: str,
         amount_pesos: int,
+        level: LevelSpec,
+        envy_of: EnvyHit | None = None,
     ) -> None:
-        """Pay one prize (taken as S7 says), count it in the group's totals and in ``awards``."""
-        table_id, round_id = resolving.table_id, resolving.round_id
-        award_id = f"{self.group_id}/{table_id}/{round_id}/{seat}/{prize}"
-        transfers = self._take(pesos(amount_pesos))
+        """Pay one prize from its level (taken as S7 says), count it in the group's totals and in
+        ``awards``; an envy bonus (V1) names the hit it is paid for."""
+        award_id = f"{self.group_id}/{payee.table_id}/{payee.round_id}/{payee.seat}/{prize}"
+        if envy_of is not None:
+            award_id += f"/{envy_of[0]}/{envy_of[1]}/{envy_of[2]}"
+        transfers = self._take(pesos(amount_pesos), level)
         self.awarded += pesos(amount_pesos)
         self.hits[prize] = self.hits.get(prize, 0) + 1
         self.wins[prize] = self.wins.get(prize, 0) + amount_pesos
-        cards = tuple(CARD_NAMES[c] for c in resolving.hands[seat] + resolving.community)
+        named = self.config.has_levels  # L4: a one-level group's events are as they were
         award = PrizeAwarded(
             award_id,
             self.group_id,
-            table_id,
-            round_id,
-            seat,
+            payee.table_id,
+            payee.round_id,
+            payee.seat,
             prize,
-            resolving.locked.bets[seat],
+            payee.bet_pesos,
             amount_pesos,
-            cards,
+            payee.cards,
             transfers,
+            level.name if named else "",
+            (level.name,) * len(transfers) if named else (),
+            envy_of,
         )
         self._remember(award.to_dict())
         awards.events.append(award)
         awards.award_ids.append(award_id)
+        awards.levels_paid.add(level.name)
 
     def _settle(self, resolving: ResolvingRound, awards: RoundAwards) -> list[Event]:
         """Unlock the round; after a reset, the pending configuration (C7), then the base (S8)."""
@@ -734,11 +883,15 @@ class PotGroup:
         recent.append(round_id)
         del recent[:-SETTLED_ROUNDS_REMEMBERED]
         events = awards.events
-        below_base = bool(awards.award_ids) and self.balances[MAIN] < self.config.base
+        main_paid = self.config.main_level_name in awards.levels_paid
+        below_base = main_paid and self.balances[MAIN] < self.config.base
         if awards.jackpot_hit or below_base:  # a reset of the main pot
             events.extend(self._activate_pending())
             if self.balances[MAIN] < self.config.base:  # S8
-                events.append(self._reseed(table_id, round_id))
+                events.append(self._reseed(table_id, round_id, self.config.levels[0]))
+        for level in self.config.other_levels:  # L3: each level that paid, back to its base
+            if level.name in awards.levels_paid and self.balances[level.pot] < level.base:
+                events.append(self._reseed(table_id, round_id, level))
         events.append(
             RoundSettled(
                 self.group_id, table_id, round_id, tuple(awards.award_ids), self.balances[MAIN]
@@ -747,10 +900,11 @@ class PotGroup:
         self.check_conservation()
         return events
 
-    def _take(self, amount: int) -> tuple[Transfer, ...]:
-        """Take a prize from main, then the reserves in order, then the house (S7)."""
+    def _take(self, amount: int, level: LevelSpec) -> tuple[Transfer, ...]:
+        """Take a prize from its level's pot, then that level's reserves in order, then the
+        house (S7, per level: L2)."""
         transfers: list[Transfer] = []
-        for pot in (MAIN, *self.config.reserve_order):
+        for pot in (level.pot, *level.reserve_order):
             if amount == 0:
                 break
             taken = min(self.balances[pot], amount)
@@ -763,23 +917,33 @@ class PotGroup:
             transfers.append(("house", "awards", amount))
         return tuple(transfers)
 
-    def _reseed(self, table_id: str, round_id: str) -> PotReseeded:
-        """Top the main pot up to its base from the reserves in order, then the house (S8)."""
-        missing = self.config.base - self.balances[MAIN]
+    def _reseed(self, table_id: str, round_id: str, level: LevelSpec) -> PotReseeded:
+        """Top a level's pot up to its base from its reserves in order, then the house (S8; L3
+        for a level other than the main one)."""
+        missing = level.base - self.balances[level.pot]
         transfers: list[Transfer] = []
-        for pot in self.config.reserve_order:
+        for pot in level.reserve_order:
             if missing == 0:
                 break
             taken = min(self.balances[pot], missing)
             if taken:
                 self.balances[pot] -= taken
                 missing -= taken
-                transfers.append((f"pot:{pot}", f"pot:{MAIN}", taken))
+                transfers.append((f"pot:{pot}", f"pot:{level.pot}", taken))
         if missing:
             self.house_advance += missing
-            transfers.append(("house", f"pot:{MAIN}", missing))
-        self.balances[MAIN] = self.config.base
-        return PotReseeded(self.group_id, table_id, round_id, self.config.base, tuple(transfers))
+            transfers.append(("house", f"pot:{level.pot}", missing))
+        self.balances[level.pot] = level.base
+        named = self.config.has_levels
+        return PotReseeded(
+            self.group_id,
+            table_id,
+            round_id,
+            level.base,
+            tuple(transfers),
+            level.name if named else "",
+            (level.name,) * len(transfers) if named else (),
+        )
 
     def _remember(self, award: dict[str, Any]) -> None:
         self.last_awards.append(award)
@@ -869,6 +1033,7 @@ class PotGroup:
             state.salt.hex(),
             state.commitment,
             ((f"pot:{spec.pot}", "awards", trigger),),
+            ("",) if self.config.has_levels else (),  # L4: the mystery pot is of no level
         )
         self._remember(award.to_dict())
         return [award, *self._draw_mystery()]

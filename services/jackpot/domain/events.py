@@ -5,6 +5,13 @@ ending in ``_pesos`` are whole pesos. Money-moving events carry ``transfers``: (
 minor units) between the accounts ``bets`` (players' collected bets), ``house`` (advances),
 ``commission``, ``awards`` and ``pot:<name>``. The ledger is the sequence of these events; every
 transfer is balanced, so the audit can recompute each account from the ledger alone.
+
+Levels (rule L4): in a group with several levels, every money-moving event names, in
+``transfer_levels``, the level of each of its transfers (one name per transfer, ``""`` for one
+that belongs to no level, such as the commission or the mystery pot), and a prize or a reseed names
+its ``level``. These fields are optional: they are empty in a one-level group and then omitted by
+:meth:`Event.to_dict`, so that a one-level group's events serialise exactly as before levels
+existed. An envy prize (rule V1) names the hit that earned it in ``envy_of``.
 """
 
 from __future__ import annotations
@@ -14,13 +21,26 @@ from dataclasses import dataclass
 from typing import Any
 
 Transfer = tuple[str, str, int]
+EnvyHit = tuple[str, str, int]  # (table, round, seat) of the hand that earned an envy prize (V1)
+# The metadata of an optional field (L4): Event.to_dict leaves it out while it holds its default.
+OPTIONAL = {"omitted_when_empty": True}
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
     def to_dict(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if not (f.metadata.get("omitted_when_empty") and getattr(self, f.name) == f.default)
+        }
         data["type"] = type(self).__name__
+        return data
+
+    def detail(self) -> dict[str, Any]:
+        """:meth:`to_dict` without the transfers (a ledger entry types those itself)."""
+        data = self.to_dict()
+        data.pop("transfers", None)
         return data
 
 
@@ -32,6 +52,9 @@ class PotGroupOpened(Event):
     config: dict[str, Any] = dataclasses.field(default_factory=dict)  # the first version (C7, D4)
     changed_by: str = ""
     reason: str = ""
+    transfer_levels: tuple[str, ...] = dataclasses.field(
+        default=(), metadata=OPTIONAL
+    )  # L4: the level of each transfer
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +84,9 @@ class BetsCollected(Event):
     increments: tuple[tuple[str, int], ...]  # (pot, amount) after overflow
     overflow: tuple[tuple[str, str, int], ...]  # (from pot, to pot, amount) (C5)
     transfers: tuple[Transfer, ...]
+    transfer_levels: tuple[str, ...] = dataclasses.field(
+        default=(), metadata=OPTIONAL
+    )  # L4: the level of each transfer
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +112,11 @@ class PrizeAwarded(Event):
     amount_pesos: int
     cards: tuple[str, ...]
     transfers: tuple[Transfer, ...]
+    level: str = dataclasses.field(default="", metadata=OPTIONAL)  # L4: the level that pays it
+    transfer_levels: tuple[str, ...] = dataclasses.field(default=(), metadata=OPTIONAL)
+    envy_of: EnvyHit | None = dataclasses.field(
+        default=None, metadata=OPTIONAL
+    )  # V1: the hit an envy prize is paid for
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +128,10 @@ class PotReseeded(Event):
     round_id: str
     base: int
     transfers: tuple[Transfer, ...]
+    level: str = dataclasses.field(
+        default="", metadata=OPTIONAL
+    )  # L4: the level topped up to its base (L3)
+    transfer_levels: tuple[str, ...] = dataclasses.field(default=(), metadata=OPTIONAL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,3 +184,4 @@ class MysteryAwarded(Event):
     salt_hex: str
     commitment: str
     transfers: tuple[Transfer, ...]
+    transfer_levels: tuple[str, ...] = dataclasses.field(default=(), metadata=OPTIONAL)  # L4

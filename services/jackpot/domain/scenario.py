@@ -6,9 +6,13 @@ pot takes every contribution), so the round is adopted as locked, its forfeits a
 results resolved. With ``config`` (the contribution part of a pot group's configuration: rules
 C2, C3, C5, E1, X2), ``pot`` holds the balances before the lock and the round's bets are collected
 by that configuration first. ``pending_config`` is a newer version proposed before the round; it
-takes effect only if the round resets the main pot (C7). The outcome has the shape of the file's
-``expect``; a refused command raises :class:`RoundRefused`, which also names every balance that
-command changed (none, by the rules).
+takes effect only if the round resets the main pot (C7). ``config.levels`` gives the group
+several levels (L1); ``round.other_tables`` are other tables linked to the group, each with a
+round already locked (its bets already in ``pot``) or none, as linked envy bonuses need them (V2).
+The outcome has the shape of the file's ``expect``; an award names its ``level`` in a group with
+levels and its ``table`` when it is paid at another table than the round's. A refused command
+raises :class:`RoundRefused`, which also names every balance that command changed (none, by the
+rules).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ CONFIG_FIELDS = frozenset(
         "pots",
         "reserve_order",
         "mystery",
+        "levels",
         "min_bet",
         "max_bet",
         "credit_value",
@@ -107,7 +112,7 @@ def _config_data(
         if named != {MAIN, *reserves}:
             raise _malformed("config.pots must name exactly 'main' and the pots of pot.reserves")
     data: dict[str, Any] = {**UNLIMITED, **raw, "base": base_pesos, "paytable": paytable}
-    if "reserve_order" not in raw:  # S7, S8: the order pot.reserves lists them in
+    if "reserve_order" not in raw and "levels" not in raw:  # S7, S8: as pot.reserves lists
         mystery = raw.get("mystery")
         mystery_pot = mystery.get("pot") if isinstance(mystery, Mapping) else None
         data["reserve_order"] = [name for name in reserves if name != mystery_pot]
@@ -192,11 +197,12 @@ def resolve_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
     house_before = group.house_advance
     table = str(fields.round.get("table", SCENARIO_TABLE))
     _link_table(group, table, fields.game, pending)
+    _other_tables(group, fields.round.get("other_tables", []), fields.game)
     results = _read_results(fields.results)
     community = fields.round.get("community", [])
     events = _play_round(group, table, results, community, collect="config" in scenario)
     outcome: dict[str, Any] = {
-        "awards": _awards(events),
+        "awards": _awards(events, table),
         "main": format_amount(group.main),
         "reserves": [format_amount(group.balances[name]) for name in fields.reserves],
         "house_advance": format_amount(group.house_advance - house_before),
@@ -244,6 +250,43 @@ def _link_table(group: PotGroup, table: str, game: Any, pending: PotGroupConfig 
         _run(group, lambda: group.propose_config(pending, "scenario", "the file's pending_config"))
 
 
+def _other_tables(group: PotGroup, others: Any, game: Any) -> None:
+    """V2: other tables linked to the group, each with its round already locked (its bets are
+    in the file's balances, so it is adopted, not collected) and its forfeits, or no round."""
+    if not isinstance(others, list):
+        raise _malformed(f"round.other_tables must be a list, got {others!r}")
+    config = group.config
+    for other in others:
+        if not isinstance(other, Mapping) or not isinstance(other.get("table"), str):
+            raise _malformed(f"each of round.other_tables needs a 'table', got {other!r}")
+        table = other["table"]
+        link = partial(
+            group.link_table,
+            table,
+            other.get("game", game),
+            min_bet=config.min_bet,
+            max_bet=config.max_bet,
+            credit_value=config.credit_value,
+        )
+        _run(group, link)
+        bets = other.get("bets", [])
+        if not bets:
+            continue
+        if not isinstance(bets, list) or not all(
+            isinstance(b, Mapping) and _whole(b.get("seat")) and _whole(b.get("bet")) for b in bets
+        ):
+            raise _malformed(f"{table}: bets must be a list of {{seat, bet}}, got {bets!r}")
+        round_id = str(other.get("round", SCENARIO_ROUND))
+        by_seat = {b.get("seat"): b.get("bet") for b in bets}
+        _run(group, partial(group.adopt_locked_round, table, round_id, by_seat))
+        for seat in other.get("forfeited", []):
+            _run(group, partial(group.forfeit, table, round_id, seat, "FOLD"))
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _read_results(results: Any) -> _Results:
     bets: dict[int, int] = {}
     hands: dict[int, list[str]] = {}
@@ -281,11 +324,22 @@ def _play_round(
     return events
 
 
-def _awards(events: list[Event]) -> list[dict[str, Any]]:
+def _awards(events: list[Event], table: str) -> list[dict[str, Any]]:
+    """The awards in the order paid; with its level in a group with levels (L4) and its table
+    when it is not the round's (V2)."""
     awards: list[dict[str, Any]] = []
     for event in events:
         if isinstance(event, MysteryAwarded):
             awards.append({"seat": event.seat, "prize": "MYSTERY", "amount": event.amount_pesos})
         elif isinstance(event, PrizeAwarded):
-            awards.append({"seat": event.seat, "prize": event.prize, "amount": event.amount_pesos})
+            award: dict[str, Any] = {
+                "seat": event.seat,
+                "prize": event.prize,
+                "amount": event.amount_pesos,
+            }
+            if event.level:
+                award["level"] = event.level
+            if event.table_id != table:
+                award["table"] = event.table_id
+            awards.append(award)
     return awards

@@ -22,7 +22,6 @@ touched groups from their last committed snapshots.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from collections import Counter
@@ -752,17 +751,9 @@ def _bound(event: table_events_pb2.TableEvent | None) -> Any:
 
 
 def _detail(domain_event: Event) -> dict[str, Any]:
-    """The event's fields without its transfers (those are typed in the ledger entry)."""
-    names = _FIELD_NAMES.get(type(domain_event))
-    if names is None:
-        names = tuple(f.name for f in dataclasses.fields(domain_event) if f.name != "transfers")
-        _FIELD_NAMES[type(domain_event)] = names
-    detail = {name: getattr(domain_event, name) for name in names}
-    detail["type"] = type(domain_event).__name__
-    return detail
-
-
-_FIELD_NAMES: dict[type[Event], tuple[str, ...]] = {}
+    """The event's fields without its transfers (those are typed in the ledger entry); a level
+    field left empty (a one-level group, rule L4) is not written."""
+    return domain_event.detail()
 
 
 def _config_versions(group: PotGroup) -> tuple[int, tuple[int, ...]]:

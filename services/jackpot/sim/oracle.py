@@ -23,6 +23,14 @@ fund each one, and the refill after it.
 - C1, C2, C3, C5, X2 (:func:`collect`): the lock collects each bet, from seat 1: the commission,
   then each pot's share down its overflow chain; the seat whose bet takes the mystery pot to the
   hidden trigger wins it.
+- L1-L4 (the operator's levels, beside the SCJ rules): each prize is paid from its level's pot,
+  then that level's reserves, then the house; a percentage is of its level's pot; each level that
+  paid and is below its base is filled back from its own reserves, then the house; only the main
+  level's reset activates a pending configuration. The ledger names each award's level.
+- V1-V3 (envy bonuses): for each winner of a prize with an envy bonus, every other seat with a
+  locked bet it did not forfeit is paid the bonus from the named level, after the multiples of the
+  bet and before the percentages; a linked bonus also at every other table's locked round (the
+  oracle follows the ledger's locks and forfeits to know them).
 
 Balances are exact :class:`~fractions.Fraction` s of a peso and prizes whole pesos (M1).
 :class:`LedgerOracle` follows a pot ledger entry by entry (the balances before each round come
@@ -123,8 +131,10 @@ HANDS = {"poker": poker_hand, "blackjack": blackjack_hand}
 class Prize:
     hand: str
     multiple: int = 0  # a fixed prize: this many times the winner's own bet (S1)
-    percent: Fraction = Fraction(0)  # a percentage prize: this share of the main pot (S2)
+    percent: Fraction = Fraction(0)  # a percentage prize: this share of its level's pot (S2)
     cap: int | None = None  # S4: each winner's part at most this many times their bet
+    level: str | None = None  # L2: the level that pays it (None: the main level)
+    envy: tuple[int, str | None, bool] | None = None  # V1, V2: (pesos, level, linked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,10 +203,28 @@ def read_paytable(data: str | Mapping[str, Any]) -> Paytable:
             int(entry.get("multiple", 0)),
             percent(entry.get("percent", 0)),
             None if entry.get("cap_multiple") is None else int(entry["cap_multiple"]),
+            entry.get("level"),
+            _envy(entry.get("envy")),
         )
         for entry in data["prizes"]
     ]
     return paytable(str(data["name"]), str(data.get("evaluator", "poker")), prizes)
+
+
+def _envy(data: Mapping[str, Any] | None) -> tuple[int, str | None, bool] | None:
+    if data is None:
+        return None
+    return int(data["amount"]), data.get("level"), bool(data.get("linked", False))
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """L1: a level's name, its pot, its base and its reserves in their order (S7, S8, L3)."""
+
+    name: str
+    pot: str
+    base: Fraction
+    reserves: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +240,17 @@ class Config:
     paytable: Paytable  # P, P4
     limits: tuple[int, int, int]  # E1: minimum bet, maximum bet, credit value
     mystery: tuple[str, int, int] | None  # X2: its pot, the lowest and the highest trigger
+    levels: tuple[Level, ...] = ()  # L1: the main level first; () for a group without levels
+    named: bool = False  # L4: the configuration states levels, so the ledger names them
+
+    def level(self, name: str | None) -> Level:
+        """The level of that name (None: the main level); a group without levels has one."""
+        levels = self.levels or (Level(MAIN, MAIN, self.base, self.reserves),)
+        return next(level for level in levels if name is None or level.name == name)
+
+    def written(self, level: Level) -> str:
+        """L4: how the ledger names a level: not at all in a group without levels."""
+        return level.name if self.named else ""
 
 
 def read_config(data: Mapping[str, Any]) -> Config:
@@ -221,7 +260,13 @@ def read_config(data: Mapping[str, Any]) -> Config:
     mystery = data.get("mystery")
     spec = None if not mystery else (str(mystery["pot"]), int(mystery["min"]), int(mystery["max"]))
     mystery_pot = None if spec is None else spec[0]
-    listed = [str(p["name"]) for p in pots if p["name"] not in (MAIN, mystery_pot)]
+    others = [_level(level) for level in data.get("levels", [])[1:]]
+    claimed = {pot for level in others for pot in (level.pot, *level.reserves)}
+    listed = [str(p["name"]) for p in pots if p["name"] not in (MAIN, mystery_pot, *claimed)]
+    main_level = (data.get("levels") or [{}])[0]
+    reserves = tuple(data.get("reserve_order", main_level.get("reserve_order", listed)))
+    base = Fraction(str(data.get("base", main_level.get("base", 0))))
+    main = Level(str(main_level.get("name", MAIN)), MAIN, base, reserves)
     return Config(
         version=int(data.get("version", 1)),
         commission=percent(data.get("commission_percent", 0)),
@@ -231,8 +276,8 @@ def read_config(data: Mapping[str, Any]) -> Config:
             for p in pots
             if p.get("ceiling") is not None and p.get("overflow_to")
         },
-        reserves=tuple(str(name) for name in data.get("reserve_order", listed)),
-        base=Fraction(str(data.get("base", 0))),
+        reserves=reserves,
+        base=base,
         paytable=read_paytable(data.get("paytable", "scj-poker")),
         limits=(
             int(data.get("min_bet", 1)),
@@ -240,6 +285,17 @@ def read_config(data: Mapping[str, Any]) -> Config:
             int(data.get("credit_value", 1)),
         ),
         mystery=spec,
+        levels=(main, *others) if "levels" in data else (),
+        named="levels" in data,
+    )
+
+
+def _level(data: Mapping[str, Any]) -> Level:
+    return Level(
+        str(data["name"]),
+        str(data["pot"]),
+        Fraction(str(data.get("base", 0))),
+        tuple(str(pot) for pot in data.get("reserve_order", ())),
     )
 
 
@@ -356,19 +412,35 @@ class Award:
     amount: int  # whole pesos (M1)
     funded: Funding  # S7: the accounts that pay it, in order
     why: str  # the arithmetic, for a report
+    level: str = ""  # L4: the level that pays it, as the ledger names it
+    table: str = ""  # V2: the other table it is paid at ("": the round's own)
+    hit: int | None = None  # V1: the winning seat whose hand earned an envy bonus
+
+
+# V2: another table's locked round, as the ledger shows it: its bets, its forfeited seats.
+OtherRounds = Mapping[str, tuple[Mapping[int, int], frozenset[int]]]
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
     awards: tuple[Award, ...]  # in the order they are paid (S1, S2, S5)
-    refill: Funding  # S8: what topped the main pot up to its base
+    refills: Mapping[str, Funding]  # S8, L3: by level as the ledger names it, what refilled it
     config: Config  # in force after the round (C7)
     house: Fraction  # what the house advanced in the round (S7, S8)
 
+    @property
+    def refill(self) -> Funding:
+        """S8: what topped the main pot up to its base (in a group without levels)."""
+        return self.refills.get("", ())
 
-def take(config: Config, balances: dict[str, Fraction], amount: Fraction) -> Funding:
-    """S7: a prize from the main pot, then the reserves in their order, then the house."""
-    return _draw(balances, (MAIN, *config.reserves), amount)
+
+def take(
+    config: Config, balances: dict[str, Fraction], amount: Fraction, level: Level | None = None
+) -> Funding:
+    """S7: a prize from its level's pot (the main pot), then that level's reserves in their
+    order, then the house (L2)."""
+    spec = level or config.level(None)
+    return _draw(balances, (spec.pot, *spec.reserves), amount)
 
 
 def _draw(balances: dict[str, Fraction], pots: Iterable[str], amount: Fraction) -> Funding:
@@ -406,14 +478,47 @@ def fixed_prizes(
     """S1: each fixed prize on the winner's own bet, smallest prize first, from seat 1 (S5)."""
     awards = []
     for prize in config.paytable.fixed:
+        level = config.level(prize.level)
         for seat in won.get(prize.hand, ()):
             amount = prize.multiple * dealt.bets[seat]
-            funded = take(config, balances, Fraction(amount))
-            awards.append(
-                Award(
-                    seat, prize.hand, amount, funded, f"{prize.multiple} x bet {dealt.bets[seat]}"
+            funded = take(config, balances, Fraction(amount), level)
+            why = f"{prize.multiple} x bet {dealt.bets[seat]}"
+            awards.append(Award(seat, prize.hand, amount, funded, why, config.written(level)))
+    return awards
+
+
+def envy_prizes(
+    config: Config,
+    balances: dict[str, Fraction],
+    dealt: Dealt,
+    won: Mapping[str, list[int]],
+    others: OtherRounds,
+) -> list[Award]:
+    """V1-V3: per prize with an envy bonus (paytable order), per winner from the lowest seat,
+    the bonus to every other seat with a bet it did not forfeit, from seat 1; when linked, then
+    to those of every other table's locked round, by table."""
+    awards = []
+    for prize in (*config.paytable.fixed, *config.paytable.percent):
+        if prize.envy is None:
+            continue
+        amount, named, linked = prize.envy
+        level = config.level(named or prize.level)
+        for winner in won.get(prize.hand, ()):
+            seats = [("", s) for s in sorted(dealt.bets) if s not in (winner, *dealt.forfeited)]
+            if linked:
+                seats += [
+                    (table, seat)
+                    for table, (bets, forfeited) in sorted(others.items())
+                    for seat in sorted(bets)
+                    if seat not in forfeited
+                ]
+            for table, seat in seats:
+                funded = take(config, balances, Fraction(amount), level)
+                why = f"envy of seat {winner}'s {prize.hand}"
+                written = config.written(level)
+                awards.append(
+                    Award(seat, f"ENVY_{prize.hand}", amount, funded, why, written, table, winner)
                 )
-            )
     return awards
 
 
@@ -427,49 +532,68 @@ def percentage_prizes(
         seats = won.get(prize.hand)
         if not seats:
             continue
-        main = balances.get(MAIN, Fraction(0))
-        pool = math.floor(main * prize.percent)
+        level = config.level(prize.level)  # L2: a percentage of its own level
+        held = balances.get(level.pot, Fraction(0))
+        pool = math.floor(held * prize.percent)
         part, remainder = divmod(pool, len(seats))
-        why = f"{prize.percent * 100}% of the main pot {money_text(main)} = {pool}"
+        why = f"{prize.percent * 100}% of the pot {level.pot} {money_text(held)} = {pool}"
         for seat in seats:
             amount = part + (remainder if seat == seats[0] else 0)
             note = f"{why}, seats {seats}"
             if prize.cap is not None and amount > prize.cap * dealt.bets[seat]:
                 amount = prize.cap * dealt.bets[seat]
                 note += f", capped at {prize.cap} x bet {dealt.bets[seat]}"
-            awards.append(
-                Award(seat, prize.hand, amount, take(config, balances, Fraction(amount)), note)
-            )
+            funded = take(config, balances, Fraction(amount), level)
+            awards.append(Award(seat, prize.hand, amount, funded, note, config.written(level)))
     return awards
 
 
-def top_up(config: Config, balances: dict[str, Fraction]) -> Funding:
-    """S8: the main pot back up to its base from the reserves in their order, then the house."""
-    missing = config.base - balances.get(MAIN, Fraction(0))
+def top_up(config: Config, balances: dict[str, Fraction], level: Level | None = None) -> Funding:
+    """S8, L3: a level's pot (the main pot) back up to its base from its reserves in their
+    order, then the house."""
+    spec = level or config.level(None)
+    missing = spec.base - balances.get(spec.pot, Fraction(0))
     if missing <= 0:
         return ()
-    funded = _draw(balances, config.reserves, missing)
-    balances[MAIN] = config.base
+    funded = _draw(balances, spec.reserves, missing)
+    balances[spec.pot] = spec.base
     return funded
 
 
 def resolve(
-    config: Config, pending: Sequence[Config], balances: dict[str, Fraction], dealt: Dealt
+    config: Config,
+    pending: Sequence[Config],
+    balances: dict[str, Fraction],
+    dealt: Dealt,
+    others: OtherRounds | None = None,
 ) -> Outcome:
     """One round's prizes, from the balances before it (updated in place); raises
-    :class:`Refused` for a result the rules refuse."""
+    :class:`Refused` for a result the rules refuse. ``others``: the other tables' locked
+    rounds, for a linked envy bonus (V2)."""
     check_results(dealt)
     won = winners(config.paytable, dealt)
     awards = fixed_prizes(config, balances, dealt, won)
+    awards += envy_prizes(config, balances, dealt, won, others or {})
     awards += percentage_prizes(config, balances, dealt, won)
-    jackpot = any(p.percent == 1 and won.get(p.hand) for p in config.paytable.percent)
-    after, refill = config, Funding()
-    if jackpot or (awards and balances.get(MAIN, Fraction(0)) < config.base):  # a reset
+    main = config.level(None)
+    jackpot = any(
+        p.percent == 1 and won.get(p.hand) and config.level(p.level).pot == MAIN
+        for p in config.paytable.percent
+    )
+    paid_levels = {award.level for award in awards}
+    after, refills = config, dict[str, Funding]()
+    main_paid = config.written(main) in paid_levels
+    if jackpot or (main_paid and balances.get(MAIN, Fraction(0)) < config.base):  # a reset
         after = pending[-1] if pending else config  # C7: the newest pending version
-        refill = top_up(after, balances)
-    paid = [f for award in awards for f in award.funded] + list(refill)
+        refills[after.written(after.level(None))] = top_up(after, balances)
+    for level in after.levels[1:]:  # L3: each other level that paid, back to its base
+        if level.name in paid_levels and balances.get(level.pot, Fraction(0)) < level.base:
+            refills[level.name] = top_up(after, balances, level)
+    refills = {name: funded for name, funded in refills.items() if funded}
+    paid = [f for award in awards for f in award.funded]
+    paid += [f for funded in refills.values() for f in funded]
     house = sum((amount for source, amount in paid if source == "house"), Fraction(0))
-    return Outcome(tuple(awards), refill, after, house)
+    return Outcome(tuple(awards), refills, after, house)
 
 
 def money_text(amount: Fraction) -> str:
@@ -518,6 +642,13 @@ class LedgerAward:
     prize: str
     amounts: frozenset[int]  # the entry's amount and its detail's: one value in a sound ledger
     funded: Funding
+    level: str = ""  # L4: the level the ledger says paid it
+    table: str = ""  # V2: the other table it was paid at ("": the settled round's own)
+    hit: int | None = None  # V1: for an envy bonus, the winning seat it names
+
+    @property
+    def key(self) -> tuple[str, int, str, int | None]:
+        return (self.table, self.seat, self.prize, self.hit)
 
 
 @dataclass
@@ -528,19 +659,19 @@ class RoundInLedger:
     config: Config
     pending: tuple[Config, ...]
     awards: list[LedgerAward] = field(default_factory=list)
-    refill: Funding = ()
+    refills: dict[str, Funding] = field(default_factory=dict)  # by level as the ledger names it
 
 
 def compare_round(
-    where: str, predicted: Outcome, awards: Sequence[LedgerAward], refill: Funding
+    where: str, predicted: Outcome, awards: Sequence[LedgerAward], refills: Mapping[str, Funding]
 ) -> list[tuple[str, str, str]]:
     """(kind, award id, what differs) for every award of the ledger that is not the rules' one,
     every award the rules give that the ledger lacks, and a refill that is not the rules'."""
     found: list[tuple[str, str, str]] = []
-    ledger = {(a.seat, a.prize): a for a in awards}
+    ledger = {a.key: a for a in awards}
     for award in predicted.awards:
         name = f"{where}/{award.seat}/{award.prize}"
-        got = ledger.get((award.seat, award.prize))
+        got = ledger.get((award.table, award.seat, award.prize, award.hit))
         if got is None:
             found.append(("missing", name, f"the rules give {award.amount} ({award.why})"))
         elif got.amounts != {award.amount}:
@@ -550,17 +681,22 @@ def compare_round(
         elif got.funded != award.funded:
             text = f"paid from {_funds(got.funded)}, the rules: from {_funds(award.funded)} (S7)"
             found.append(("funding", got.award_id, text))
-    expected = [(a.seat, a.prize) for a in predicted.awards]
+        elif got.level != award.level:
+            text = f"paid by level {got.level!r}, the rules: by {award.level!r} (L2, L4)"
+            found.append(("funding", got.award_id, text))
+    expected = [(a.table, a.seat, a.prize, a.hit) for a in predicted.awards]
     for paid_award in awards:
-        if (paid_award.seat, paid_award.prize) not in expected:
+        if paid_award.key not in expected:
             amounts = "/".join(str(n) for n in sorted(paid_award.amounts))
             found.append(("unexpected", paid_award.award_id, f"{amounts}; the rules: nothing"))
-    paid = [(a.seat, a.prize) for a in awards]
-    if sorted(paid) == sorted(expected) and paid != expected:  # S1, S2, S5
+    paid = [a.key for a in awards]
+    if sorted(paid, key=str) == sorted(expected, key=str) and paid != expected:  # S1, S2, S5, V3
         found.append(("order", where, f"paid in the order {paid}, the rules' order {expected}"))
-    if refill != predicted.refill:
-        text = f"refilled from {_funds(refill)}, the rules: from {_funds(predicted.refill)} (S8)"
-        found.append(("refill", where, text))
+    for level in sorted(refills.keys() | predicted.refills.keys()):
+        got_refill, wanted = refills.get(level, ()), predicted.refills.get(level, ())
+        if got_refill != wanted:
+            text = f"refilled from {_funds(got_refill)}, the rules: from {_funds(wanted)} (S8, L3)"
+            found.append(("refill", f"{where}/{level}" if level else where, text))
     return found
 
 
@@ -580,6 +716,8 @@ class GroupInLedger:
     cycle_peak: Fraction | None = None  # the mystery pot after the cycle's locks that paid nothing
     lock: tuple[dict[str, Fraction], dict[int, int]] | None = None  # the last lock: before, bets
     rounds: dict[RoundKey, RoundInLedger] = field(default_factory=dict)
+    # V2: each table's locked round as the ledger shows it: (round, bets, forfeited seats)
+    locked: dict[str, tuple[str, dict[int, int], set[int]]] = field(default_factory=dict)
 
     def pots(self) -> dict[str, Fraction]:
         """Each pot's balance by name (``balances`` holds every account, ``pot:<name>`` too)."""
@@ -635,23 +773,40 @@ class LedgerOracle:
                 group.locked_in_cycle, group.cycle_peak = False, None
             case pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED:
                 self._collected(group, entry, detail)
+                bets = {int(seat): int(pesos) for seat, pesos in detail.get("bets", [])}
+                group.locked[entry.table_id] = (entry.round_id, bets, set())
+            case pot_pb2.LEDGER_ENTRY_TYPE_SEAT_FORFEITED:
+                if entry.table_id in group.locked:
+                    group.locked[entry.table_id][2].add(int(detail["seat"]))
             case pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED:
                 self._mystery(group, entry, detail)
             case pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED:
-                amounts = frozenset({int(entry.amount), int(detail["amount_pesos"])})
-                self._round(group, entry).awards.append(
-                    LedgerAward(
-                        str(detail["award_id"]),
-                        int(detail["seat"]),
-                        str(detail["prize"]),
-                        amounts,
-                        funding(entry),
-                    )
-                )
+                self._prize(group, entry, detail)
             case pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED:
-                self._round(group, entry).refill = funding(entry)
+                self._round(group, entry).refills[str(detail.get("level", ""))] = funding(entry)
             case pot_pb2.LEDGER_ENTRY_TYPE_ROUND_SETTLED:
                 self._settled(group, entry)
+                group.locked.pop(entry.table_id, None)
+
+    def _prize(self, group: GroupInLedger, entry: pot_pb2.LedgerEntry, detail: Any) -> None:
+        """A prize, counted in the round that earned it: an envy bonus paid at another table
+        (V2) in the round of the hit it names."""
+        hit = detail.get("envy_of")
+        key = None if hit is None else (entry.pot_group_id, str(hit[0]), str(hit[1]))
+        settling = self._round(group, entry, key)
+        table = entry.table_id if key is not None and entry.table_id != key[1] else ""
+        settling.awards.append(
+            LedgerAward(
+                str(detail["award_id"]),
+                int(detail["seat"]),
+                str(detail["prize"]),
+                frozenset({int(entry.amount), int(detail["amount_pesos"])}),
+                funding(entry),
+                str(detail.get("level", "")),
+                table,
+                None if hit is None else int(hit[2]),
+            )
+        )
 
     def _config(self, data: Mapping[str, Any], entry: pot_pb2.LedgerEntry) -> Config:
         config = read_config(data)
@@ -661,8 +816,10 @@ class LedgerOracle:
             self._mismatch("paytable", f"{entry.pot_group_id} v{config.version}", text)
         return config
 
-    def _round(self, group: GroupInLedger, entry: pot_pb2.LedgerEntry) -> RoundInLedger:
-        key = (entry.pot_group_id, entry.table_id, entry.round_id)
+    def _round(
+        self, group: GroupInLedger, entry: pot_pb2.LedgerEntry, key: RoundKey | None = None
+    ) -> RoundInLedger:
+        key = key or (entry.pot_group_id, entry.table_id, entry.round_id)
         if key not in group.rounds:
             assert group.config is not None
             group.rounds[key] = RoundInLedger(group.pots(), group.config, tuple(group.pending))
@@ -745,14 +902,21 @@ class LedgerOracle:
             for award in settling.awards:
                 self._mismatch("not_dealt", award.award_id, "a prize of a round never dealt")
             return
+        others = {
+            table: (bets, frozenset(forfeited))
+            for table, (_, bets, forfeited) in group.locked.items()
+            if table != entry.table_id
+        }
         try:
-            outcome = resolve(settling.config, settling.pending, dict(settling.before), dealt)
+            outcome = resolve(
+                settling.config, settling.pending, dict(settling.before), dealt, others
+            )
         except Refused as error:
             self._mismatch("refused", where, f"the rules refuse the round as dealt: {error}")
             return
         self.counts["rounds_checked"] += 1
         self.counts["awards_predicted"] += len(outcome.awards)
-        for kind, name, text in compare_round(where, outcome, settling.awards, settling.refill):
+        for kind, name, text in compare_round(where, outcome, settling.awards, settling.refills):
             self._mismatch(kind, name, text)
         if entry.config_version != outcome.config.version:
             text = f"version {entry.config_version} after it, the rules: {outcome.config.version}"
