@@ -11,6 +11,10 @@ device was told, and nothing it was not: the last event the device heard "accept
 (when a reply was still owed) that event's successor the device had sent; never anything later,
 never anything earlier (an accepted event is durable, and nothing the device did not send is on
 disk).
+
+And every table event the spool ever stored is delivered: after the kills it is on the topic or
+still in the outbox (a deletion of what the broker acknowledged, queued or riding in a later
+transaction, never takes a record the broker had not acknowledged).
 """
 
 from __future__ import annotations
@@ -30,11 +34,12 @@ import pytest
 
 from jackpot.domain.cards import Game
 from jackpot.gateway.spool import Spool
-from jackpot.v1 import device_pb2
+from jackpot.v1 import device_pb2, table_events_pb2
 from tests.integration.gateway_harness import (
     CREDENTIAL,
     Device,
     create_topics,
+    read_topic,
     settings_for,
     wait_health,
 )
@@ -60,6 +65,42 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def undelivered(published: dict[str, int], delivered: dict[str, set[int]]) -> dict[str, object]:
+    """Each table's event sequences stored (1..published) that were not delivered, and any
+    delivered that were never stored; empty when the two match."""
+    wrong: dict[str, object] = {}
+    for table in published.keys() | delivered.keys():
+        stored = set(range(1, published.get(table, 0) + 1))
+        got = delivered.get(table, set())
+        if stored != got:
+            wrong[table] = {"missing": sorted(stored - got), "never stored": sorted(got - stored)}
+    return wrong
+
+
+def test_the_delivery_judge_names_a_missing_event_and_one_never_stored() -> None:
+    assert undelivered({"T": 3}, {"T": {1, 2, 3}}) == {}
+    assert undelivered({"T": 3}, {"T": {1, 3}}) == {"T": {"missing": [2], "never stored": []}}
+    assert undelivered({"T": 1}, {"T": {1, 2}}) == {"T": {"missing": [], "never stored": [2]}}
+
+
+async def delivered_events(bootstrap: str, topic: str, spool_path: str) -> dict[str, object]:
+    """What :func:`undelivered` finds between the spool (its tables' ``published`` and its
+    outbox) and the topic."""
+    spool = Spool(spool_path)
+    try:
+        published = {t: int(s["published"]) for t, s in spool.table_states().items()}
+        outbox = [r.value for r in spool.pending(limit=10**6) if r.topic == topic]
+    finally:
+        spool.close()
+    sent = [record.value for record in await read_topic(bootstrap, topic)]
+    delivered: dict[str, set[int]] = {}
+    for value in [*sent, *outbox]:
+        published_event = table_events_pb2.TableEvent.FromString(value)
+        delivered.setdefault(published_event.table_id, set()).add(published_event.sequence)
+    assert sum(published.values()) > 0, "no table event was stored: the check saw nothing"
+    return undelivered(published, delivered)
 
 
 ROUND = [
@@ -179,3 +220,5 @@ async def test_kill_9_in_the_middle_of_a_group_commit_keeps_exactly_what_was_acc
             assert stored.get(table, 0) in allowed, (seen, table, stored.get(table), told[table])
         durable_unanswered = sorted(t for t, n in owed.items() if stored.get(t) == n)
         print(f"{seen}: {len(owed)} replies owed, {len(durable_unanswered)} of them on disk")
+    topic = settings.topics.table_events
+    assert await delivered_events(kafka_bootstrap, topic, settings.spool_path) == {}

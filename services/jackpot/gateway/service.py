@@ -143,7 +143,8 @@ class Gateway:
     # ----------------------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
-        self.spool.start_writer()  # group commit from now on: the loop never waits for the disk
+        # group commit from now on: the loop never waits for the disk
+        self.spool.start_writer(gather_seconds=self.settings.spool_gather_ms / 1000)
         self._refresh_all()
         self._tasks = [
             asyncio.create_task(self._publisher(), name="gateway-publisher"),
@@ -287,7 +288,8 @@ class Gateway:
                     except Exception:
                         self._undo(decision)
                         raise
-                    self._spooled.set()
+                    if decision.write.records:  # the publisher wakes for records only
+                        self._spooled.set()
             return decision.responses
 
     def _table_lock(self, table_id: str) -> asyncio.Lock:
@@ -304,7 +306,8 @@ class Gateway:
         except Exception:
             self._undo(decision)
             raise
-        self._spooled.set()
+        if decision.write.records:
+            self._spooled.set()
 
     def _undo(self, decision: _Decision) -> None:
         """The write failed: the table goes back to the state the spool still holds."""
@@ -565,9 +568,10 @@ class Gateway:
     async def _publisher(self) -> None:
         """Send the spool to Kafka in order; delete only what the broker acknowledged.
 
-        The deletion is queued, not waited for: the next batch goes out at once, after the
-        last id acknowledged. Should the process die before the deletion is on disk, those
-        records are sent again at the next start (same event ids: the pot ignores them).
+        The deletion is not waited for: it rides in the spool's next group transaction, and
+        the next batch goes out at once, after the last id acknowledged. Should the process die
+        before the deletion is on disk, those records are sent again at the next start (same
+        event ids: the pot ignores them).
         """
         producer = None
         acknowledged = 0  # the last outbox id the broker acknowledged
@@ -607,7 +611,7 @@ class Gateway:
                 for record in records:
                     metrics.PUBLISH_SECONDS.observe((now_ns - record.created_ns) / 1e9)
                 acknowledged = records[-1].id
-                self.spool.submit(SpoolWrite(delete_through=acknowledged))
+                self.spool.acknowledge(acknowledged)  # deleted with the next group's write
                 metrics.PUBLISHED.inc(len(records))
                 metrics.SPOOL_DEPTH.set(self.spool.depth())
                 self._published.set()

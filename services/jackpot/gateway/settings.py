@@ -120,6 +120,14 @@ class GatewaySettings(ServiceSettings):
         "satellite, make wan)",
     )
     max_event_bytes: int = Field(64 * 1024, ge=1, description="larger device messages are refused")
+    spool_gather_ms: float = Field(
+        0.0,
+        ge=0,
+        le=100,
+        description="how long the spool's writer gathers writes into one transaction after the "
+        "first (0: those already waiting; 1 ms measured ~5 % less CPU per write but +1 ms per "
+        "reply, docs/capacity.md)",
+    )
     hello_timeout_seconds: float = Field(
         10.0, gt=0, description="a device must say hello within this long"
     )
