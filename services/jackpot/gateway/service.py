@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
-from aiokafka import ConsumerRecord
+from aiokafka import AIOKafkaProducer, ConsumerRecord
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry import trace
@@ -51,7 +51,7 @@ from jackpot.domain.table import (
 from jackpot.gateway import metrics
 from jackpot.gateway.adapters import ADAPTERS
 from jackpot.gateway.settings import GatewaySettings, TableSettings
-from jackpot.gateway.spool import Spool, SpoolWrite
+from jackpot.gateway.spool import OutboxRecord, Spool, SpoolWrite
 from jackpot.platform import codec
 from jackpot.platform.access_log import AuditLog
 from jackpot.platform.deadletter import dead_letter
@@ -594,19 +594,7 @@ class Gateway:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._spooled.wait(), 0.5)
                     continue
-                spans = [
-                    start_span_under(PUBLISH_SPAN, r.trace_context, r.created_ns) for r in records
-                ]
-                try:
-                    futures = [
-                        await producer.send(r.topic, r.value, key=r.key, headers=headers_of(span))
-                        for r, span in zip(records, spans, strict=True)
-                    ]
-                    await asyncio.gather(*futures)
-                finally:
-                    for span in spans:
-                        if span is not None:
-                            span.end()
+                await _send_in_order(producer, records)
                 now_ns = time.time_ns()
                 for record in records:
                     metrics.PUBLISH_SECONDS.observe((now_ns - record.created_ns) / 1e9)
@@ -626,6 +614,22 @@ class Gateway:
                     await stop_client(producer)
                 producer = None
                 await asyncio.sleep(0.5)
+
+
+async def _send_in_order(producer: AIOKafkaProducer, records: list[OutboxRecord]) -> None:
+    """Send ``records`` in order and wait for the broker's acknowledgement of all of them; each
+    send is a span under the trace its device event was accepted in."""
+    spans = [start_span_under(PUBLISH_SPAN, r.trace_context, r.created_ns) for r in records]
+    try:
+        futures = [
+            await producer.send(r.topic, r.value, key=r.key, headers=headers_of(span))
+            for r, span in zip(records, spans, strict=True)
+        ]
+        await asyncio.gather(*futures)
+    finally:
+        for span in spans:
+            if span is not None:
+                span.end()
 
 
 def _sane(limits: Limits) -> bool:
