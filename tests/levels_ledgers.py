@@ -50,9 +50,13 @@ class LevelsFloor:
     update: pot_pb2.PotUpdate | None = None
     offset: int = 0
 
+    checkpoint_entries: int = 10_000
+
     def __post_init__(self) -> None:
         clock = itertools.count(START_NS, STEP_NS)
-        self.processor = PotProcessor(0, clock_ns=lambda: next(clock))
+        self.processor = PotProcessor(
+            0, clock_ns=lambda: next(clock), checkpoint_entries=self.checkpoint_entries
+        )
 
     def play(self, events: list[table_events_pb2.TableEvent]) -> None:
         for event in events:
@@ -91,8 +95,8 @@ def floor_events(config: dict[str, Any]) -> list[table_events_pb2.TableEvent]:
     ]
 
 
-def levels_ledger() -> LevelsFloor:
-    floor = LevelsFloor()
+def levels_ledger(checkpoint_entries: int = 10_000) -> LevelsFloor:
+    floor = LevelsFloor(checkpoint_entries=checkpoint_entries)
     floor.play(floor_events(LEVELS_CONFIG))
     return floor
 
