@@ -25,6 +25,7 @@ from jackpot.tools.report_document import (
     write_document,
 )
 from jackpot.tools.report_figures import Period, Report, compute
+from tests.levels_ledgers import levels_ledger
 from tests.unit.test_report import START_NS, as_records, ledger
 
 pytestmark = pytest.mark.integration
@@ -134,3 +135,21 @@ def test_the_judges_refuse_a_table_wider_than_the_page_and_an_english_document(
     english = printed(tmp_path / "en", report, lang="en")
     found = {m.group(0).lower() for m in ENGLISH.finditer(text_of(english, 1))}
     assert {"period", "verified", "page"} <= found
+
+
+def test_L1_V1_a_levels_groups_pdf_has_its_levels_table_and_chart_whole_on_the_paper(
+    tmp_path: Path,
+) -> None:
+    """L1-L4, V1: a group with levels prints its levels table (each level's opening, collected,
+    prizes, envy, refills, closing) and chart, envy bonuses by name, in Spanish, nothing wider
+    than the paper."""
+    levels = compute(as_records(levels_ledger().ledger), Period(0, 2**62))
+    pdf = printed(tmp_path / "levels", levels)
+    whole = "".join(text_of(pdf, n) for n in range(1, pages_of(pdf) + 1))
+    assert "Niveles (L1-L4)" in whole
+    assert "Cada nivel en el período" in whole
+    assert "Envidias pagadas (V1)" in whole
+    assert "Envidia: Escalera real" in whole
+    assert "Royal Flush (royal)" in whole
+    assert "$99.825" in whole  # the sf level refilled by the house
+    assert title_scale(pdf) >= 1.0

@@ -23,11 +23,13 @@ import pytest
 from loadtest.browser import chromium
 
 from jackpot.domain.cards import Game
+from jackpot.domain.events import PrizeAwarded
 from jackpot.payout.settings import PayoutSettings
+from jackpot.pot.records import award_from_dict
 from jackpot.terminal.main import run_terminal
 from jackpot.terminal.screen import WHO_APPROVES
 from jackpot.terminal.settings import TerminalSettings
-from jackpot.v1 import payout_pb2, payout_pb2_grpc
+from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
 from tests.integration.gateway_harness import (
     GROUP,
     Device,
@@ -43,6 +45,15 @@ from tests.integration.test_display import artifacts, free_port
 from tests.integration.test_payout import Running, award, ledger_types, payout_settings, publish
 from tests.integration.test_security import audit_entries
 from tests.polling import eventually
+from tests.unit.test_levels import (
+    FULL_3_4,
+    NOTHING,
+    NOTHING_2,
+    ROYAL_S,
+    SF_5_9_C,
+    leveled,
+    open_group,
+)
 
 pytestmark = pytest.mark.integration
 __all__ = ["artifacts"]  # the fixture, imported for these tests
@@ -473,3 +484,58 @@ async def test_the_demos_dealer_and_supervisor_use_the_terminals_api(floor: Floo
     assert [t.by for t in payout.history if t.state == payout_pb2.PAYOUT_STATE_APPROVED] == [
         "local"
     ]
+
+
+def envy_floor_awards() -> list[pot_pb2.Award]:
+    """The awards the real engine gives, in its order (V3), for two tables of a group whose
+    royal flush pays a linked envy bonus (V2) and whose straight flush an envy bonus at its own
+    table (V1): DRW-1's royal flush (seat 1) while CAR-1's round is locked, then CAR-1's round
+    (a full house at seat 2, a straight flush at seat 3)."""
+    data = leveled(
+        {
+            "STRAIGHT_FLUSH": {"level": "sf", "envy": {"amount": 300}},
+            "ROYAL_FLUSH": {"envy": {"amount": 1_000, "level": "sf", "linked": True}},
+        }
+    )
+    group = open_group(data, {"main": 100_000, "sf": 30_000}, ("DRW-1", TABLE))
+    group.lock_round("DRW-1", "R9", {1: 1000, 2: 1000})
+    group.lock_round(TABLE, "R1", {1: 1000, 2: 1000, 3: 1000})
+    events = group.resolve_round("DRW-1", "R9", {1: ROYAL_S, 2: NOTHING})
+    events += group.resolve_round(TABLE, "R1", {1: NOTHING_2, 2: FULL_3_4, 3: SF_5_9_C})
+    return [award_from_dict(e.to_dict()) for e in events if isinstance(e, PrizeAwarded)]
+
+
+async def test_V1_V2_V3_the_terminal_lists_the_winners_and_envy_bonuses_in_payment_order(
+    floor: Floor, artifacts: Path
+) -> None:
+    """V1-V3, S5: CAR-1's screen lists, in the order the engine paid them, the linked envy bonus
+    DRW-1's royal flush earned its three seats (V2: paid at CAR-1, so on CAR-1's screen), then
+    its own round's full house, the straight flush's envy bonus to seats 1 and 2 (V3: before the
+    percentage) and the straight flush; each by its Spanish name. DRW-1's own prizes are not on
+    CAR-1's screen."""
+    awards = envy_floor_awards()
+    here = [a for a in awards if a.table_id == TABLE]
+    assert [a.table_id for a in awards].count("DRW-1") == 2  # its envy to seat 2 and its royal
+    await locked_round(floor.device, "R1", {1: 1, 2: 1, 3: 1})
+    await publish(floor.payout, *awards)
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1280, "height": 720})
+        await page.goto(floor.url)
+        await page.wait_for_selector(f"tr[data-award='{here[-1].award_id}']")
+        shown = await page.eval_on_selector_all(
+            "#prizes tr",
+            "rows => rows.map(r => [r.dataset.award, r.cells[1].textContent,"
+            " r.cells[2].textContent])",
+        )
+        assert [award for award, _, _ in shown] == [a.award_id for a in here]
+        assert [(int(seat), name) for _, seat, name in shown] == [
+            (1, "ENVIDIA: ESCALERA REAL"),
+            (2, "ENVIDIA: ESCALERA REAL"),
+            (3, "ENVIDIA: ESCALERA REAL"),
+            (2, "FULL"),
+            (1, "ENVIDIA: ESCALERA DE COLOR"),
+            (2, "ENVIDIA: ESCALERA DE COLOR"),
+            (3, "ESCALERA DE COLOR"),
+        ]
+        await page.screenshot(path=str(artifacts / "terminal-envy.png"))
+        await assert_spanish(page, "a winner and envy bonuses to pay", (*IDENTIFIERS, "R1"))

@@ -24,6 +24,8 @@ from jackpot.terminal.screen import (
     Answer,
     Screen,
     in_spanish,
+    payout_json,
+    prize_text,
 )
 from jackpot.v1 import device_pb2, payout_pb2
 
@@ -150,3 +152,15 @@ def test_a_terminal_without_a_table_stops_with_one_line_naming_the_setting() -> 
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("jackpot terminal: bad setting: JACKPOT_TERMINAL_TABLE")
+
+
+def test_V1_an_envy_bonus_is_named_envidia_and_the_hand_that_earned_it() -> None:
+    """V1: ENVY_<hand> is shown as "ENVIDIA: <the hand>", flagged as envy; a prize the screen
+    does not know stays PREMIO, an envy bonus of an unknown hand too."""
+    assert prize_text("ENVY_ROYAL_FLUSH") == "ENVIDIA: ESCALERA REAL"
+    assert prize_text("ENVY_FOUR_ACES_SAME_SUIT") == "ENVIDIA: CUATRO ASES DEL MISMO PALO"
+    assert prize_text("ROYAL_FLUSH") == "ESCALERA REAL"
+    assert prize_text("ENVY_NOTHING") == prize_text("NOTHING") == "PREMIO"
+    envy = payout_json(payout_pb2.Payout(award_id="a", seat=2, prize="ENVY_STRAIGHT_FLUSH"))
+    assert (envy["prize_text"], envy["envy"]) == ("ENVIDIA: ESCALERA DE COLOR", True)
+    assert payout_json(payout_pb2.Payout(award_id="b", prize="FLUSH"))["envy"] is False

@@ -57,6 +57,22 @@ PRIZE_NAMES: dict[str, tuple[str, str]] = {
     MYSTERY: ("Premio misterioso", "Mystery prize"),
 }
 
+# An envy bonus (rule V1) is the prize ENVY_<hand>, named after the hand that earned it.
+ENVY_PREFIX = "ENVY_"
+ENVY_WORDS = ("Envidia", "Envy")  # (Spanish, English): "Envidia: Escalera real"
+
+
+def prize_name(prize: str, language: int) -> str | None:
+    """What the floor calls a prize in a language (0 Spanish, 1 English), an envy bonus as
+    ``Envidia: <the hand>`` (V1); None for a prize it does not know."""
+    if prize in PRIZE_NAMES:
+        return PRIZE_NAMES[prize][language]
+    hand = prize.removeprefix(ENVY_PREFIX)
+    if hand != prize and hand in PRIZE_NAMES:
+        return f"{ENVY_WORDS[language]}: {PRIZE_NAMES[hand][language]}"
+    return None
+
+
 _ROYAL = (8, 9, 10, 11, 12)
 _STRAIGHTS = {tuple(range(low, low + 5)) for low in range(0, 8)} | {(0, 1, 2, 3, 12)}
 

@@ -29,6 +29,7 @@ from typing import Any
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.money import MINOR_PER_PESO, floor_pesos, format_amount
 from jackpot.pot import records
+from jackpot.pot.level_books import LevelBooks
 from jackpot.v1 import pot_pb2
 
 RECENT_IDS = 100_000  # entry and award ids remembered to see a replay (bounded memory)
@@ -42,6 +43,10 @@ AWARD_TYPES = frozenset(
 # that moves reserves to the main pot after a reset. There is no correction entry.
 POT_DEBIT_TYPES = AWARD_TYPES | {pot_pb2.LEDGER_ENTRY_TYPE_POT_RESEEDED}
 # Written by the payout service: no ledger_sequence, no transfers (the money moved at award).
+# Entries that state the configuration in force: its levels and the level that pays each prize.
+CONFIG_STATING_TYPES = frozenset(
+    {pot_pb2.LEDGER_ENTRY_TYPE_POT_GROUP_OPENED, pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED}
+)
 PAYOUT_TYPES = frozenset(
     {
         pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_ORDERED,
@@ -117,6 +122,9 @@ class GroupAudit:
     # picopesos moved from bets into each account by the entries added (not saved with the
     # books: a report takes its difference over a period)
     from_bets: Counter[str] = field(default_factory=Counter)
+    # The books level by level (L1-L4, V1-V3), for a group whose configuration states levels;
+    # None for a one-level group, whose audit is as it was before levels existed.
+    levels: LevelBooks | None = None
 
     @classmethod
     def from_checkpoint(cls, entry: pot_pb2.LedgerEntry, raw: bytes) -> GroupAudit:
@@ -139,6 +147,7 @@ class GroupAudit:
         audit.hits.update({k: int(v) for k, v in detail["hits"].items()})
         audit.wins.update({k: int(v) for k, v in detail["wins"].items()})
         audit.last_sequence = entry.ledger_sequence - 1
+        audit.levels = LevelBooks.for_config(detail["state"]["config"], audit.pots)
         audit.add(entry, raw)
         return audit
 
@@ -194,7 +203,11 @@ class GroupAudit:
         if not self.recent_ids.add(entry_id):
             self.problems.append(f"entry {entry_id} appears twice")
         self.config_version = entry.config_version
-        moved_from_bets = self._transfers(entry, kind)
+        moved_from_bets, moves = self._transfers(entry, kind)
+        if kind in CONFIG_STATING_TYPES or (
+            self.levels is not None and (moves or kind in AWARD_TYPES)
+        ):
+            self._add_levels(entry, kind, moves)
         if kind == BETS_COLLECTED:
             if moved_from_bets != entry.amount * MINOR_PER_PESO:
                 self.problems.append(
@@ -209,9 +222,37 @@ class GroupAudit:
             self.hits[entry.prize] += 1
             self.wins[entry.prize] += entry.amount
 
-    def _transfers(self, entry: pot_pb2.LedgerEntry, kind: int) -> int:
-        """The entry's transfers into the accounts; the picopesos it moved from ``bets``."""
+    def _add_levels(
+        self, entry: pot_pb2.LedgerEntry, kind: int, moves: list[tuple[str, str, int]]
+    ) -> None:
+        """The entry in the books per level (L1-L4): a configuration it states, its transfers."""
+        try:
+            detail = json.loads(entry.detail_json)
+        except ValueError as error:
+            self.problems.append(f"entry {entry.entry_id}: detail unreadable ({error})")
+            return
+        if kind in CONFIG_STATING_TYPES and isinstance(detail.get("config"), dict):
+            before = Counter(self.accounts)  # the levels begin before this entry's moves
+            for source, target, amount in moves:
+                before[source] += amount
+                before[target] -= amount
+            pots = {k.removeprefix("pot:"): v for k, v in before.items() if k.startswith("pot:")}
+            if self.levels is None:
+                self.levels = LevelBooks.for_config(detail["config"], pots)
+            else:
+                self.levels.reconfigure(detail["config"], pots)
+        if self.levels is not None and (moves or kind in AWARD_TYPES):
+            self.levels.add(entry.entry_id, detail, moves)
+            self.problems += self.levels.problems
+            self.levels.problems.clear()
+
+    def _transfers(
+        self, entry: pot_pb2.LedgerEntry, kind: int
+    ) -> tuple[int, list[tuple[str, str, int]]]:
+        """The entry's transfers into the accounts; the picopesos it moved from ``bets``, and
+        the transfers read (source, target, picopesos)."""
         moved_from_bets = 0
+        moves: list[tuple[str, str, int]] = []
         accounts = self.accounts
         for transfer in entry.transfers:
             try:
@@ -230,10 +271,11 @@ class GroupAudit:
                 )
             accounts[source] -= amount
             accounts[target] += amount
+            moves.append((source, target, amount))
             if source == "bets":
                 moved_from_bets += amount
                 self.from_bets[target] += amount
-        return moved_from_bets
+        return moved_from_bets, moves
 
     def _check_checkpoint(self, entry: pot_pb2.LedgerEntry) -> None:
         """A checkpoint must state exactly this audit's figures and the chain before it."""
@@ -322,6 +364,8 @@ class GroupAudit:
         for name, balance in pots.items():
             if balance < 0:
                 self.problems.append(f"pot {name} is negative: {format_amount(balance)}")
+        if self.levels is not None:
+            self.problems += self.levels.finish(pots)
         if awarded != sum(self.wins.values()) * MINOR_PER_PESO:
             self.problems.append(
                 f"awards account {format_amount(awarded)} != prizes awarded "
@@ -410,12 +454,14 @@ def audit_to_dict(audit: GroupAudit) -> dict[str, Any]:
         "chain": None if audit.chain is None else audit.chain.hex(),
         "checkpoints": audit.checkpoints,
         "checkpoint_sequence": audit.checkpoint_sequence,
+        "levels": None if audit.levels is None else audit.levels.to_dict(),
     }
 
 
 def audit_from_dict(data: dict[str, Any]) -> GroupAudit:
     """An audit saved by :func:`audit_to_dict`, to add the entries after it."""
     chain = data["chain"]
+    levels = data.get("levels")  # an audit state saved before levels existed has none
     return GroupAudit(
         group_id=str(data["group_id"]),
         accounts=Counter({k: int(v) for k, v in data["accounts"].items()}),
@@ -433,4 +479,5 @@ def audit_from_dict(data: dict[str, Any]) -> GroupAudit:
         chain=None if chain is None else bytes.fromhex(chain),
         checkpoints=int(data["checkpoints"]),
         checkpoint_sequence=int(data["checkpoint_sequence"]),
+        levels=None if levels is None else LevelBooks.from_dict(levels),
     )

@@ -1,7 +1,9 @@
 """What the dealer's screen shows (rule D3): pure state, fed by the two links, read by the page.
 
 The table's round and seats come from the gateway's watch, the prizes to pay from the payout
-service's DealerTerminal stream (already in payment order, rule S5); each link says whether it is
+service's DealerTerminal stream (already in payment order, rule S5: the order the pot awarded
+them, envy bonuses among them where the engine paid them, V3; a linked table's envy bonus is
+a prize of that table's round and so on that table's screen, V2); each link says whether it is
 up and, when not, why. Nothing can be paid while either link is down: the page disables its
 buttons, and :meth:`Screen.payable` refuses on the server too.
 
@@ -21,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from jackpot.domain.hands import ENVY_PREFIX, prize_name
 from jackpot.domain.hands import PRIZE_NAMES as HAND_NAMES
 from jackpot.v1 import device_pb2, payout_pb2
 
@@ -69,6 +72,15 @@ STATE_WORDS = {
 # The prizes as the screen shows them (capitals, as the signs).
 PRIZE_NAMES = {hand: spanish.upper() for hand, (spanish, _) in HAND_NAMES.items()}
 UNKNOWN_PRIZE = "PREMIO"
+
+
+def prize_text(prize: str) -> str:
+    """A prize as the screen shows it: ``ESCALERA REAL``; an envy bonus (rule V1, paid to the
+    other seats when one hits, ``ENVY_<hand>``) as ``ENVIDIA: ESCALERA REAL``."""
+    name = prize_name(prize, 0)
+    return UNKNOWN_PRIZE if name is None else name.upper()
+
+
 UNTRANSLATED = "sin traducción: el detalle está en el registro del terminal"
 # A lost link's gRPC status (links.py says "CODE: details"; the details, in grpc's English,
 # stay in the log).
@@ -319,7 +331,8 @@ def payout_json(payout: payout_pb2.Payout) -> dict[str, Any]:
         "round_id": payout.round_id,
         "seat": payout.seat,
         "prize": payout.prize,
-        "prize_text": PRIZE_NAMES.get(payout.prize, UNKNOWN_PRIZE),
+        "prize_text": prize_text(payout.prize),
+        "envy": payout.prize.startswith(ENVY_PREFIX),  # V1: a bonus for another seat's hit
         "amount": payout.amount,
         "cards": list(payout.cards),
         "state": state,

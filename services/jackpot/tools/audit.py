@@ -15,8 +15,15 @@ recomputes, with :class:`jackpot.pot.ledger_audit.GroupAudit`:
   entries move no money, and each payment settles one open award, for its amount, once;
 - checks that the balances equal those of the group's latest pot update, exactly, and that its
   sign value is the main pot floored (M3);
+- for a group with levels (rules L1-L4, V1-V3; :mod:`jackpot.pot.level_books`), checks each
+  prize is paid by the level the paytable names, from that level's pot, reserves or the house
+  only (a level's prize paid from another level's pot is a finding), each top-up fills its
+  level from its own reserves or the house, every transfer names its pot's level, and each level
+  holds what its own entries moved (M2 per level);
 - prints a table of meters per group (collected, commission, each pot, overflow, house advances,
-  awarded, hits and wins by prize, payouts paid).
+  awarded, hits and wins by prize, envy bonuses under their own names ``ENVY_<hand>``, payouts
+  paid) and, for a group with levels, each level's balance, reserves, what it collected, paid
+  and was refilled from its reserves and the house.
 
 Exit status 0 when everything matches, 1 on any mismatch, 2 when the topics cannot be read.
 With the pot service running, the ledger and the updates are read at a consistent cut (the ledger
@@ -221,6 +228,7 @@ def render(groups: Sequence[GroupAudit]) -> str:
             ("commission", format_amount(group.accounts["commission"])),
         ]
         rows += [(f"pot {name}", format_amount(amount)) for name, amount in group.pots.items()]
+        rows += level_rows(group)
         rows += [
             ("overflow", format_amount(group.overflow)),
             ("house advances", format_amount(group.house_advances)),
@@ -245,6 +253,46 @@ def render(groups: Sequence[GroupAudit]) -> str:
     bad = sum(1 for g in groups if g.problems)
     lines.append(f"{len(groups)} pot groups audited, {bad} with mismatches")
     return "\n".join(lines)
+
+
+# Each level's figures as the audit prints them (L1-L4): (label, figure of LevelBooks).
+LEVEL_ROWS = (
+    ("collected", "collected"),
+    ("collected to its reserves", "collected_reserves"),
+    ("opening advances", "opened"),
+    ("prizes paid", "prizes"),
+    ("envy paid", "envy"),
+    ("  of which from its reserves", "paid_from_reserves"),
+    ("  of which by the house", "paid_by_house"),
+    ("refilled from its reserves", "refilled_from_reserves"),
+    ("refilled by the house", "refilled_from_house"),
+)
+
+
+def level_rows(group: GroupAudit) -> list[tuple[str, str]]:
+    """A group with levels: each level's balance and reserves, what it collected, paid (its
+    prizes and its envy bonuses apart) and was refilled from its reserves and the house; none
+    for a one-level group (its table is as it was before levels existed)."""
+    books = group.levels
+    if books is None:
+        return []
+    pots = group.pots
+    rows: list[tuple[str, str]] = []
+    for level in books.levels:
+        pot, reserves = books.held(level, pots)
+        name = f"level {level.name}"
+        rows += [
+            (f"{name} (pot {level.pot})", format_amount(pot)),
+            (f"{name} reserves", format_amount(reserves)),
+        ]
+        rows += [
+            (f"{name} {label}", format_amount(books.figure(level.name, figure)))
+            for label, figure in LEVEL_ROWS
+        ]
+        taken = books.figure(level.name, "taken_by_other_levels")
+        if taken:
+            rows.append((f"{name} TAKEN BY OTHER LEVELS", format_amount(taken)))
+    return rows
 
 
 def run(

@@ -17,8 +17,12 @@ first record, streamed. ``records read`` in the summary says what it cost. It wr
   award: table, seat, round, hand, time, who approved and who paid), ``configs.csv`` (versions in
   force: base, percentages, ceilings, paytable, when and by whom), ``last_awards.csv`` (the last
   25), ``contributions_by_hour.csv`` and ``main_pot.csv`` (the chart's points: the main pot at
-  its last move of each minute); a field that only records before those read state (a
-  configuration proposed long before the period, an award only the checkpoint remembers) says
+  its last move of each minute), and, when a group has levels (rules L1-L4, V1), ``levels.csv``
+  (per level: its pot's opening and closing balance, collected, prizes paid, envy bonuses paid,
+  refilled from its reserves and from the house, and its reserves'); envy bonuses count in
+  ``prizes.csv`` under their own names (``ENVY_<hand>``); a field that only records before
+  those read state (a configuration proposed long before the period, an award only the
+  checkpoint remembers) says
   ``not read (before T)``;
 - ``report.html`` and ``report.pdf``: the same as a document a regulator files, Spanish by
   default, amounts as the floor writes them and dates in the casino's time zone, for A4
@@ -57,6 +61,7 @@ from jackpot.tools.report_figures import (
     ConfigVersion,
     GroupReport,
     LedgerRecord,
+    LevelRow,
     Period,
     Report,
     ReportBuilder,
@@ -263,6 +268,12 @@ AWARD_HEADER = [
     *("pot_group", "award_id", "table", "seat", "round", "prize", "amount", "hand"),
     *("occurred_at", "recorded_at", "approved_by", "paid_by", "paid_at"),
 ]
+LEVEL_HEADER = [
+    *("pot_group", "level", "label", "pot", "opening", "collected", "prizes_paid", "envy_paid"),
+    *("refilled_from_reserves", "refilled_from_house", "closing"),
+    *("reserves_opening", "collected_to_reserves", "paid_from_reserves", "paid_by_house"),
+    *("reserves_closing", "opened_by_house"),
+]
 CONFIG_HEADER = [
     *("pot_group", "version", "base", "commission_percent", "pots", "paytable"),
     *("proposed_at", "proposed_by", "reason", "activated_at"),
@@ -289,9 +300,12 @@ def sections(report: Report) -> dict[str, list[list[str]]]:
         "contributions_by_hour": [["pot_group", "hour", "collected"]],
         "main_pot": [["pot_group", "at", "main"]],
     }
+    if any(group.levels for group in report.groups):  # L1: only when a group has levels
+        tables["levels"] = [LEVEL_HEADER]
     for group in report.groups:
         for name, rows in _group_rows(group).items():
-            tables[name] += rows
+            if name in tables:
+                tables[name] += rows
     return tables
 
 
@@ -314,7 +328,18 @@ def _group_rows(group: GroupReport) -> dict[str, list[list[str]]]:
             for hour, amount in sorted(group.collected_by_hour.items())
         ],
         "main_pot": [[g, iso(at), format_amount(main)] for at, main in group.main_series],
+        "levels": [_level_row(g, level) for level in group.levels],
     }
+
+
+def _level_row(g: str, level: LevelRow) -> list[str]:
+    figures = (
+        *(level.opening, level.collected, level.prizes, level.envy),
+        *(level.refilled_from_reserves, level.refilled_from_house, level.closing),
+        *(level.reserves_opening, level.collected_to_reserves, level.paid_from_reserves),
+        *(level.paid_by_house, level.reserves_closing, level.opened),
+    )
+    return [g, level.name, level.label, level.pot, *map(format_amount, figures)]
 
 
 def _summary_rows(group: GroupReport) -> list[list[str]]:

@@ -6,7 +6,9 @@ Chromium headless (:func:`print_pdf`; ``chromium --print-to-pdf`` honours the pa
 size, margins and page numbers). The cover states the casino, the period and its time zone, the
 pot groups with their verdicts, the overall verdict, the records read and the digest of the
 software that wrote the document (R6). Each pot group then starts a page: its figures, the M2
-reconciliation written out, its pots, hits by hand, the configuration in force as tables (pots,
+reconciliation written out, its pots, for a group with levels each level's figures as a table and
+a chart (L1-L4, V1: a one-level group's document has no such section), hits by hand (an envy
+bonus under its own name, "Envidia: Escalera real"), the configuration in force as tables (pots,
 shares, ceilings, paytable, C7), the main pot and the collections per hour as charts as wide as
 the page, and every prize of the period; a table longer than a page repeats its header on the
 next, and no table is wider than the page (fixed layouts, identifiers that wrap).
@@ -36,7 +38,7 @@ from jackpot.domain.errors import DomainError
 from jackpot.domain.money import floor_pesos
 from jackpot.platform.manifest import Verification, package_root, verify
 from jackpot.platform.settings import Settings
-from jackpot.tools.report_figures import AwardRow, ConfigVersion, GroupReport, Report
+from jackpot.tools.report_figures import AwardRow, ConfigVersion, GroupReport, LevelRow, Report
 from jackpot.tools.report_words import Style
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
@@ -192,7 +194,8 @@ def _group_section(group: GroupReport, style: Style) -> str:
     if group.problems:
         items = "".join(f"<li>{_e(p)}</li>" for p in group.problems)
         parts.append(f"<ul class='problems'>{items}</ul>")
-    parts += [_pots(group, style), _prizes(group, style), _configs(group.configs, style)]
+    parts += [_pots(group, style), *_levels(group.levels, style), _prizes(group, style)]
+    parts.append(_configs(group.configs, style))
     parts += _charts(group, style)
     parts += [
         f"<h3>{_e(w('awards'))}</h3>{_awards(group.awards, style, 'awards')}",
@@ -250,6 +253,78 @@ def _pots(group: GroupReport, style: Style) -> str:
     ]
     head = [w("pot"), w("opening"), w("received"), w("closing")]
     return f"<h3>{_e(w('pots'))}</h3>" + _table(head, rows, widths=(25, 25, 25, 25))
+
+
+# A level's figures in its table and its chart (L1-L4, V1): (words, LevelRow field, colour).
+LEVEL_FIGURES = (
+    ("level_collected", "collected", "#2e7d32"),
+    ("level_prizes", "prizes", "#1565c0"),
+    ("level_envy", "envy", "#8e24aa"),
+    ("level_from_reserves", "refilled_from_reserves", "#f9a825"),
+    ("level_from_house", "refilled_from_house", "#c62828"),
+)
+
+
+def _levels(levels: Sequence[LevelRow], style: Style) -> list[str]:
+    """A group with levels: each level's opening, what it collected, paid (its prizes and its
+    envy bonuses apart) and was refilled from its reserves and by the house, its closing, and
+    a chart of those figures; nothing for a one-level group (its document is as it was)."""
+    if not levels:
+        return []
+    w = style.words
+    rows = [
+        [
+            _e(f"{level.label} ({level.name})"),
+            _n(style.money(level.opening)),
+            *(_n(style.money(getattr(level, figure))) for _, figure, _ in LEVEL_FIGURES),
+            _n(style.money(level.closing)),
+            _n(style.money(level.reserves_closing)),
+        ]
+        for level in levels
+    ]
+    head = [w("level"), w("opening"), *(w(k) for k, _, _ in LEVEL_FIGURES), w("closing")]
+    head.append(w("level_reserves"))
+    table = _table(head, rows, widths=(16, 10, 10, 10, 10, 11, 11, 11, 11), css="levels")
+    return [f"<h3>{_e(w('levels'))}</h3>", table, _level_chart(levels, style)]
+
+
+def _level_chart(levels: Sequence[LevelRow], style: Style) -> str:
+    """Per level, a bar per figure of LEVEL_FIGURES, as wide as the page, with its legend."""
+    title = style.words("levels_chart")
+    values = [[floor_pesos(getattr(lv, f)) for _, f, _ in LEVEL_FIGURES] for lv in levels]
+    top = max(max(max(row) for row in values), 1)
+    inner_w, inner_h = CHART_WIDTH - 2 * PAD, CHART_HEIGHT - 2 * PAD
+    group_w = inner_w / len(levels)
+    bar_w = group_w * 0.8 / len(LEVEL_FIGURES)
+    shapes = []
+    for index, (level, row) in enumerate(zip(levels, values, strict=True)):
+        left = PAD + index * group_w + group_w * 0.1
+        for slot, (value, (_, _, colour)) in enumerate(zip(row, LEVEL_FIGURES, strict=True)):
+            height = value / top * inner_h
+            shapes.append(
+                f'<rect x="{left + slot * bar_w:.1f}" y="{PAD + inner_h - height:.1f}" '
+                f'width="{max(1.0, bar_w - 2):.1f}" height="{height:.1f}" fill="{colour}"/>'
+            )
+        shapes.append(
+            f'<text x="{left + group_w * 0.4:.1f}" y="{PAD + inner_h + 22}" '
+            f'text-anchor="middle">{_e(level.label)}</text>'
+        )
+    bottom = PAD + inner_h
+    axes = [
+        f'<line x1="{PAD}" y1="{bottom}" x2="{PAD + inner_w}" y2="{bottom}" stroke="#000"/>',
+        f'<text x="{PAD + 4}" y="{PAD - 4}">{_e(style.pesos(top))}</text>',
+    ]
+    legend = "".join(
+        f'<rect x="{PAD + i * 190}" y="8" width="12" height="12" fill="{colour}"/>'
+        f'<text x="{PAD + i * 190 + 16}" y="19">{_e(style.words(key))}</text>'
+        for i, (key, _, colour) in enumerate(LEVEL_FIGURES)
+    )
+    return (
+        f"<figure class='levels-chart'><figcaption>{_e(title)}</figcaption>"
+        f'<svg role="img" aria-label="{_e(title)}" viewBox="0 0 {CHART_WIDTH} {CHART_HEIGHT}" '
+        f'font-size="13" font-family="DejaVu Sans, sans-serif">'
+        f"{''.join(axes)}{legend}{''.join(shapes)}</svg></figure>"
+    )
 
 
 def _prizes(group: GroupReport, style: Style) -> str:
@@ -334,10 +409,18 @@ def _paytable(config: PotGroupConfig, style: Style) -> str:
         prize = table.prizes[hand]
         if prize.is_fixed:
             text = w("fixed", multiple=style.number(prize.multiple))
+        elif prize.level is not None and config.has_levels:  # L2: a percentage of its level
+            text = w(
+                "percent_of_level", percent=style.percent(prize.percent_ppm), level=prize.level
+            )
         else:
             text = w("percent_of_main", percent=style.percent(prize.percent_ppm))
-            if prize.cap_multiple is not None:
-                text += f", {w('cap', cap=style.number(prize.cap_multiple))}"
+        if not prize.is_fixed and prize.cap_multiple is not None:
+            text += f", {w('cap', cap=style.number(prize.cap_multiple))}"
+        if prize.envy is not None:  # V1, V2
+            level = prize.envy.level or prize.level or config.main_level_name
+            text += "; " + w("envy_bonus", amount=style.pesos(prize.envy.amount_pesos), level=level)
+            text += w("envy_linked") if prize.envy.linked else ""
         rows.append([_e(style.hand(hand)), _e(text)])
     head = [f"{w('paytable')} {table.name}: {w('hand')}", w("prize")]
     return _table(head, rows, widths=(40, 60), css="narrow")

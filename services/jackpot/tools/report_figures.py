@@ -44,6 +44,7 @@ from google.protobuf.message import DecodeError
 from jackpot.domain.money import MINOR_PER_PESO, format_amount
 from jackpot.pot import records
 from jackpot.pot.ledger_audit import AWARD_TYPES, CHECKPOINT, PAYOUT_TYPES, GroupAudit
+from jackpot.pot.level_books import LevelBooks
 from jackpot.v1 import pot_pb2
 
 LAST_AWARDS = 25  # R1: the last 25 hits
@@ -151,6 +152,65 @@ class ConfigVersion:
     activated_ns: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class LevelRow:
+    """One level of a group with levels over the period (L1-L4, V1): picopesos."""
+
+    name: str
+    label: str
+    pot: str
+    opening: int  # its pot at --from
+    collected: int  # bets into its pot (after overflow, C5)
+    prizes: int  # what its prizes paid, from its pot, its reserves and the house (L2, S7)
+    envy: int  # what its envy bonuses paid (V1), likewise
+    refilled_from_reserves: int  # its top-ups to its base (L3, S8)
+    refilled_from_house: int
+    closing: int  # its pot at --to
+    reserves_opening: int
+    reserves_closing: int
+    collected_to_reserves: int
+    paid_from_reserves: int  # of its prizes and envy bonuses
+    paid_by_house: int
+    opened: int = 0  # the house's opening advance to its pot and reserves (C4), when in period
+
+
+def level_rows(opening: GroupAudit, closing: GroupAudit) -> list[LevelRow]:
+    """Each level's figures between two audits of a group ([] for a one-level group)."""
+    books = closing.levels
+    if books is None:
+        return []
+    before = opening.levels or LevelBooks(books.levels)
+
+    def moved(level: str, figure: str) -> int:
+        return books.figure(level, figure) - before.figure(level, figure)
+
+    rows = []
+    for level in books.levels:
+        (pot_at_start, reserves_at_start) = books.held(level, opening.pots)
+        (pot_at_end, reserves_at_end) = books.held(level, closing.pots)
+        rows.append(
+            LevelRow(
+                level.name,
+                level.label,
+                level.pot,
+                pot_at_start,
+                moved(level.name, "collected"),
+                moved(level.name, "prizes"),
+                moved(level.name, "envy"),
+                moved(level.name, "refilled_from_reserves"),
+                moved(level.name, "refilled_from_house"),
+                pot_at_end,
+                reserves_at_start,
+                reserves_at_end,
+                moved(level.name, "collected_reserves"),
+                moved(level.name, "paid_from_reserves"),
+                moved(level.name, "paid_by_house"),
+                moved(level.name, "opened"),
+            )
+        )
+    return rows
+
+
 @dataclass
 class GroupReport:
     """One pot group over the period."""
@@ -204,6 +264,11 @@ class GroupReport:
             for name in names
             if self.closing.hits[name] - self.opening.hits[name]
         }
+
+    @property
+    def levels(self) -> list[LevelRow]:
+        """Each level's period figures, the main level first; [] for a one-level group."""
+        return level_rows(self.opening, self.closing)
 
     def reconciliation(self) -> tuple[bool, str]:
         """Rule M2 over the period, exactly, as one line."""

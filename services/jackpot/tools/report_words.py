@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from jackpot.domain.hands import PRIZE_NAMES
+from jackpot.domain.hands import PRIZE_NAMES, prize_name
 from jackpot.domain.money import MINOR_PER_PESO, format_percent
 
 LANGUAGES = ("es", "en")
@@ -111,6 +111,21 @@ WORDS: dict[str, tuple[str, str]] = {
         "del pozo {pot}, entre {low} y {high}",
         "from pot {pot}, between {low} and {high}",
     ),
+    "percent_of_level": ("{percent} del nivel {level}", "{percent} of level {level}"),
+    "envy_bonus": (
+        "envidia de {amount} del nivel {level} a los demás asientos (V1)",
+        "envy bonus of {amount} from level {level} to the other seats (V1)",
+    ),
+    "envy_linked": (" y a las mesas enlazadas (V2)", " and at the linked tables (V2)"),
+    "levels": ("Niveles (L1-L4)", "Levels (L1-L4)"),
+    "level": ("Nivel", "Level"),
+    "level_collected": ("Recaudado", "Collected"),
+    "level_prizes": ("Premios pagados", "Prizes paid"),
+    "level_envy": ("Envidias pagadas (V1)", "Envy paid (V1)"),
+    "level_from_reserves": ("Recarga desde reservas (L3)", "Refilled from reserves (L3)"),
+    "level_from_house": ("Recarga del casino (L3, S8)", "Refilled by the house (L3, S8)"),
+    "level_reserves": ("Reservas al cierre", "Reserves at closing"),
+    "levels_chart": ("Cada nivel en el período", "Each level over the period"),
     "charts": ("Gráficos", "Charts"),
     "main_chart": ("Pozo principal durante el período", "The main pot over the period"),
     "hourly_chart": ("Recaudación por hora", "Collected per hour"),
@@ -160,7 +175,8 @@ class Style:
         return WORDS[key][self.index].format(**values)
 
     def hand(self, name: str) -> str:
-        return HANDS[name][self.index] if name in HANDS else name
+        """A prize's name; an envy bonus as ``Envidia: <hand>`` (V1)."""
+        return prize_name(name, self.index) or name
 
     def pot(self, name: str) -> str:
         return POTS[name][self.index] if name in POTS else name
