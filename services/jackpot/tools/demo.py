@@ -122,6 +122,53 @@ POKER_CONFIG = {
     "mystery": {"pot": "mystery", "min": 20_000, "max": 60_000},
     **LIMITS,
 }
+# `jackpot demo`'s poker group (the linked one) pays from five levels, STAX-like (rule L1), with an
+# envy bonus on the top two (V1; the royal's paid at every linked table too, V2); the labels are
+# what the Spanish signs show. The fault suite and the load test keep POKER_CONFIG.
+LEVELS_POKER_CONFIG = {
+    "version": 1,
+    "commission_percent": "10",
+    "base": 500_000,
+    "pots": [
+        {"name": "main", "percent": "45"},
+        {"name": "sf", "percent": "15"},
+        {"name": "quads", "percent": "10"},
+        {"name": "full", "percent": "7"},
+        {"name": "flush", "percent": "3"},
+        {"name": "reserve1", "percent": "15", "ceiling": 20_000_000, "overflow_to": "main"},
+        {"name": "mystery", "percent": "5"},
+    ],
+    "levels": [
+        {"name": "royal", "label": "Escalera real", "pot": "main"},
+        {"name": "sf", "label": "Escalera de color", "pot": "sf", "base": 100_000},
+        {"name": "quads", "label": "Póker", "pot": "quads", "base": 25_000},
+        {"name": "full", "label": "Full", "pot": "full", "base": 10_000},
+        {"name": "flush", "label": "Color", "pot": "flush", "base": 5_000},
+    ],
+    "paytable": {
+        "name": "scl-five-levels",
+        "evaluator": "poker",
+        "prizes": [
+            {"hand": "FLUSH", "percent": "100", "level": "flush"},
+            {"hand": "FULL_HOUSE", "percent": "100", "level": "full"},
+            {"hand": "FOUR_OF_A_KIND", "percent": "100", "level": "quads"},
+            {
+                "hand": "STRAIGHT_FLUSH",
+                "percent": "100",
+                "level": "sf",
+                "envy": {"amount": 1_000},
+            },
+            {
+                "hand": "ROYAL_FLUSH",
+                "percent": "100",
+                "level": "royal",
+                "envy": {"amount": 5_000, "linked": True},
+            },
+        ],
+    },
+    "mystery": {"pot": "mystery", "min": 20_000, "max": 60_000},
+    **LIMITS,
+}
 BLACKJACK_CONFIG = {
     "version": 1,
     "commission_percent": "12.5",
