@@ -191,6 +191,7 @@ def level_values(
             sign_value=figures.sign_value,
             increment=increments.get(figures.name, 0),
             base=floor_pesos(figures.base),
+            pot=figures.pot,
         )
         for figures in group.level_figures()
     ]
