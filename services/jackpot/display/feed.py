@@ -76,32 +76,35 @@ def apply_record(
                 level_readings(update),
             )
         elif topic == settings.awards_topic:
-            award = pot_pb2.Award.FromString(value)
-            if not (award.pot_group_id and award.award_id) or award.amount < 0:
-                log.warning("display_record_refused", topic=topic)
-                return
-            hit = award.envy_of
-            board.award(
-                award.pot_group_id,
-                Winner(
-                    award.table_id,
-                    award.seat,
-                    award.prize,
-                    award.amount,
-                    tuple(award.cards),
-                    award.award_id,
-                    round_id=award.round_id,
-                ),
-                now,
-                level=award.level,
-                envy_of=(hit.table_id, hit.round_id, hit.seat)
-                if award.HasField("envy_of")
-                else None,
-            )
+            apply_award(board, pot_pb2.Award.FromString(value), now, topic)
         elif topic == settings.payouts_topic:
             apply_payout(board, payout_pb2.Payout.FromString(value))
     except DecodeError:
         log.warning("display_record_malformed", topic=topic)
+
+
+def apply_award(board: Board, award: pot_pb2.Award, now: float, topic: str = "") -> None:
+    """An award onto its group's banner (D2), with its level (L4) and the hit of an envy bonus
+    (V1)."""
+    if not (award.pot_group_id and award.award_id) or award.amount < 0:
+        log.warning("display_record_refused", topic=topic)
+        return
+    hit = award.envy_of
+    board.award(
+        award.pot_group_id,
+        Winner(
+            award.table_id,
+            award.seat,
+            award.prize,
+            award.amount,
+            tuple(award.cards),
+            award.award_id,
+            round_id=award.round_id,
+        ),
+        now,
+        level=award.level,
+        envy_of=(hit.table_id, hit.round_id, hit.seat) if award.HasField("envy_of") else None,
+    )
 
 
 def pot_minor(amount: common_pb2.ExactAmount) -> int | None:
