@@ -2,7 +2,8 @@
 
 It starts (or reuses) Kafka, then the pot, payout and display services and two table gateways
 (site A and site B) as real processes, creates two pot groups through the pot service's admin API
-— `scl-poker`, linking the poker tables of both sites, and `scl-blackjack` — and runs the floor
+— `scl-poker`, linking the poker tables of both sites (five levels and an envy bonus on the top
+two: ``LEVELS_POKER_CONFIG``), and `scl-blackjack` — and runs the floor
 simulator (about 20 tables of mixed games) against them. Every run uses its own topic names
 (`demo-<run>.…`), so its ledger holds only its own rounds.
 
@@ -236,6 +237,12 @@ class Demo:
         # Tables whose dealer uses the reference terminal (`jackpot terminal`); `jackpot demo`
         # runs a few, the fault suite and the load test none.
         self.terminal_tables: list[DemoTable] = []
+        # Each group's configuration; `jackpot demo` makes the poker group's five levels
+        # (LEVELS_POKER_CONFIG), the fault suite and the load test keep the SCJ's.
+        self.group_configs: dict[str, dict[str, Any]] = {
+            POKER_GROUP: POKER_CONFIG,
+            BLACKJACK_GROUP: BLACKJACK_CONFIG,
+        }
 
     # -------------------------------------------------------------------------------- TLS
 
@@ -437,7 +444,7 @@ class Demo:
         admin = pot_pb2.AdminContext(requested_by="demo", reason="demo floor")
         async with secure_channel(self.target("pot"), self.tls("operator")) as channel:
             pot = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
-            for group, config in ((POKER_GROUP, POKER_CONFIG), (BLACKJACK_GROUP, BLACKJACK_CONFIG)):
+            for group, config in self.group_configs.items():
                 await pot.CreatePotGroup(
                     pot_pb2.CreatePotGroupRequest(
                         pot_group_id=group, config_json=json.dumps(config), admin=admin
@@ -768,6 +775,7 @@ async def run_demo(
     run_id = uuid.uuid4().hex[:8]
     demo = Demo(tables, STATE / "demo" / run_id, run_id)
     demo.terminal_tables = demo.played_tables()[:DEMO_TERMINALS]
+    demo.group_configs[POKER_GROUP] = LEVELS_POKER_CONFIG  # five levels and envy on the floor
     demo.start_kafka()
     await demo.create_topics()
     demo.start_services()
