@@ -538,6 +538,8 @@ async def test_L4_V1_a_five_level_sign_in_a_real_browser_shows_every_level_and_t
             assert "NIVEL ESCALERA REAL" in (await page.get_by_test_id("winner-level").inner_text())
             envy = await page.get_by_test_id("winner-envy").inner_text()
             assert envy == "BONO ENVIDIA · 2 posiciones en 2 mesas · $10.000"
+            named = await page.evaluate("prize('ENVY_ROYAL_FLUSH')")
+            assert named == "BONO ENVIDIA ESCALERA REAL"
             assert f"{awards[-1].amount:,}".replace(",", ".") in await winner.inner_text()
             await page.screenshot(path=str(artifacts / "sign-levels-winner.png"))
             await assert_spanish(page, "the five-level sign's winner", (*IDENTIFIERS, LEVELS_GROUP))

@@ -8,7 +8,6 @@ from jackpot.display.board import Board, Sign, SignLevel, Winner
 from jackpot.display.feed import apply_record
 from jackpot.display.grpc_api import to_proto
 from jackpot.display.settings import DisplaySettings
-from jackpot.display.web import PRIZE_NAMES
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.v1 import common_pb2, pot_pb2
 
@@ -134,7 +133,6 @@ def test_L4_V1_V3_the_banner_names_the_level_and_gathers_the_envy_paid_before_th
     assert banner.level_label == "Escalera real"
     assert [e.seat for e in banner.envy] == [2, 3]
     assert sign.to_json()["winner"]["envy"][1]["table_id"] == "T2"
-    assert PRIZE_NAMES["ENVY_ROYAL_FLUSH"] == "BONO ENVIDIA ESCALERA REAL"
 
 
 def test_V1_a_new_hit_starts_its_own_banner_without_the_last_hits_envy() -> None:
