@@ -23,8 +23,18 @@ from loadtest.browser import CHROMIUM, chromium
 from jackpot.display.main import run_display
 from jackpot.display.settings import DisplaySettings
 from jackpot.platform.kafka import ensure_topics, idempotent_producer
+from jackpot.pot import commands
+from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.tools.demo import LEVELS_POKER_CONFIG
 from jackpot.topics import TopicSpec
-from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc, payout_pb2, pot_pb2
+from jackpot.v1 import (
+    common_pb2,
+    display_pb2,
+    display_pb2_grpc,
+    payout_pb2,
+    pot_pb2,
+    table_events_pb2,
+)
 from tests.integration.page_language import assert_spanish
 
 pytestmark = pytest.mark.integration
@@ -428,3 +438,112 @@ async def test_M3_sign_page_never_shows_more_than_the_pot_during_and_after_a_win
     after_rise = [s for s in samples if s["t"] >= rose]
     assert any(RESET_TO < s["shown"] < RESET_TO + RISE for s in after_rise)  # it rolled up
     assert after_rise[-1]["shown"] == after_rise[-1]["digits"] == RESET_TO + RISE
+
+
+LEVELS_GROUP = "scl-five"
+LEVEL_LABELS = ["ESCALERA REAL", "ESCALERA DE COLOR", "PÓKER", "FULL", "COLOR"]
+
+
+class FiveLevelPot:
+    """A five-level group (`jackpot demo`'s) in a real pot processor, whose records are
+    published to the display's topics as the pot service writes them (updates, beating; awards)."""
+
+    def __init__(self, display: DisplayUnderTest) -> None:
+        self.display = display
+        self.commands = commands
+        self.processor = PotProcessor(0, source="pot:test", event_id_window=64)
+        self.offset = 0
+        self.update: pot_pb2.PotUpdate | None = None
+        limits = {"min_bet": 1000, "max_bet": 5000, "credit_value": 1000}
+        self.apply(commands.create_group(LEVELS_GROUP, LEVELS_POKER_CONFIG))
+        for table in ("CAR-1", "CAR-2"):
+            link = table_events_pb2.LinkTable(
+                table_id=table, game=common_pb2.GAME_CARIBBEAN, site="SCL", **limits
+            )
+            self.apply(commands.link_table(LEVELS_GROUP, link))
+
+    def apply(self, event: table_events_pb2.TableEvent) -> list[pot_pb2.Award]:
+        record = InputRecord(event.SerializeToString(), "t", 0, self.offset, LEVELS_GROUP.encode())
+        self.offset += 1
+        outputs = self.processor.apply_batch([record])
+        self.processor.commit(outputs)
+        if outputs.pot_updates:
+            self.update = outputs.pot_updates[-1]
+        return list(outputs.awards)
+
+    def table(self, table: str, sequence: int, **what: object) -> table_events_pb2.TableEvent:
+        return self.commands.table_event(
+            LEVELS_GROUP, table, "R1", sequence, common_pb2.GAME_CARIBBEAN, **what
+        )
+
+    async def send(self, topic: str, message: object) -> None:
+        await self.display.producer.send_and_wait(  # type: ignore[attr-defined]
+            topic,
+            message.SerializeToString(),
+            key=LEVELS_GROUP.encode(),  # type: ignore[attr-defined]
+        )
+
+    async def beat(self) -> None:
+        while True:
+            if self.update is not None:
+                await self.send(self.display.settings.pot_updates_topic, self.update)
+            await asyncio.sleep(0.5)
+
+
+async def test_L4_V1_a_five_level_sign_in_a_real_browser_shows_every_level_and_the_envy(
+    display: DisplayUnderTest, artifacts: Path
+) -> None:
+    """L4, M3, D2 on the web sign: a five-level group's sign shows five labelled amounts, each
+    its level's pot floored as the pot processor gives it, with its rise; a royal flush with an
+    envy bonus (V1, V2) puts up a banner naming the level and the bonuses paid to the other
+    seats, at this table and the other linked one; all in Spanish (issue 29)."""
+    pot = FiveLevelPot(display)
+    beat = asyncio.create_task(pot.beat())
+    try:
+        pot.apply(pot.table("CAR-2", 1, round_locked=pot.commands.locked({3: 2000})))
+        pot.apply(pot.table("CAR-1", 1, round_locked=pot.commands.locked({1: 5000, 2: 1000})))
+        assert pot.update is not None
+        update = pot.update
+        async with chromium() as browser:
+            page = await browser.new_page(viewport={"width": 1200, "height": 900})
+            await page.goto(f"{display.base_url}/sign/{LEVELS_GROUP}")
+            await page.wait_for_function(
+                f"document.getElementById('amount').dataset.shown === '{update.sign_value}'"
+            )
+            main = page.get_by_test_id("main-label")
+            assert (await main.inner_text()) == LEVEL_LABELS[0]
+            rows = page.get_by_test_id("level")
+            assert await rows.count() == 4
+            for n, level in enumerate(update.levels[1:]):
+                row = rows.nth(n)
+                assert await row.get_attribute("data-amount") == str(level.sign_value)
+                assert (await row.locator(".label").inner_text()) == LEVEL_LABELS[n + 1]
+                assert f"{level.sign_value:,}".replace(",", ".") in await row.inner_text()
+                assert f"+ ${level.increment:,}".replace(",", ".") in await row.inner_text()
+            await page.wait_for_function(DRUMS_AT_REST)
+            await page.screenshot(path=str(artifacts / "sign-levels.png"))
+            await assert_spanish(page, "the five-level sign", (*IDENTIFIERS, LEVELS_GROUP))
+
+            royal = ["AS", "KS", "QS", "JS", "TS"]
+            hands = {1: royal, 2: ["2C", "7D", "9S", "JC", "4C"]}
+            awards = pot.apply(pot.table("CAR-1", 2, round_result=pot.commands.result(hands)))
+            assert [a.prize for a in awards] == ["ENVY_ROYAL_FLUSH"] * 2 + ["ROYAL_FLUSH"]
+            for award in awards:  # in the order the pot wrote them: the bonuses first (V3)
+                await pot.send(display.settings.awards_topic, award)
+            winner = page.get_by_test_id("winner")
+            await winner.wait_for(state="visible", timeout=5000)
+            await page.wait_for_function(
+                "document.getElementById('winner-amount').textContent !== ''"
+            )
+            assert "NIVEL ESCALERA REAL" in (await page.get_by_test_id("winner-level").inner_text())
+            envy = await page.get_by_test_id("winner-envy").inner_text()
+            assert envy == "BONO ENVIDIA · 2 posiciones en 2 mesas · $10.000"
+            named = await page.evaluate("prize('ENVY_ROYAL_FLUSH')")
+            assert named == "BONO ENVIDIA ESCALERA REAL"
+            assert f"{awards[-1].amount:,}".replace(",", ".") in await winner.inner_text()
+            await page.screenshot(path=str(artifacts / "sign-levels-winner.png"))
+            await assert_spanish(page, "the five-level sign's winner", (*IDENTIFIERS, LEVELS_GROUP))
+    finally:
+        beat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beat

@@ -375,7 +375,9 @@ async def test_rounds_of_several_games_into_one_group_audit_cleanly(
     async with running(service):
         await wait_processed(settings)
         assert service.owned_groups() == ["scl-main"]
-        balance = sample("jackpot_pot_balance_pesos", {"pot_group": "scl-main", "pot": "main"})
+        balance = sample(  # a one-level group: no level (rule L4)
+            "jackpot_pot_balance_pesos", {"pot_group": "scl-main", "pot": "main", "level": ""}
+        )
         partition = str(key_partition("scl-main", 2))
 
         async def caught_up() -> bool:

@@ -7,6 +7,12 @@ more than the main pot holds (M3); a winner banner stays up for a configured tim
 approved, paid or voided (D2, the jackpot lock); a group not heard from for longer than the stale
 limit is shown closed, never a stale amount as if live (D5), and comes back by itself with the
 next update.
+
+Levels (rules L4, M3, D2; docs/rules.md L and V): a group with several levels shows every level's
+label, amount (its pot floored, never more than that pot holds) and last increase; its winner
+banner names the level that paid the prize, and gathers the envy bonuses (V1, V2) the hit earned
+the other seats (they are paid, and reach the display, before a percentage prize, V3). A one-level
+group's sign is what it was before levels existed.
 """
 
 from __future__ import annotations
@@ -21,6 +27,30 @@ from jackpot.v1 import common_pb2
 TRACES_KEPT = 512  # per group: the lock traces a slow sign may still be owed (then dropped)
 
 
+EnvyHit = tuple[str, str, int]  # the hit an envy bonus is paid for: (table, round, seat)
+ENVY_PREFIX = "ENVY_"
+
+
+@dataclass(frozen=True, slots=True)
+class EnvyPrize:
+    """An envy bonus paid to another seat for the banner's hit (V1, V2)."""
+
+    award_id: str
+    table_id: str
+    seat: int
+    prize: str
+    amount: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "award_id": self.award_id,
+            "table_id": self.table_id,
+            "seat": self.seat,
+            "prize": self.prize,
+            "amount": self.amount,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Winner:
     table_id: str
@@ -29,6 +59,57 @@ class Winner:
     amount: int
     cards: tuple[str, ...]
     award_id: str
+    level_label: str = ""  # L4: the label of the level that paid it ("" in a one-level group)
+    envy: tuple[EnvyPrize, ...] = ()  # V1: the bonuses the hit earned, as paid so far
+    round_id: str = ""  # the hit's round, to gather its envy bonuses (not shown)
+
+    @property
+    def hit(self) -> EnvyHit:
+        return (self.table_id, self.round_id, self.seat)
+
+    def to_json(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {
+            "table_id": self.table_id,
+            "seat": self.seat,
+            "prize": self.prize,
+            "amount": self.amount,
+            "cards": list(self.cards),
+            "award_id": self.award_id,
+        }
+        if self.level_label:  # L4: only a group with levels names them
+            shown["level_label"] = self.level_label
+        if self.envy:
+            shown["envy"] = [e.to_json() for e in self.envy]
+        return shown
+
+
+@dataclass(frozen=True, slots=True)
+class SignLevel:
+    """One level of a sign (L4): its label, its amount (M3) and its last increase (D2)."""
+
+    name: str
+    label: str
+    amount: int
+    increment: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "label": self.label,
+            "amount": self.amount,
+            "increment": self.increment,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LevelReading:
+    """One level as a pot update gives it, with what its pot holds (minor units; None unknown)."""
+
+    name: str
+    label: str
+    sign_value: int
+    increment: int
+    pot_minor: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +145,7 @@ class Sign:
     winner: Winner | None = None
     winner_until: float = 0.0
     pending: tuple[PendingPrize, ...] = ()
+    levels: tuple[SignLevel, ...] = ()  # L4: every level, the main first; none for one level
     updated_at: float = 0.0  # wall-clock seconds of the last update (for display)
     heard_at: float = field(default=0.0, compare=False)  # monotonic seconds
     # The latest locks reflected in the amount, numbered from 1 per group (latency budget only)
@@ -83,19 +165,15 @@ class Sign:
             "max_bet": self.max_bet,
             "live": self.live,
             "closed_reason": self.closed_reason,
-            "winner": None
-            if self.winner is None
-            else {
-                "table_id": self.winner.table_id,
-                "seat": self.winner.seat,
-                "prize": self.winner.prize,
-                "amount": self.winner.amount,
-                "cards": list(self.winner.cards),
-                "award_id": self.winner.award_id,
-            },
+            "winner": None if self.winner is None else self.winner.to_json(),
             "pending": [p.to_json() for p in self.pending],
             "updated_at": self.updated_at,
+            **({"levels": [level.to_json() for level in self.levels]} if self.levels else {}),
         }
+
+    def level_label(self, name: str) -> str:
+        """The label of the level named ``name`` ("" when the sign has no such level)."""
+        return next((level.label for level in self.levels if level.name == name), "")
 
 
 Listener = Callable[[str], None]
@@ -135,6 +213,7 @@ class Board:
         now: float,
         wall: float,
         traces: Sequence[common_pb2.LockTrace] = (),
+        levels: Sequence[LevelReading] = (),
     ) -> None:
         amount = sign_value
         if main_minor is not None:  # M3: never more than the pot holds
@@ -145,6 +224,7 @@ class Board:
                 old,
                 amount=amount,
                 increment=increment if increment else old.increment,
+                levels=_levels(old.levels, levels),
                 min_bet=min_bet,
                 max_bet=max_bet,
                 live=True,
@@ -156,9 +236,34 @@ class Board:
             )
         )
 
-    def award(self, pot_group_id: str, winner: Winner, now: float) -> None:
+    def award(
+        self,
+        pot_group_id: str,
+        winner: Winner,
+        now: float,
+        level: str = "",
+        envy_of: EnvyHit | None = None,
+    ) -> None:
+        """A prize onto the banner (D2), named by its level's label (L4). An envy bonus (V1,
+        ``envy_of`` its hit) joins its hit's banner; one that comes before its hit (V3: a
+        percentage prize is paid after the bonuses) puts the hit up first, without an amount,
+        and the hit's own award then fills it in."""
         old = self.signs.get(pot_group_id, Sign(pot_group_id))
-        self._set(replace(old, winner=winner, winner_until=now + self.winner_seconds))
+        label = old.level_label(level) if level else ""
+        shown = old.winner
+        if envy_of is not None:
+            bonus = EnvyPrize(
+                winner.award_id, winner.table_id, winner.seat, winner.prize, winner.amount
+            )
+            if shown is None or shown.hit != envy_of:
+                table_id, round_id, seat = envy_of
+                hand = winner.prize.removeprefix(ENVY_PREFIX)
+                shown = Winner(table_id, seat, hand, 0, winner.cards, "", label, (), round_id)
+            shown = replace(shown, envy=(*shown.envy, bonus))
+        else:
+            kept = shown.envy if shown is not None and shown.hit == winner.hit else ()
+            shown = replace(winner, level_label=label, envy=kept)
+        self._set(replace(old, winner=shown, winner_until=now + self.winner_seconds))
 
     def payout(self, pot_group_id: str, prize: PendingPrize, awaiting_approval: bool) -> None:
         """A payout's latest state: pending while it awaits approval, gone from the sign once
@@ -209,3 +314,20 @@ class Board:
 
     def stale_count(self) -> int:
         return sum(1 for s in self.signs.values() if not s.live)
+
+
+def _levels(old: Sequence[SignLevel], readings: Sequence[LevelReading]) -> tuple[SignLevel, ...]:
+    """Each level's amount, never more than its pot holds (M3), and its last increase (D2: an
+    update that did not raise it keeps the one before)."""
+    before = {level.name: level for level in old}
+    shown = []
+    for reading in readings:
+        amount = reading.sign_value
+        if reading.pot_minor is not None:
+            amount = min(amount, reading.pot_minor // MINOR_PER_PESO)
+        previous = before.get(reading.name)
+        increment = reading.increment
+        if not increment and previous is not None:
+            increment = previous.increment
+        shown.append(SignLevel(reading.name, reading.label, amount, increment))
+    return tuple(shown)

@@ -20,13 +20,13 @@ from aiokafka import TopicPartition
 from google.protobuf.message import DecodeError
 
 from jackpot.display import metrics
-from jackpot.display.board import Board, PendingPrize, Winner
+from jackpot.display.board import Board, LevelReading, PendingPrize, Winner
 from jackpot.display.settings import DisplaySettings
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.platform.kafka import KafkaConnection, follow_latest, stop_client
 from jackpot.platform.tracing import Headers, batch_span, traceparent
 from jackpot.topics import OPEN_PAYOUTS_MARK_KEY
-from jackpot.v1 import payout_pb2, pot_pb2
+from jackpot.v1 import common_pb2, payout_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.display")
 UPDATE_SPAN = "display.update"  # a pot update read (jackpot.platform.tracing)
@@ -73,28 +73,60 @@ def apply_record(
                 now,
                 wall,
                 update.lock_traces,
+                level_readings(update),
             )
         elif topic == settings.awards_topic:
-            award = pot_pb2.Award.FromString(value)
-            if not (award.pot_group_id and award.award_id) or award.amount < 0:
-                log.warning("display_record_refused", topic=topic)
-                return
-            board.award(
-                award.pot_group_id,
-                Winner(
-                    award.table_id,
-                    award.seat,
-                    award.prize,
-                    award.amount,
-                    tuple(award.cards),
-                    award.award_id,
-                ),
-                now,
-            )
+            apply_award(board, pot_pb2.Award.FromString(value), now, topic)
         elif topic == settings.payouts_topic:
             apply_payout(board, payout_pb2.Payout.FromString(value))
     except DecodeError:
         log.warning("display_record_malformed", topic=topic)
+
+
+def apply_award(board: Board, award: pot_pb2.Award, now: float, topic: str = "") -> None:
+    """An award onto its group's banner (D2), with its level (L4) and the hit of an envy bonus
+    (V1)."""
+    if not (award.pot_group_id and award.award_id) or award.amount < 0:
+        log.warning("display_record_refused", topic=topic)
+        return
+    hit = award.envy_of
+    board.award(
+        award.pot_group_id,
+        Winner(
+            award.table_id,
+            award.seat,
+            award.prize,
+            award.amount,
+            tuple(award.cards),
+            award.award_id,
+            round_id=award.round_id,
+        ),
+        now,
+        level=award.level,
+        envy_of=(hit.table_id, hit.round_id, hit.seat) if award.HasField("envy_of") else None,
+    )
+
+
+def pot_minor(amount: common_pb2.ExactAmount) -> int | None:
+    """An exact balance in minor units, floored; None when it is not a readable fraction."""
+    if amount.denominator <= 0:
+        return None
+    return amount.numerator * MINOR_PER_PESO // amount.denominator
+
+
+def level_readings(update: pot_pb2.PotUpdate) -> list[LevelReading]:
+    """The update's levels (L4), each with what its pot holds for the sign's M3 check."""
+    pots = {pot.name: pot.balance for pot in update.pots}
+    return [
+        LevelReading(
+            level.name,
+            level.label,
+            level.sign_value,
+            level.increment,
+            pot_minor(pots[level.pot]) if level.pot in pots else None,
+        )
+        for level in update.levels
+    ]
 
 
 def traced(update: pot_pb2.PotUpdate, headers: Headers | None) -> None:

@@ -39,6 +39,12 @@ def to_proto(sign: Sign) -> display_pb2.SignState:
             )
             for p in sign.pending
         ],
+        levels=[
+            display_pb2.SignLevel(
+                name=level.name, label=level.label, amount=level.amount, increment=level.increment
+            )
+            for level in sign.levels
+        ],
     )
     if sign.updated_at:
         state.updated_at.FromNanoseconds(int(sign.updated_at * 1e9))
@@ -52,6 +58,17 @@ def to_proto(sign: Sign) -> display_pb2.SignState:
                 amount=w.amount,
                 cards=list(w.cards),
                 award_id=w.award_id,
+                level_label=w.level_label,
+                envy=[
+                    display_pb2.EnvyPrize(
+                        award_id=e.award_id,
+                        table_id=e.table_id,
+                        seat=e.seat,
+                        prize=e.prize,
+                        amount=e.amount,
+                    )
+                    for e in w.envy
+                ],
             )
         )
     return state

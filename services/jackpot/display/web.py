@@ -22,7 +22,8 @@ from jackpot.domain.hands import PRIZE_NAMES as HAND_NAMES
 BOARD_KEY = web.AppKey("board", Board)
 RATE_KEY = web.AppKey("max_rate", float)
 TIMEOUT_KEY = web.AppKey("write_timeout", float)
-# The prizes as the signs show them (capitals).
+# The prizes as the signs show them (capitals; the page calls an envy bonus, V1,
+# "BONO ENVIDIA <hand>").
 PRIZE_NAMES = {hand: spanish.upper() for hand, (spanish, _) in HAND_NAMES.items()}
 
 

@@ -122,6 +122,8 @@ def rebuild(
         recent_event_ids=recent,
         update_sequence=update_sequence,
         last_sign_value=group.sign_value,
+        # L4: each level's sign as the last one (none for a one-level group)
+        last_level_sign_values=group.level_sign_values() if group.config.has_levels else {},
         ledger_sequence=sequence,
         events_applied=len({e.source_event_id for e in own}),
         input_partition=partition,

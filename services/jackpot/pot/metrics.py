@@ -46,10 +46,18 @@ class PotMetrics:
         )
         self.pot_balance = Gauge(
             "jackpot_pot_balance_pesos",
-            "A pot's balance, floored to whole pesos",
-            ["pot_group", "pot"],
+            "A pot's balance, floored to whole pesos; level names the level the pot is the pot or "
+            "a reserve of (rule L4), empty in a one-level group and for a pot of no level",
+            ["pot_group", "pot", "level"],
             registry=registry,
         )
+        self.envy_awards = Counter(
+            "jackpot_envy_awards_total",
+            "Envy bonuses awarded (rules V1, V2), by the level that pays them",
+            ["pot_group", "level"],
+            registry=registry,
+        )
+        self._levels: dict[str, dict[str, str]] = {}  # pot group -> pot -> level, as exported
         self.groups_refused = Gauge(
             "jackpot_pot_groups_refused",
             "1 for a pot group whose restored state disagrees with the ledger (R14): its "
@@ -77,12 +85,29 @@ class PotMetrics:
         for reason, count in rejected.items():
             self.events_rejected.labels(reason=reason).inc(count)
 
-    def set_balances(self, pot_group: str, balances: Mapping[str, int]) -> None:
-        """Balances in minor units; the gauge shows whole pesos (observation, not accounting)."""
+    def set_balances(
+        self, pot_group: str, balances: Mapping[str, int], levels: Mapping[str, str] | None = None
+    ) -> None:
+        """Balances in minor units; the gauge shows whole pesos (observation, not accounting).
+        ``levels``: pot -> the level it serves (L4), from the configuration only, so the label's
+        values are bounded by it; a pot whose level changed (C7) loses its old series."""
+        levels = levels or {}
+        exported = self._levels.setdefault(pot_group, {})
         for pot, minor in balances.items():
-            self.pot_balance.labels(pot_group=pot_group, pot=pot).set(floor_pesos(minor))
+            level = levels.get(pot, "")
+            if exported.get(pot, level) != level:
+                with contextlib.suppress(KeyError):
+                    self.pot_balance.remove(pot_group, pot, exported[pot])
+            exported[pot] = level
+            self.pot_balance.labels(pot_group=pot_group, pot=pot, level=level).set(
+                floor_pesos(minor)
+            )
+
+    def envy_awarded(self, pot_group: str, level: str) -> None:
+        self.envy_awards.labels(pot_group=pot_group, level=level).inc()
 
     def forget_group(self, pot_group: str, pots: Iterable[str]) -> None:
+        exported = self._levels.pop(pot_group, {})
         for pot in pots:
             with contextlib.suppress(KeyError):
-                self.pot_balance.remove(pot_group, pot)
+                self.pot_balance.remove(pot_group, pot, exported.get(pot, ""))

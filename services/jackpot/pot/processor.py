@@ -130,6 +130,10 @@ class GroupRuntime:
     update_sequence: int = 0
     last_sign_value: int = 0
     last_increment: int = 0
+    # L4, a group with levels: each level's sign value and increment in its last update with a
+    # change, by level name (empty for a one-level group: last_sign_value is its only level's)
+    last_level_sign_values: dict[str, int] = field(default_factory=dict)
+    last_level_increments: dict[str, int] = field(default_factory=dict)
     ledger_sequence: int = 0
     events_applied: int = 0
     events_ignored: int = 0
@@ -235,6 +239,8 @@ class PotProcessor:
             update_sequence=max(state.update_sequence, marked),
             last_sign_value=state.last_sign_value,
             last_increment=state.last_increment,
+            last_level_sign_values=dict(state.last_level_sign_values),
+            last_level_increments=dict(state.last_level_increments),
             ledger_sequence=state.ledger_sequence,
             events_applied=state.events_applied,
             events_ignored=state.events_ignored,
@@ -266,6 +272,8 @@ class PotProcessor:
             ledger_chain=runtime.ledger_chain,
             checkpoint_sequence=runtime.checkpoint_sequence,
             checkpoint_at=records.timestamp_ns(runtime.checkpoint_at_ns),
+            last_level_sign_values=runtime.last_level_sign_values,
+            last_level_increments=runtime.last_level_increments,
         ).SerializeToString(deterministic=True)  # map entries sorted: same state, same bytes
 
     def sequence_mark(self, group_id: str) -> bytes:
@@ -727,6 +735,7 @@ class PotProcessor:
             runtime.last_sign_value = sign_value
         runtime.update_sequence += 1
         config = group.config
+        levels = self._level_values(runtime, heartbeat)
         return pot_pb2.PotUpdate(
             pot_group_id=group.group_id,
             sign_value=sign_value,
@@ -740,7 +749,26 @@ class PotProcessor:
             heartbeat=heartbeat,
             produced_at=records.timestamp_ns(self._clock_ns()),
             update_sequence=runtime.update_sequence,
+            levels=levels,
         )
+
+    @staticmethod
+    def _level_values(runtime: GroupRuntime, heartbeat: bool) -> list[pot_pb2.LevelValue]:
+        """L4, D2: each level's sign value and its rise since the group's previous update with
+        a change (heartbeats repeat it), as the main sign's; none for a one-level group."""
+        group = runtime.group
+        if not group.config.has_levels:
+            runtime.last_level_sign_values.clear()  # a configuration without levels took effect
+            runtime.last_level_increments.clear()
+            return []
+        values = group.level_sign_values()
+        if not heartbeat:
+            last = runtime.last_level_sign_values
+            runtime.last_level_increments = {
+                name: value - last.get(name, value) for name, value in values.items()
+            }
+            runtime.last_level_sign_values = dict(values)
+        return records.level_values(group, runtime.last_level_increments)
 
 
 def _bound(event: table_events_pb2.TableEvent | None) -> Any:

@@ -17,7 +17,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from jackpot.domain.config import MAIN
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.events import Transfer
-from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.domain.money import MINOR_PER_PESO, floor_pesos
 from jackpot.platform.codec import game_to_proto
 from jackpot.v1 import common_pb2, pot_pb2
 
@@ -95,6 +95,12 @@ def award_from_dict(award: Mapping[str, Any]) -> pot_pb2.Award:
         cards=list(award.get("cards", ())),
         funded_by=transfers((s, t, int(a)) for s, t, a in award.get("transfers", ())),
     )
+    if award.get("level"):  # L4: only a group with levels names them
+        message.level = award["level"]
+    envy_of = award.get("envy_of")
+    if envy_of:  # V1, V2: the hit an envy bonus is paid for
+        table_id, round_id, seat = envy_of
+        message.envy_of.CopyFrom(pot_pb2.EnvyHit(table_id=table_id, round_id=round_id, seat=seat))
     if mystery:
         message.mystery.CopyFrom(
             pot_pb2.MysteryReveal(
@@ -161,6 +167,69 @@ def prize_meters(group: PotGroup) -> list[pot_pb2.PrizeMeter]:
     ]
 
 
+def pot_levels(group: PotGroup) -> dict[str, str]:
+    """Pot -> the level it is the pot or a reserve of (L4), for the metrics' ``level`` label;
+    empty for a one-level group, whose series are labelled as before levels existed."""
+    config = group.config
+    if not config.has_levels:
+        return {}
+    return {pot: config.level_of_pot(pot) for pot in group.balances}
+
+
+def level_values(
+    group: PotGroup, increments: Mapping[str, int] | None = None
+) -> list[pot_pb2.LevelValue]:
+    """Every level of a group with levels as its sign shows it (L4, M3, D2); none for a one-level
+    group, whose PotUpdate is exactly as it was before levels existed."""
+    if not group.config.has_levels:
+        return []
+    increments = increments or {}
+    return [
+        pot_pb2.LevelValue(
+            name=figures.name,
+            label=figures.label,
+            sign_value=figures.sign_value,
+            increment=increments.get(figures.name, 0),
+            base=floor_pesos(figures.base),
+            pot=figures.pot,
+        )
+        for figures in group.level_figures()
+    ]
+
+
+def level_meters(group: PotGroup) -> list[pot_pb2.LevelMeter]:
+    """Every level's meters (L1, L4) with the hits and wins of the prizes it pays, envy bonuses
+    included (V1); none for a one-level group."""
+    config = group.config
+    if not config.has_levels:
+        return []
+    paid_by: dict[str, list[str]] = {level.name: [] for level in config.levels}
+    paytable = config.paytable
+    for name in (*paytable.fixed_order, *paytable.percent_order):
+        prize = paytable.prizes[name]
+        paid_by[config.level(prize.level).name].append(name)
+        if prize.envy is not None:
+            paid_by[config.level(prize.envy.level or prize.level).name].append(f"ENVY_{name}")
+    return [
+        pot_pb2.LevelMeter(
+            name=figures.name,
+            label=figures.label,
+            pot=figures.pot,
+            balance=exact_amount(figures.balance),
+            sign_value=figures.sign_value,
+            base=exact_amount(figures.base),
+            reserves=exact_amount(figures.reserves),
+            prizes=[
+                pot_pb2.PrizeMeter(
+                    prize=name, hits=group.hits.get(name, 0), wins=group.wins.get(name, 0)
+                )
+                for name in paid_by[figures.name]
+            ],
+        )
+        for figures in group.level_figures()
+    ]
+
+
 def meters_message(group: PotGroup) -> pot_pb2.Meters:
     return pot_pb2.Meters(
         pot_group_id=group.group_id,
@@ -173,4 +242,5 @@ def meters_message(group: PotGroup) -> pot_pb2.Meters:
         awarded=exact_amount(group.awarded),
         last_awards=[award_from_dict(award) for award in group.last_awards],
         config_version=group.config.version,
+        levels=level_meters(group),
     )

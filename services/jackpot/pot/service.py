@@ -37,6 +37,7 @@ from jackpot.pot.processor import (
     sequence_mark_key,
     state_key,
 )
+from jackpot.pot.records import pot_levels
 from jackpot.pot.settings import PotSettings
 from jackpot.v1 import pot_pb2
 
@@ -104,8 +105,8 @@ class PotPartition:
                 state_offset=max(restored_offsets),
             )
         self.processor.restore((data for _, data in snapshots), next_offset, sequence_marks=marks)
-        for group_id, runtime in self.processor.groups.items():
-            self.metrics.set_balances(group_id, runtime.group.balances)
+        for group_id in self.processor.groups:
+            self._set_balances(group_id)
         if committed is None and not restored_offsets:
             return None
         return next_offset
@@ -209,7 +210,14 @@ class PotPartition:
         self.processor.commit(outputs)
         self.metrics.record_outcomes(outputs.applied, outputs.ignored, outputs.rejected)
         for group_id in outputs.snapshots:
-            self.metrics.set_balances(group_id, self.processor.groups[group_id].group.balances)
+            self._set_balances(group_id)
+        for award in outputs.awards:
+            if award.HasField("envy_of"):  # V1, V2
+                self.metrics.envy_awarded(award.pot_group_id, award.level)
+
+    def _set_balances(self, group_id: str) -> None:
+        group = self.processor.groups[group_id].group
+        self.metrics.set_balances(group_id, group.balances, pot_levels(group))
 
     def rollback(self) -> None:
         self.processor.rollback()

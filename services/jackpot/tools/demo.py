@@ -2,7 +2,8 @@
 
 It starts (or reuses) Kafka, then the pot, payout and display services and two table gateways
 (site A and site B) as real processes, creates two pot groups through the pot service's admin API
-— `scl-poker`, linking the poker tables of both sites, and `scl-blackjack` — and runs the floor
+— `scl-poker`, linking the poker tables of both sites (five levels and an envy bonus on the top
+two: ``LEVELS_POKER_CONFIG``), and `scl-blackjack` — and runs the floor
 simulator (about 20 tables of mixed games) against them. Every run uses its own topic names
 (`demo-<run>.…`), so its ledger holds only its own rounds.
 
@@ -122,6 +123,53 @@ POKER_CONFIG = {
     "mystery": {"pot": "mystery", "min": 20_000, "max": 60_000},
     **LIMITS,
 }
+# `jackpot demo`'s poker group (the linked one) pays from five levels, STAX-like (rule L1), with an
+# envy bonus on the top two (V1; the royal's paid at every linked table too, V2); the labels are
+# what the Spanish signs show. The fault suite and the load test keep POKER_CONFIG.
+LEVELS_POKER_CONFIG = {
+    "version": 1,
+    "commission_percent": "10",
+    "base": 500_000,
+    "pots": [
+        {"name": "main", "percent": "45"},
+        {"name": "sf", "percent": "15"},
+        {"name": "quads", "percent": "10"},
+        {"name": "full", "percent": "7"},
+        {"name": "flush", "percent": "3"},
+        {"name": "reserve1", "percent": "15", "ceiling": 20_000_000, "overflow_to": "main"},
+        {"name": "mystery", "percent": "5"},
+    ],
+    "levels": [
+        {"name": "royal", "label": "Escalera real", "pot": "main"},
+        {"name": "sf", "label": "Escalera de color", "pot": "sf", "base": 100_000},
+        {"name": "quads", "label": "Póker", "pot": "quads", "base": 25_000},
+        {"name": "full", "label": "Full", "pot": "full", "base": 10_000},
+        {"name": "flush", "label": "Color", "pot": "flush", "base": 5_000},
+    ],
+    "paytable": {
+        "name": "scl-five-levels",
+        "evaluator": "poker",
+        "prizes": [
+            {"hand": "FLUSH", "percent": "100", "level": "flush"},
+            {"hand": "FULL_HOUSE", "percent": "100", "level": "full"},
+            {"hand": "FOUR_OF_A_KIND", "percent": "100", "level": "quads"},
+            {
+                "hand": "STRAIGHT_FLUSH",
+                "percent": "100",
+                "level": "sf",
+                "envy": {"amount": 1_000},
+            },
+            {
+                "hand": "ROYAL_FLUSH",
+                "percent": "100",
+                "level": "royal",
+                "envy": {"amount": 5_000, "linked": True},
+            },
+        ],
+    },
+    "mystery": {"pot": "mystery", "min": 20_000, "max": 60_000},
+    **LIMITS,
+}
 BLACKJACK_CONFIG = {
     "version": 1,
     "commission_percent": "12.5",
@@ -189,6 +237,12 @@ class Demo:
         # Tables whose dealer uses the reference terminal (`jackpot terminal`); `jackpot demo`
         # runs a few, the fault suite and the load test none.
         self.terminal_tables: list[DemoTable] = []
+        # Each group's configuration; `jackpot demo` makes the poker group's five levels
+        # (LEVELS_POKER_CONFIG), the fault suite and the load test keep the SCJ's.
+        self.group_configs: dict[str, dict[str, Any]] = {
+            POKER_GROUP: POKER_CONFIG,
+            BLACKJACK_GROUP: BLACKJACK_CONFIG,
+        }
 
     # -------------------------------------------------------------------------------- TLS
 
@@ -390,7 +444,7 @@ class Demo:
         admin = pot_pb2.AdminContext(requested_by="demo", reason="demo floor")
         async with secure_channel(self.target("pot"), self.tls("operator")) as channel:
             pot = pot_pb2_grpc.PotServiceStub(channel)  # type: ignore[no-untyped-call]
-            for group, config in ((POKER_GROUP, POKER_CONFIG), (BLACKJACK_GROUP, BLACKJACK_CONFIG)):
+            for group, config in self.group_configs.items():
                 await pot.CreatePotGroup(
                     pot_pb2.CreatePotGroupRequest(
                         pot_group_id=group, config_json=json.dumps(config), admin=admin
@@ -721,6 +775,7 @@ async def run_demo(
     run_id = uuid.uuid4().hex[:8]
     demo = Demo(tables, STATE / "demo" / run_id, run_id)
     demo.terminal_tables = demo.played_tables()[:DEMO_TERMINALS]
+    demo.group_configs[POKER_GROUP] = LEVELS_POKER_CONFIG  # five levels and envy on the floor
     demo.start_kafka()
     await demo.create_topics()
     demo.start_services()
