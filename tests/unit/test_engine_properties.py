@@ -557,8 +557,10 @@ def test_random_play_keeps_every_invariant(data: st.DataObject) -> None:
         }
     group, _ = PotGroup.open("G", cfg, opening, trigger_source=trigger_source)
     balances = {n: Fraction(0) for n in names}
-    if opening is None:
+    if opening is None:  # C4, L1: every level's pot opens at its base
         balances["main"] = mcfg.base
+        for _, pot, base, _ in mcfg.levels[1:]:
+            balances[pot] = base
     else:
         balances.update({n: peso(v) for n, v in opening.items()})
     model = Model(mcfg, balances, house=sum(balances.values(), Fraction(0)))
@@ -665,7 +667,8 @@ def test_random_play_keeps_every_invariant(data: st.DataObject) -> None:
 def test_one_lock_allocates_exactly(raw: dict[str, Any], data: st.DataObject) -> None:
     """C2, C3, C5: one lock on an empty group: commission + pots == collected, each pot exact."""
     cfg = load_config(raw)
-    group, _ = PotGroup.open("G", replace(cfg, base=0), trigger_source=trigger_source)
+    empty = {pot.name: 0 for pot in cfg.pots}  # no level opens at its base here
+    group, _ = PotGroup.open("G", replace(cfg, base=0), empty, trigger_source=trigger_source)
     group.link_table(
         "T1",
         "caribbean",

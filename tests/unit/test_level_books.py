@@ -158,7 +158,7 @@ def _collection_naming_the_wrong_level(ledger: Ledger) -> None:
 BROKEN: dict[str, tuple[Callable[[Ledger], None], str]] = {
     "L2 a level's prize from another level's pot": (
         _prize_from_another_levels_pot,
-        "level sf's FOUR_OF_A_KIND took 1575 from pot:main, the pot of level royal",
+        "level sf's FOUR_OF_A_KIND took 51575 from pot:main, the pot of level royal",
     ),
     "L2 a prize naming the wrong level": (
         _prize_naming_the_wrong_level,

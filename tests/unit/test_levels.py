@@ -170,6 +170,23 @@ def test_L1_a_configuration_without_levels_is_todays_exactly() -> None:
     assert load_config(cfg.to_config()) == cfg
 
 
+def test_L1_C4_every_level_opens_at_its_base_advanced_by_the_house() -> None:
+    group, [opened] = PotGroup.open("G", load_config(leveled()))
+    assert balances_in_pesos(group) == {
+        "main": 100_000,
+        "sf": 20_000,
+        "reserve1": 0,
+        "sf_reserve": 0,
+    }
+    assert group.house_advance == pesos(120_000)  # M2 holds from the first event
+    assert opened.transfers == (
+        ("house", "pot:main", pesos(100_000)),
+        ("house", "pot:sf", pesos(20_000)),
+    )
+    assert opened.transfer_levels == ("royal", "sf")
+    group.check_conservation()
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

@@ -81,8 +81,10 @@ def test_L4_M3_D2_the_level_judge_refuses_a_sign_above_its_pot_and_a_wrong_rise(
     broken.CopyFrom(update)
     broken.levels[2].sign_value += 1  # a peso the quads pot does not hold
     broken.levels[4].increment += 1
+    quads = balances(update)[LEVEL_POTS["quads"]]  # its base (L1) and the lock's 360
+    assert quads == (25_000 + 360) * MINOR_PER_PESO
     assert judge_levels(broken, before) == [
-        "quads: sign 361 for a pot of 360000000000000 (M3)",
+        f"quads: sign 25361 for a pot of {quads} (M3)",
         "quads: increment 360, rose 361 (D2)",
         "flush: increment 109, rose 108 (D2)",
     ]
@@ -172,8 +174,8 @@ def test_L4_V1_the_balance_gauge_names_each_pots_level_and_envy_is_counted() -> 
 
     assert sample("jackpot_pot_balance_pesos", pot="main", level="royal") == 500_000
     assert sample("jackpot_pot_balance_pesos", pot="reserve1", level="royal") == 0  # its reserve
-    # a level other than the main one opens empty (only the main pot opens at its base, C4)
-    assert sample("jackpot_pot_balance_pesos", pot="flush", level="flush") == 0
+    # every level opens at its base (C4, L1)
+    assert sample("jackpot_pot_balance_pesos", pot="flush", level="flush") == 5_000
     assert sample("jackpot_pot_balance_pesos", pot="mystery", level="") is not None
     assert sample("jackpot_envy_awards_total", level="royal") == 1
     level_values = {

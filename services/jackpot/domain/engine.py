@@ -201,13 +201,14 @@ class PotGroup:
         changed_by: str = "",
         reason: str = "",
     ) -> tuple[PotGroup, list[Event]]:
-        """A new group; the main pot starts at its base (C4), or at the given opening balances.
+        """A new group; the main pot starts at its base (C4) and every other level's pot at that
+        level's (L1), or all at the given opening balances.
 
         Opening money is advanced by the house, so rule M2 holds from the first event. The event
         carries the first configuration and who asked, so the ledger alone states it (C7, D4).
         """
         group = cls(group_id, config, trigger_source)
-        opening = dict(balances) if balances is not None else {MAIN: config.base}
+        opening = dict(balances) if balances is not None else _opening_bases(config)
         unknown = set(opening) - set(group.balances)
         if unknown:
             raise DomainError(
@@ -1060,6 +1061,11 @@ class PotGroup:
                 f"table {table_id} has round {locked.round_id} locked, not {round_id}",
             )
         return locked
+
+
+def _opening_bases(config: PotGroupConfig) -> dict[str, int]:
+    """C4, L1: each level's pot opens at its base (a one-level group: the main pot alone)."""
+    return {MAIN: config.base, **{level.pot: level.base for level in config.other_levels}}
 
 
 def _allocation(config: PotGroupConfig) -> tuple[tuple[str, int, int | None, str | None], ...]:
