@@ -18,10 +18,13 @@ pinned in pyproject.toml no longer has it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
+import sys
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,7 @@ from aiokafka.errors import (
 )
 from aiokafka.producer.message_accumulator import MessageBatch
 from aiokafka.producer.transaction_manager import TransactionManager, TransactionState
+from aiokafka.structs import ConsumerRecord
 from packaging.requirements import Requirement
 from packaging.version import Version
 
@@ -51,6 +55,7 @@ from jackpot.platform.exactly_once import (
     OutputRecord,
     Owned,
     ProcessorError,
+    _wait_at_most,
     fatal_cause,
     retire_producer,
     settle_failures,
@@ -77,6 +82,8 @@ class Counter:
         self.journal = journal
         self.total = self.committed_total = 0
         self._next = self._committed_next = 0
+        self.applied: list[list[int]] = []  # the offsets of each batch applied
+        self.ticking = False  # tick() writes a heartbeat record
 
     @property
     def next_offset(self) -> int:
@@ -89,6 +96,9 @@ class Counter:
         return committed
 
     def apply(self, records: Sequence[Any]) -> Batch:
+        if any(r.value == b"bad" for r in records):
+            raise ValueError("a bug in the handler")
+        self.applied.append([r.offset for r in records])
         self.total += sum(int(r.value) for r in records)
         self._next = records[-1].offset + 1
         return Batch([OutputRecord("changelog", str(self.total).encode(), b"total", 0)])
@@ -99,8 +109,11 @@ class Counter:
         self.total += value
         return Batch([OutputRecord("changelog", str(self.total).encode(), b"total", 0)], value)
 
-    def tick(self) -> None:
-        return None
+    def tick(self) -> Batch | None:
+        if not self.ticking:
+            return None
+        self.journal.append("tick")
+        return Batch([OutputRecord("heartbeats", b"beat", b"beat", 0)])
 
     def commit(self, batch: Batch) -> None:
         self.committed_total = self.total
@@ -136,6 +149,10 @@ class FakeProducer:
     calls: list[str] = field(default_factory=list)
     sent: list[tuple[str, bytes | None]] = field(default_factory=list)
     _txn_manager: TransactionManager = field(default_factory=transaction_manager)
+    gate: asyncio.Event | None = None  # set: commits wait for it
+    committing: asyncio.Event = field(default_factory=asyncio.Event)  # a commit has begun
+    commits: int = 0
+    committed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def begin_transaction(self) -> None:
         self.calls.append("begin")
@@ -152,9 +169,20 @@ class FakeProducer:
         self.calls.append(f"offsets {offsets}")
 
     async def commit_transaction(self) -> None:
+        self.committing.set()
+        if self.gate is not None:
+            await self.gate.wait()
         if self.fail_commit is not None:
             raise self.fail_commit
         self.calls.append("commit")
+        async with self.committed:
+            self.commits += 1
+            self.committed.notify_all()
+
+    async def commits_reach(self, count: int) -> None:
+        """Returns once ``count`` transactions have committed (fails the test after 5 s)."""
+        async with self.committed:
+            await asyncio.wait_for(self.committed.wait_for(lambda: self.commits >= count), 5)
 
     async def abort_transaction(self) -> None:
         self.calls.append("abort")
@@ -165,9 +193,57 @@ class FakeProducer:
 
 @dataclass
 class FakeConsumer:
+    """The group consumer: what the test feeds comes out of ``getmany`` one feed at a time,
+    each only when its partition is asked for (or all are)."""
+
     journal: list[str]
     committed_offset: int | None = 7
     seeks: list[tuple[TopicPartition, int]] = field(default_factory=list)
+    pauses: list[int] = field(default_factory=list)
+    resumes: list[int] = field(default_factory=list)
+    feeds: list[dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]] = field(
+        default_factory=list
+    )
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    drained: asyncio.Event = field(default_factory=asyncio.Event)
+    requested: list[list[int]] = field(default_factory=list)  # per fetch; [] is all
+
+    def feed(self, partition: int, *offsets: int, value: bytes = b"1") -> None:
+        tp = TopicPartition("in", partition)
+        self.drained.clear()
+        self.feeds.append({tp: [record(partition, offset, value) for offset in offsets]})
+        self.arrived.set()
+
+    async def fetched(self) -> None:
+        """Returns once every feed it may was handed out: the processor fetches again."""
+        await asyncio.wait_for(self.drained.wait(), 5)
+
+    def _take(
+        self, partitions: set[TopicPartition]
+    ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] | None:
+        for i, fed in enumerate(self.feeds):
+            if not partitions or not partitions.isdisjoint(fed):
+                return self.feeds.pop(i)
+        return None
+
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
+        self.requested.append(sorted(tp.partition for tp in partitions))
+        taken = self._take(set(partitions))
+        if taken is None:
+            self.drained.set()
+            self.arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.arrived.wait(), timeout_ms / 1000)
+            taken = self._take(set(partitions))
+        return taken or {}
+
+    def last_stable_offset(self, tp: TopicPartition) -> int | None:
+        return None
+
+    async def stop(self) -> None:
+        self.journal.append("consumer stop")
 
     async def committed(self, tp: TopicPartition) -> int | None:
         return self.committed_offset
@@ -180,24 +256,48 @@ class FakeConsumer:
         self.journal.append(f"seek {tp.partition} beginning")
 
     def resume(self, tp: TopicPartition) -> None:
-        pass
+        self.resumes.append(tp.partition)
 
     def pause(self, tp: TopicPartition) -> None:
         self.journal.append(f"pause {tp.partition}")
+        self.pauses.append(tp.partition)
 
 
-def processor() -> tuple[ExactlyOnceProcessor[Counter], list[str], list[str]]:
+def record(partition: int, offset: int, value: bytes = b"1") -> ConsumerRecord[bytes, bytes]:
+    return ConsumerRecord("in", partition, offset, 0, 0, None, value, None, 0, len(value), ())
+
+
+CREATED: list[ExactlyOnceProcessor[Counter]] = []
+
+
+@pytest.fixture(autouse=True)
+async def no_worker_left() -> AsyncIterator[None]:
+    """Every partition worker a test started ends with it."""
+    yield
+    while CREATED:
+        for owned in CREATED.pop()._owned.values():
+            worker = getattr(owned, "worker", None)
+            if worker is not None:
+                worker.cancel()
+                await asyncio.wait([worker])
+
+
+def processor(
+    settings: ExactlyOnceSettings = SETTINGS, tick_seconds: float | None = None
+) -> tuple[ExactlyOnceProcessor[Counter], list[str], list[str]]:
     journal: list[str] = []
     made: list[str] = []
     eos: ExactlyOnceProcessor[Counter] = ExactlyOnceProcessor(
         "test",
-        SETTINGS,
+        settings,
         {"bootstrap_servers": "127.0.0.1:1"},
         input_topic="in",
         changelog_topic="changelog",
         handler_factory=lambda p: Counter(journal),
         metrics=ProcessorMetrics(),
+        tick_seconds=tick_seconds,
     )
+    CREATED.append(eos)
     eos._consumer = FakeConsumer(journal)  # type: ignore[assignment]
 
     async def fencing_producer(partition: int) -> Any:
@@ -502,3 +602,335 @@ async def test_settle_failures_takes_each_failure_once_and_nothing_else() -> Non
     assert settle_failures(healthy) == 0  # no transaction yet: nothing failed
     for client in (producer, healthy):
         await client.stop()
+
+
+# ------------------------------------------- a pipeline per partition (issue 26 part 3)
+
+TP0 = TopicPartition("in", 0)
+OFFSETS_8 = f"offsets { {TP0: 8} }"
+
+
+async def owning_many(
+    *partitions: int, settings: ExactlyOnceSettings = SETTINGS, tick_seconds: float | None = None
+) -> tuple[ExactlyOnceProcessor[Counter], FakeConsumer]:
+    eos, _, _ = processor(settings, tick_seconds)
+    await eos._on_assigned([TopicPartition("in", p) for p in partitions])
+    return eos, eos._consumer  # type: ignore[return-value]
+
+
+def producer_of(eos: ExactlyOnceProcessor[Counter], partition: int) -> FakeProducer:
+    return eos._owned[partition].producer  # type: ignore[return-value]
+
+
+def gated(eos: ExactlyOnceProcessor[Counter], partition: int) -> FakeProducer:
+    """The partition's producer, whose commits wait until its ``gate`` is set."""
+    producer = producer_of(eos, partition)
+    producer.gate = asyncio.Event()
+    return producer
+
+
+@asynccontextmanager
+async def running(eos: ExactlyOnceProcessor[Counter]) -> AsyncIterator[None]:
+    """The processor's fetch loop, as :meth:`ExactlyOnceProcessor.run` drives it."""
+
+    async def fetching() -> None:
+        while True:
+            await eos._step()
+
+    task = asyncio.create_task(fetching())
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.wait([task])
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Returns once ``condition`` holds, giving the other tasks their turns (5 s at most)."""
+    async with asyncio.timeout(5):
+        # a state the processor keeps, not an event it sets: checked at every turn
+        while not condition():  # noqa: ASYNC110
+            await asyncio.sleep(0)
+
+
+async def in_flight(producer: FakeProducer) -> None:
+    await asyncio.wait_for(producer.committing.wait(), 5)
+
+
+def batches(producer: FakeProducer) -> Iterator[list[str]]:
+    """The producer's transactions, each as its calls."""
+    current: list[str] = []
+    for call in producer.calls:
+        current.append(call)
+        if call in ("commit", "abort"):
+            yield current
+            current = []
+
+
+async def test_a_partition_is_processed_while_anothers_transaction_is_in_flight() -> None:
+    """The broken behaviour: one step fetched, ran every partition's transaction, then fetched
+    again, so B's record waited for A's transaction before it was even fetched."""
+    eos, consumer = await owning_many(0, 1)
+    a, b = gated(eos, 0), producer_of(eos, 1)
+    async with running(eos):
+        consumer.feed(0, 7)
+        await in_flight(a)
+        consumer.feed(1, 7)
+        await b.commits_reach(1)
+        assert a.commits == 0  # A's transaction is still in flight
+        assert eos._owned[1].handler.committed_total == 41
+        a.gate.set()  # type: ignore[union-attr]
+        await a.commits_reach(1)
+    assert a.calls == ["begin", OFFSETS_8, "commit"]
+
+
+async def test_what_arrives_during_a_transaction_goes_into_the_next_one() -> None:
+    eos, consumer = await owning_many(0)
+    a = gated(eos, 0)
+    handler = eos._owned[0].handler
+    async with running(eos):
+        consumer.feed(0, 7)
+        await in_flight(a)
+        consumer.feed(0, 8)
+        consumer.feed(0, 9, 10)
+        consumer.feed(0, 11)
+        await consumer.fetched()
+        assert handler.applied == [[7]]
+        a.gate.set()  # type: ignore[union-attr]
+        await a.commits_reach(2)
+    assert handler.applied == [[7], [8, 9, 10, 11]]  # one transaction for what waited
+    assert a.calls == ["begin", OFFSETS_8, "commit", "begin", f"offsets { {TP0: 12} }", "commit"]
+    assert handler.committed_total == 45
+
+
+async def test_a_partition_at_its_bound_is_not_fetched_until_its_worker_catches_up() -> None:
+    """Left out of the fetch, not paused: a pause drops what aiokafka fetched for it."""
+    settings = SETTINGS.model_copy(update={"max_batch_records": 2, "pending_batches": 2})
+    eos, consumer = await owning_many(0, 1, settings=settings)
+    a = gated(eos, 0)
+    owned = eos._owned[0]
+    async with running(eos):
+        consumer.feed(0, 7)
+        await in_flight(a)
+        consumer.feed(0, 8, 9)
+        consumer.feed(0, 10, 11)
+        await consumer.fetched()
+        assert [r.offset for r in owned.pending] == [8, 9, 10, 11]  # two batches: its bound
+        consumer.feed(0, 12)
+        consumer.feed(1, 7)
+        await producer_of(eos, 1).commits_reach(1)  # the other partition is fetched for
+        assert consumer.requested[-1] == [1]
+        assert [r.offset for r in owned.pending] == [8, 9, 10, 11]
+        a.gate.set()  # type: ignore[union-attr]
+        await a.commits_reach(4)
+    assert owned.handler.applied == [[7], [8, 9], [10, 11], [12]]
+    assert consumer.pauses == []
+
+
+async def test_a_submitted_change_waits_for_the_partitions_batch_in_flight() -> None:
+    eos, consumer = await owning_many(0, 1)
+    a = gated(eos, 0)
+    decided_on: list[int] = []
+
+    def change(handler: Counter) -> Batch:
+        decided_on.append(handler.committed_total)
+        return handler.add(5)
+
+    async with running(eos):
+        consumer.feed(0, 7)
+        await in_flight(a)
+        submitted = asyncio.create_task(eos.submit(0, change))
+        consumer.feed(1, 7)
+        await producer_of(eos, 1).commits_reach(1)  # another partition went on meanwhile
+        assert decided_on == []
+        a.gate.set()  # type: ignore[union-attr]
+        batch = await asyncio.wait_for(submitted, 5)
+    assert batch.value == 5
+    assert decided_on == [41]  # decided on the state the batch committed
+    assert list(batches(a)) == [["begin", OFFSETS_8, "commit"], ["begin", "commit"]]
+    assert eos._owned[0].handler.committed_total == 46
+
+
+async def test_a_batch_waits_for_the_partitions_submitted_change_in_flight() -> None:
+    eos, consumer = await owning_many(0, 1)
+    a = gated(eos, 0)
+    handler = eos._owned[0].handler
+    async with running(eos):
+        submitted = asyncio.create_task(eos.submit(0, lambda h: h.add(5)))
+        await in_flight(a)
+        consumer.feed(0, 7)
+        consumer.feed(1, 7)
+        await producer_of(eos, 1).commits_reach(1)
+        await consumer.fetched()
+        assert handler.applied == []
+        a.gate.set()  # type: ignore[union-attr]
+        await asyncio.wait_for(submitted, 5)
+        await a.commits_reach(2)
+    assert list(batches(a)) == [["begin", "commit"], ["begin", OFFSETS_8, "commit"]]
+    assert handler.committed_total == 46
+
+
+async def test_a_revocation_waits_for_the_transaction_in_flight_and_drops_what_waits() -> None:
+    eos, consumer = await owning_many(0)
+    a = gated(eos, 0)
+    owned = eos._owned[0]
+    async with running(eos):
+        consumer.feed(0, 7)
+        await in_flight(a)
+        consumer.feed(0, 8)
+        await consumer.fetched()
+        revoking = asyncio.create_task(eos._on_revoked([TP0]))
+        await until(lambda: owned.closing)
+        assert 0 not in eos._owned  # nothing more is handed to it
+        assert "stop" not in a.calls  # its producer is not closed under its transaction
+        assert "close" not in owned.handler.journal
+        a.gate.set()  # type: ignore[union-attr]
+        await asyncio.wait_for(revoking, 5)
+    assert a.calls == ["begin", OFFSETS_8, "commit", "stop"]
+    assert owned.handler.applied == [[7]]  # 8 is the next owner's, from the committed offset
+    assert owned.handler.journal[-1] == "close"
+    assert owned.worker is not None
+    assert owned.worker.done()
+
+
+async def test_stopping_lets_the_transactions_in_flight_finish() -> None:
+    eos, consumer = await owning_many(0)
+    a = gated(eos, 0)
+    owned = eos._owned[0]
+    async with running(eos):
+        consumer.feed(0, 7)
+        await in_flight(a)
+        stopping = asyncio.create_task(eos._shutdown())
+        await until(lambda: owned.closing)
+        assert "consumer stop" not in owned.handler.journal
+        assert "stop" not in a.calls
+        a.gate.set()  # type: ignore[union-attr]
+        await asyncio.wait_for(stopping, 5)
+    assert a.calls == ["begin", OFFSETS_8, "commit", "stop"]
+    journal = owned.handler.journal
+    assert journal.index("consumer stop") < journal.index("close")
+    assert eos.owned_partitions == []
+
+
+async def test_ticks_go_through_each_partitions_worker_after_its_transaction() -> None:
+    eos, consumer = await owning_many(0, 1, tick_seconds=0.0)
+    a, b = gated(eos, 0), producer_of(eos, 1)
+    for partition in (0, 1):
+        eos._owned[partition].handler.ticking = True
+    async with running(eos):
+        consumer.feed(0, 7)
+        await in_flight(a)
+        await b.commits_reach(2)  # the idle partition ticks meanwhile
+        assert a.calls == ["begin", OFFSETS_8]  # no tick inside A's transaction
+        a.gate.set()  # type: ignore[union-attr]
+        await a.commits_reach(2)
+    assert list(batches(a))[:2] == [["begin", OFFSETS_8, "commit"], ["begin", "commit"]]
+    assert a.sent[:2] == [("changelog", b"41"), ("heartbeats", b"beat")]
+
+
+async def test_a_processing_failure_halts_the_partition_and_its_worker() -> None:
+    eos, consumer = await owning_many(0, 1)
+    owned = eos._owned[0]
+    async with running(eos):
+        consumer.feed(0, 7, value=b"bad")
+        assert owned.worker is not None
+        await asyncio.wait_for(asyncio.shield(owned.worker), 5)
+        consumer.feed(0, 8)
+        consumer.feed(1, 7)
+        await producer_of(eos, 1).commits_reach(1)
+    assert owned.halted
+    assert owned.why_halted == "processing_failed"
+    assert consumer.pauses == [0]
+    assert producer_of(eos, 0).calls == []
+    assert owned.pending == []
+    assert eos.owned_partitions == [1]
+    assert eos._failure is None
+
+
+async def test_an_aborted_batch_drops_what_waits_and_reads_again_from_the_commit_point() -> None:
+    eos, consumer = await owning_many(0)
+    a = gated(eos, 0)
+    owned = eos._owned[0]
+    async with running(eos):
+        consumer.feed(0, 7)
+        await in_flight(a)
+        consumer.feed(0, 8)
+        await consumer.fetched()
+        a.fail_commit = KafkaConnectionError()
+        a.gate.set()  # type: ignore[union-attr]
+        await until(lambda: "abort" in a.calls)
+        assert consumer.seeks[-1] == (TP0, 7)
+        assert owned.pending == []
+        a.fail_commit = None
+        consumer.feed(0, 7, 8)  # read again from the seek
+        await a.commits_reach(1)
+    assert owned.handler.applied == [[7], [7, 8]]
+    assert owned.handler.committed_total == 42
+    assert list(batches(a)) == [
+        ["begin", OFFSETS_8, "abort"],
+        ["begin", f"offsets { {TP0: 9} }", "commit"],
+    ]
+
+
+async def test_a_linger_gathers_a_batch_of_the_minimum_size() -> None:
+    settings = SETTINGS.model_copy(update={"batch_linger_ms": 5_000, "batch_min_records": 3})
+    eos, consumer = await owning_many(0, settings=settings)
+    a = producer_of(eos, 0)
+    async with running(eos):
+        consumer.feed(0, 7)
+        consumer.feed(0, 8)
+        consumer.feed(0, 9)
+        await a.commits_reach(1)
+    assert eos._owned[0].handler.applied == [[7, 8, 9]]
+
+
+async def test_a_linger_ends_without_the_minimum() -> None:
+    settings = SETTINGS.model_copy(update={"batch_linger_ms": 10, "batch_min_records": 3})
+    eos, consumer = await owning_many(0, settings=settings)
+    async with running(eos):
+        consumer.feed(0, 7)
+        await producer_of(eos, 0).commits_reach(1)
+    assert eos._owned[0].handler.applied == [[7]]
+
+
+def test_the_transactional_producers_retry_after_the_configured_backoff() -> None:
+    settings = SETTINGS.model_copy(update={"producer_retry_backoff_ms": 15})
+    made: list[dict[str, Any]] = []
+
+    class Connection:
+        def __init__(self, options: Any) -> None:
+            pass
+
+        def producer(self, **extra: Any) -> Any:
+            made.append(extra)
+            raise RuntimeError("enough")
+
+    eos, _, _ = processor(settings)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys.modules[ExactlyOnceProcessor.__module__], "KafkaConnection", Connection)
+        with pytest.raises(RuntimeError, match="enough"):
+            asyncio.run(ExactlyOnceProcessor._fencing_producer(eos, 2))
+    assert made[0]["retry_backoff_ms"] == 15
+    assert made[0]["transactional_id"] == "tx-2"
+    assert ExactlyOnceSettings.model_fields["producer_retry_backoff_ms"].default == 20
+
+
+@pytest.mark.parametrize(
+    ("field_name", "value"),
+    [("batch_min_records", 0), ("pending_batches", 0), ("batch_linger_ms", -1)],
+)
+def test_pipeline_settings_are_checked(field_name: str, value: int) -> None:
+    with pytest.raises(ValueError, match=field_name):
+        ExactlyOnceSettings(consumer_group="g", transactional_id_prefix="t", **{field_name: value})
+
+
+async def test_a_cancellation_that_arrives_as_the_wait_ends_is_not_swallowed() -> None:
+    """asyncio.wait_for on Python 3.11 returns instead: a cancelled service ran on (the pot's
+    cancelled-mid-stream integration test hung on half its runs)."""
+    event = asyncio.Event()
+    waiting = asyncio.create_task(_wait_at_most(event, 5))
+    await asyncio.sleep(0)  # one turn: it is waiting on the event
+    event.set()
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting

@@ -42,7 +42,7 @@ consumer only fetches and hands each partition's records to that partition's wor
 writes one transaction at a time and, when it ends, takes everything that arrived meanwhile as its
 next batch. Batch size follows load by itself: a lone record goes at once, and under load the
 transaction in flight is the linger that fills the next one. What a worker has not taken yet is
-bounded (the partition's fetching pauses at ``pending_batches`` batches), order within a partition
+bounded (a partition is not fetched for at ``pending_batches`` batches), order within a partition
 is the worker's, and a partition's transactions (batches, ticks, submitted changes) never
 interleave: they take turns on its lock, which is what a rebalance and a stop wait for.
 """
@@ -227,13 +227,26 @@ class PartitionHandler(Protocol[B]):
 
 
 RESTORE_TIMEOUT_SECONDS = 120.0  # a takeover's changelog read at most
+BOUND_RECHECK_MS = 5  # the longest fetch while a partition is left out at its bound
 
 
 class ExactlyOnceSettings(Settings):
     """How a service's exactly-once processor joins its consumer group and paces its
     transactions. A section of the pot's and the payout's settings, read under the service's own
     prefix (``JACKPOT_CONSUMER_GROUP``, ``JACKPOT_PAYOUT_CONSUMER_GROUP``), each with its own
-    default group and transactional ids."""
+    default group and transactional ids.
+
+    Batches are sized by load, not by a linger (issue 26): a partition's worker takes what
+    arrived during its previous transaction, so that transaction is the linger. Hence
+    ``batch_linger_ms`` 0: at low load a batch never reaches ``batch_min_records``, so a linger
+    adds its whole length to every record; under load (600 records/s over 6 partitions,
+    measured on a 2-core machine with other work running) 2 or 5 ms did not beat 0 beyond the
+    run-to-run noise (p50 21-30 ms against 19-38 ms). ``producer_retry_backoff_ms`` 20: a
+    transaction begun right after a commit often meets CONCURRENT_TRANSACTIONS on
+    AddOffsetsToTxn, retried after this pause; back-to-back transactions took p50 25-28 ms with
+    aiokafka's default 100 against 5-8 ms with 20 or 10 (10 no better than 20, with twice the
+    retries against a coordinator still writing markers).
+    """
 
     consumer_group: str = Field(
         description="consumer group of every instance; its offsets commit in transactions"
@@ -275,8 +288,8 @@ class ExactlyOnceSettings(Settings):
     )
     pending_batches: int = Field(
         4,
-        description="a partition's fetching pauses while this many batches (of "
-        "max_batch_records) wait for its worker, and resumes at one",
+        description="a partition is not fetched for while this many batches (of "
+        "max_batch_records) wait for its worker",
     )
     producer_retry_backoff_ms: int = Field(
         20,
@@ -328,7 +341,6 @@ class Owned(Generic[H]):
     wake: asyncio.Event = field(default_factory=asyncio.Event)  # records, a tick or closing
     worker: asyncio.Task[None] | None = None
     tick_due: bool = False
-    paused: bool = False  # fetching paused: its pending records are at the bound
     closing: bool = False  # revoked or stopping: its worker ends after its transaction
 
 
@@ -375,6 +387,7 @@ class ExactlyOnceProcessor(Generic[H]):
         self._owned: dict[int, Owned[H]] = {}
         self._lock = asyncio.Lock()  # one rebalance callback at a time
         self._restore_lock = asyncio.Lock()  # the restore consumer reads for one caller at a time
+        self._taken = asyncio.Event()  # a worker took a batch: its partition may be under bound
         self._assignment_epoch = 0
         self._stopping = asyncio.Event()
         self._closed = False
@@ -486,6 +499,8 @@ class ExactlyOnceProcessor(Generic[H]):
         await asyncio.gather(*(self._quiesce(owned) for owned in list(self._owned.values())))
         if self._consumer is not None:
             await stop_client(self._consumer)  # leaves the group: the others rebalance at once
+        # and any a rebalance started while the consumer stopped
+        await asyncio.gather(*(self._quiesce(owned) for owned in list(self._owned.values())))
         for owned in list(self._owned.values()):
             await self._close(owned)
         self._owned.clear()
@@ -501,9 +516,7 @@ class ExactlyOnceProcessor(Generic[H]):
         consumer = self._consumer
         assert consumer is not None
         epoch = self._assignment_epoch
-        fetched = await consumer.getmany(
-            timeout_ms=self.settings.poll_timeout_ms, max_records=self.settings.max_batch_records
-        )
+        fetched = await self._fetch(consumer)
         if epoch != self._assignment_epoch:
             # The assignment changed while these records were fetched: drop them, and re-seek
             # so that none fetched after the new positions is skipped either.
@@ -517,26 +530,42 @@ class ExactlyOnceProcessor(Generic[H]):
         self._ticks()
         self._update_lag()
 
+    async def _fetch(
+        self, consumer: AIOKafkaConsumer
+    ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
+        """The records of the partitions whose workers are under their bound
+        (``pending_batches``): a partition at it is left out until its worker catches up, and
+        what aiokafka fetched for it stays in aiokafka's buffer (one fetch per partition). Not
+        ``consumer.pause``: a pause drops that buffer and a resume fetches it again; the pot's
+        bench (a backlog, pre-published) ran at about half the rate paused at the bound."""
+        settings = self.settings
+        bound = settings.pending_batches * settings.max_batch_records
+        live = [o for o in self._owned.values() if not (o.halted or o.closing)]
+        ready = [o.tp for o in live if len(o.pending) < bound]
+        if live and not ready:  # every worker is at its bound: wait for one to take a batch
+            self._taken.clear()
+            await _wait_at_most(self._taken, settings.poll_timeout_ms / 1000)
+            return {}
+        # Some left out: a short wait, so that one whose worker catches up meanwhile is
+        # fetched for again soon. None left out: all assigned, as the group gave them.
+        partial = len(ready) < len(live)
+        fetched: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = await consumer.getmany(
+            *(ready if partial else ()),
+            timeout_ms=min(settings.poll_timeout_ms, BOUND_RECHECK_MS)
+            if partial
+            else settings.poll_timeout_ms,
+            max_records=settings.max_batch_records,
+        )
+        return fetched
+
     def _enqueue(self, owned: Owned[H], records: list[ConsumerRecord[bytes, bytes]]) -> None:
-        """Queue records for the partition's worker; pause its fetching at the bound."""
+        """Queue records for the partition's worker, in offset order, each once."""
         fresh = [r for r in records if r.offset >= owned.fetched]  # older: before a re-seek
         if not fresh:
             return
         owned.pending.extend(fresh)
         owned.fetched = fresh[-1].offset + 1
         owned.wake.set()
-        bound = self.settings.pending_batches * self.settings.max_batch_records
-        if not owned.paused and len(owned.pending) >= bound:
-            assert self._consumer is not None
-            self._consumer.pause(owned.tp)
-            owned.paused = True
-            self._log.debug("partition_paused", partition=owned.partition, pending=bound)
-
-    def _resume(self, owned: Owned[H]) -> None:
-        """Fetch for the partition again, unless it is halted (a halted one stays paused)."""
-        if owned.paused and not owned.halted and self._consumer is not None:
-            self._consumer.resume(owned.tp)
-            owned.paused = False
 
     def _reposition(self, owned: Owned[H], offset: int) -> None:
         """Read the partition again from ``offset``: what was queued past it is dropped."""
@@ -544,7 +573,6 @@ class ExactlyOnceProcessor(Generic[H]):
         owned.fetched = offset
         if self._consumer is not None:
             self._consumer.seek(owned.tp, offset)
-        self._resume(owned)
 
     def _start_worker(self, owned: Owned[H]) -> None:
         owned.worker = asyncio.create_task(
@@ -594,8 +622,7 @@ class ExactlyOnceProcessor(Generic[H]):
             if remaining <= 0:
                 return
             owned.wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(owned.wake.wait(), remaining)
+            await _wait_at_most(owned.wake, remaining)
 
     async def _run_batch(self, owned: Owned[H]) -> None:
         async with owned.lock:  # taken under the lock: a change's abort may have re-seeked
@@ -604,8 +631,7 @@ class ExactlyOnceProcessor(Generic[H]):
             size = self.settings.max_batch_records
             records = owned.pending[:size]
             del owned.pending[:size]
-            if owned.paused and len(owned.pending) <= size:  # caught up: fetch again
-                self._resume(owned)
+            self._taken.set()  # under its bound again: fetched for
             await self._process(owned, records)
 
     async def _process(self, owned: Owned[H], records: list[ConsumerRecord[bytes, bytes]]) -> None:
@@ -886,7 +912,8 @@ class ExactlyOnceProcessor(Generic[H]):
                 owned.fetched = 0 if start is None else start
                 consumer.seek(tp, owned.fetched)
                 consumer.resume(tp)
-                self._start_worker(owned)
+                if not self._stopping.is_set():  # assigned while the consumer stops: no work
+                    self._start_worker(owned)
         except BaseException:
             for producer in producers:
                 await stop_client(producer)
@@ -946,6 +973,15 @@ class ExactlyOnceProcessor(Generic[H]):
         await retire_producer(owned.producer)
         self.metrics.forget_partition(owned.partition)
         owned.handler.close()
+
+
+async def _wait_at_most(event: asyncio.Event, seconds: float) -> None:
+    """Wait for ``event``, ``seconds`` at most. Not ``asyncio.wait_for``: on Python 3.11 it
+    swallows a cancellation that arrives as the event is set, and a cancelled service ran on
+    (tests/integration/test_pot_service.py, cancelled mid-stream, hung on half its runs)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
 
 
 class RestoredStateRefused(Exception):
