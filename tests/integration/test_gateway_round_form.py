@@ -81,17 +81,20 @@ async def test_C1_D1_a_round_in_three_messages_publishes_what_the_per_event_form
         settled = await device.settle_round({1: ROYAL, 3: TRIPS, 5: NOTHING}, {5: "CARD_EXCHANGE"})
         assert settled.accepted
         assert seats(settled) == {5: "ACCEPTED"}
+        assert (await device.credits(1, 10)).accepted  # a chip exchange between rounds
+        assert (await device.lock_round("R2", {1: 1})).accepted
     finally:
         await device.close()
     assert await gateway.gateway.drained()
     records = await read_topic(
-        gateway.settings.bootstrap_servers, gateway.settings.topics.table_events, 3
+        gateway.settings.bootstrap_servers, gateway.settings.topics.table_events, 4
     )
     events = [e for e in table_events(records) if e.table_id == "DRW-1"]
     assert [e.WhichOneof("payload") for e in events] == [
         "round_locked",
         "seat_forfeited",
         "round_result",
+        "round_locked",  # R2, after the chip exchange between rounds
     ]
     assert [(b.seat, b.bet) for b in events[0].round_locked.bets] == [
         (1, 2000),
@@ -104,8 +107,8 @@ async def test_C1_D1_a_round_in_three_messages_publishes_what_the_per_event_form
         3: TRIPS,
         5: NOTHING,
     }
-    assert [e.sequence for e in events] == [1, 2, 3]
-    assert all(e.round_id == "R1" for e in events)
+    assert [e.sequence for e in events] == [1, 2, 3, 4]
+    assert all(e.round_id == "R1" for e in events[:3])
 
 
 async def test_E1_E5_E6_a_lock_judges_each_seat_and_locks_the_others(

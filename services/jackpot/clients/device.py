@@ -205,7 +205,7 @@ class DeviceClient:
         return await self.send(cards_exchanged=device_pb2.CardsExchanged(seat=seat))
 
     async def void(self, reason: str) -> device_pb2.EventReply:
-        return await self.send(round_void=device_pb2.RoundVoid(reason=reason))
+        return self._ended(await self.send(round_void=device_pb2.RoundVoid(reason=reason)))
 
     async def lock_round(self, round_id: str, bets: Mapping[int, int]) -> device_pb2.EventReply:
         """The round form's lock: the round's bets, seat -> credits (opening ``round_id`` when
@@ -229,15 +229,24 @@ class DeviceClient:
             hands=[device_pb2.HandCards(seat=s, cards=c) for s, c in sorted(hands.items())],
             community_cards=list(community),
         )
-        return await self.send(settle_round=settle)
+        return self._ended(await self.send(settle_round=settle))
+
+    def _ended(self, reply: device_pb2.EventReply) -> device_pb2.EventReply:
+        """A round the gateway settled or voided is over: events between rounds (a chip
+        exchange) name no round."""
+        if reply.accepted:
+            self.round_id = ""
+        return reply
 
     async def results(
         self, hands: dict[int, list[str]], community: list[str] | None = None
     ) -> device_pb2.EventReply:
-        return await self.send(
-            hand_results=device_pb2.HandResults(
-                hands=[device_pb2.HandCards(seat=s, cards=c) for s, c in hands.items()],
-                community_cards=community or [],
+        return self._ended(
+            await self.send(
+                hand_results=device_pb2.HandResults(
+                    hands=[device_pb2.HandCards(seat=s, cards=c) for s, c in hands.items()],
+                    community_cards=community or [],
+                )
             )
         )
 
