@@ -8,7 +8,9 @@ key's last record from the tail in growing windows, so its cost is the tail, not
 from __future__ import annotations
 
 import pytest
+from structlog.testing import CapturingLogger
 
+from jackpot.platform import kafka
 from jackpot.platform.kafka import KafkaConnection, read_records
 from tests.conftest import TopicFactory
 
@@ -60,6 +62,26 @@ async def test_a_range_by_offsets_and_by_time_and_nothing_written_after_it_began
         rest = [r.value async for r in stream]
         assert b"late" not in rest
         assert len(rest) + 1 == 40
+
+
+async def test_a_reader_closes_at_once_after_reading_to_the_end(
+    kafka_bootstrap: str, make_topic: TopicFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # aiokafka's fetcher swallowed the stop's cancellation when the reader unassigned its
+    # partitions just before closing: one close in two hung (caught only by stop_client's bound).
+    topic = await make_topic("close", partitions=2)
+    await write(kafka_bootstrap, topic, [(i % 2, b"k", b"v%d" % i, T0_MS + i) for i in range(6)])
+    # a record written while the reader reads leaves a fetch in flight when it has read its end
+    connection = KafkaConnection({"bootstrap_servers": kafka_bootstrap})
+    logs = CapturingLogger()
+    monkeypatch.setattr(kafka, "log", logs)
+    for late in range(12):
+        async with connection.reader(topic) as reader:
+            stream = reader.records(deadline_seconds=WITHIN)
+            first = await anext(stream)
+            await write(kafka_bootstrap, topic, [(first.partition, b"k", b"late", T0_MS)])
+            assert len([r async for r in stream]) == 5 + late  # not the one just written
+    assert [c.args for c in logs.calls] == []  # no stop cut short by stop_client's bound
 
 
 async def test_latest_reads_the_tail_in_growing_windows_until_every_key_is_found(

@@ -8,6 +8,7 @@ stayed closed with the pot beating (seen in the broker-outage test, 2 runs in 3)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -46,3 +47,39 @@ async def test_a_cancellation_of_the_caller_still_goes_through() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+class SwallowingFetcherClient:
+    """aiokafka 0.14's shape (issue #983): stop() cancels its fetch task and awaits it, and the
+    fetch task, cancelled while it handles an unassignment, swallows that one cancellation."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self.fetch_task = asyncio.create_task(self._fetch_routine())
+
+    async def _fetch_routine(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):  # the swallowed cancellation
+            await asyncio.sleep(3600)  # awaiting a cancelled request
+        await asyncio.sleep(3600)  # and on to wait for the next assignment, for ever
+
+    async def stop(self) -> None:
+        self.fetch_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.fetch_task
+        self.closed = True  # connections closed: the rest of stop()
+
+
+async def test_a_stop_that_would_hang_is_cut_short_and_still_cleans_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("jackpot.platform.kafka.CLIENT_STOP_SECONDS", 0.2)
+    client = SwallowingFetcherClient()
+    await asyncio.sleep(0)  # the fetch routine is running
+    stopping = asyncio.create_task(stop_client(client))  # type: ignore[arg-type]
+    done, _ = await asyncio.wait({stopping}, timeout=5)
+    if not done:  # the hang this guards against: end it, then fail
+        stopping.cancel()
+        client.fetch_task.cancel()
+    assert done == {stopping}
+    assert client.fetch_task.cancelled()
+    assert client.closed

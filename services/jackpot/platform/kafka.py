@@ -22,6 +22,7 @@ from jackpot.topics import TopicSpec
 
 log = structlog.get_logger("jackpot.kafka")
 STARTUP_TOPIC_WAIT_SECONDS = 15.0  # how long a starting service waits for its topics to appear
+CLIENT_STOP_SECONDS = 10.0  # a client stop that takes longer is cut short and logged
 
 
 async def ensure_topics(
@@ -204,24 +205,34 @@ class TopicReader:
             ends = {p: min(ends[p], end.get(p, ends[p])) for p in ends}
         begin = {p: max(firsts[p], (start or {}).get(p, firsts[p])) for p in firsts}
         todo = {tp for tp in tps if ends[tp.partition] > begin[tp.partition]}
+        if not todo:
+            return
         consumer = self._consumer
         consumer.assign(list(todo))
         for tp in todo:
             consumer.seek(tp, begin[tp.partition])
         loop = asyncio.get_running_loop()
         give_up = None if deadline_seconds is None else loop.time() + deadline_seconds
-        while todo:
-            if give_up is not None and loop.time() > give_up:
-                raise TimeoutError(f"reading {self.topic} took more than {deadline_seconds:g} s")
-            batch = await consumer.getmany(*todo, timeout_ms=500)
-            for tp, batch_records in batch.items():
-                for record in batch_records:
-                    if record.offset < ends[tp.partition]:
-                        yield record
-            for tp in list(todo):
-                if await consumer.position(tp) >= ends[tp.partition]:
-                    todo.discard(tp)
-        consumer.assign([])
+        try:
+            while todo:
+                if give_up is not None and loop.time() > give_up:
+                    raise TimeoutError(
+                        f"reading {self.topic} took more than {deadline_seconds:g} s"
+                    )
+                batch = await consumer.getmany(*todo, timeout_ms=500)
+                for tp, batch_records in batch.items():
+                    for record in batch_records:
+                        if record.offset < ends[tp.partition]:
+                            yield record
+                for tp in list(todo):
+                    if await consumer.position(tp) >= ends[tp.partition]:
+                        consumer.pause(tp)  # read to its end: fetch no further
+                        todo.discard(tp)
+        finally:
+            # Paused, not unassigned: aiokafka's fetcher swallows a cancellation that lands
+            # while it handles an unassignment (aiokafka 0.14 fetcher.py, issue #983), so
+            # assign([]) right before stop() could hang the stop for ever.
+            consumer.pause(*consumer.assignment())
 
     async def latest(
         self,
@@ -326,17 +337,34 @@ async def stop_client(client: AIOKafkaConsumer | AIOKafkaProducer) -> None:
 
     After a broker restart, aiokafka's ``stop()`` can raise the CancelledError of one of its
     own internal tasks. Let through only a cancellation of the calling task itself: a loop that
-    rebuilds its client must not die of the old one's.
+    rebuilds its client must not die of the old one's. A stop that has not ended within
+    ``CLIENT_STOP_SECONDS`` is cancelled once more and logged: aiokafka 0.14's fetcher can
+    swallow the stop's own cancellation (aiokafka issue #983) and would wait for ever; the
+    second one ends it and ``stop()`` completes its clean-up.
     """
+    name = type(client).__name__
+    stopping = asyncio.ensure_future(client.stop())
     try:
-        await client.stop()
+        for attempt in range(2):
+            done, _ = await asyncio.wait({stopping}, timeout=CLIENT_STOP_SECONDS)
+            if done:
+                break
+            log.error("kafka_client_stop_timed_out", client=name, attempt=attempt + 1)
+            stopping.cancel()
+        else:
+            return  # left behind, not waited for: the caller goes on
+    except asyncio.CancelledError:
+        stopping.cancel()
+        raise
+    try:
+        stopping.result()
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise
-        log.warning("kafka_client_stop_cancelled", client=type(client).__name__)
+        log.warning("kafka_client_stop_cancelled", client=name)
     except Exception as error:
-        log.warning("kafka_client_stop_failed", client=type(client).__name__, error=repr(error))
+        log.warning("kafka_client_stop_failed", client=name, error=repr(error))
 
 
 async def follow_latest(
