@@ -25,7 +25,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from jackpot.domain.engine import PotGroup
 from jackpot.platform import codec
-from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, KafkaConnection
+from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, KafkaConnection, stop_client
 from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.processor import SEQUENCE_MARK_PREFIX, decode_state
 from jackpot.pot.settings import PotSettings
@@ -144,8 +144,7 @@ class PotStateView:
             if not waiter.future.done():
                 waiter.future.cancel()
         if self._consumer is not None:
-            with contextlib.suppress(Exception):
-                await self._consumer.stop()
+            await stop_client(self._consumer)
 
     async def _poll(self, timeout_ms: int) -> None:
         consumer = self._consumer
