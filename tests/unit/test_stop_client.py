@@ -55,12 +55,14 @@ class SwallowingFetcherClient:
 
     def __init__(self) -> None:
         self.closed = False
+        self.fetching = asyncio.Event()
         self.fetch_task = asyncio.create_task(self._fetch_routine())
 
     async def _fetch_routine(self) -> None:
+        self.fetching.set()
         with contextlib.suppress(asyncio.CancelledError):  # the swallowed cancellation
-            await asyncio.sleep(3600)  # awaiting a cancelled request
-        await asyncio.sleep(3600)  # and on to wait for the next assignment, for ever
+            await asyncio.Event().wait()  # awaiting a cancelled request
+        await asyncio.Event().wait()  # and on to wait for the next assignment, for ever
 
     async def stop(self) -> None:
         self.fetch_task.cancel()
@@ -74,7 +76,7 @@ async def test_a_stop_that_would_hang_is_cut_short_and_still_cleans_up(
 ) -> None:
     monkeypatch.setattr("jackpot.platform.kafka.CLIENT_STOP_SECONDS", 0.2)
     client = SwallowingFetcherClient()
-    await asyncio.sleep(0)  # the fetch routine is running
+    await client.fetching.wait()
     stopping = asyncio.create_task(stop_client(client))  # type: ignore[arg-type]
     done, _ = await asyncio.wait({stopping}, timeout=5)
     if not done:  # the hang this guards against: end it, then fail
