@@ -934,3 +934,38 @@ async def test_a_cancellation_that_arrives_as_the_wait_ends_is_not_swallowed() -
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
+
+
+def test_a_back_to_back_transaction_retries_its_partitions_after_the_configured_backoff() -> None:
+    """aiokafka's sender answers CONCURRENT_TRANSACTIONS on a transaction's first
+    AddPartitionsToTxn (the previous commit's markers still being written) with the pause the
+    processor sets, not its own fixed 20 ms (issue 26: most of a back-to-back transaction)."""
+    from aiokafka.errors import ConcurrentTransactions
+    from aiokafka.producer import sender as aiokafka_sender
+
+    from jackpot.platform.exactly_once import set_concurrent_transactions_backoff
+
+    class Manager:
+        txn_partitions: set[TopicPartition] = set()  # nothing added yet: the first add
+
+    class Sender:
+        _retry_backoff = 0.5
+        _txn_manager = Manager()
+
+    class Response:
+        errors = [("topic", [(0, ConcurrentTransactions.errno)])]
+
+    handler = aiokafka_sender.AddPartitionsToTxnHandler(Sender(), [TopicPartition("topic", 0)])
+    default = aiokafka_sender.BACKOFF_OVERRIDE
+    try:
+        set_concurrent_transactions_backoff(3)
+        assert handler.handle_response(Response()) == pytest.approx(0.003)
+        set_concurrent_transactions_backoff(7)
+        assert handler.handle_response(Response()) == pytest.approx(0.007)
+    finally:
+        aiokafka_sender.BACKOFF_OVERRIDE = default
+    assert ExactlyOnceSettings.model_fields["concurrent_transactions_backoff_ms"].default == 2
+    with pytest.raises(ValueError, match="concurrent_transactions_backoff_ms"):
+        ExactlyOnceSettings(
+            consumer_group="g", transactional_id_prefix="t", concurrent_transactions_backoff_ms=0
+        )

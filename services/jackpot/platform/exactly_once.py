@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 import aiokafka
+import aiokafka.producer.sender as aiokafka_sender
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
@@ -101,6 +102,25 @@ PRODUCER_STATE_ERRORS = (
 # gone, and so does ``fatal_cause`` (a processor that cannot tell fenced from abortable must not
 # guess: it would abort where it must halt, and a fenced zombie would go on).
 TXN_MANAGER_ATTRIBUTE = "_txn_manager"
+
+
+# aiokafka retries a transaction's first AddPartitionsToTxn after CONCURRENT_TRANSACTIONS (the
+# previous transaction's markers are still being written) after this module constant of its
+# sender, not after the producer's retry_backoff_ms (aiokafka 0.14 producer/sender.py).
+# tests/unit/test_exactly_once.py fails when it is gone or no longer read there.
+CONCURRENT_TRANSACTIONS_BACKOFF_ATTRIBUTE = "BACKOFF_OVERRIDE"
+
+
+def set_concurrent_transactions_backoff(milliseconds: int) -> None:
+    """Make aiokafka retry a transaction's first AddPartitionsToTxn after CONCURRENT_TRANSACTIONS
+    in ``milliseconds`` (process-wide: it is a constant of aiokafka's sender module)."""
+    if not hasattr(aiokafka_sender, CONCURRENT_TRANSACTIONS_BACKOFF_ATTRIBUTE):
+        raise ProcessorError(
+            f"aiokafka {aiokafka.__version__}: its sender has no "
+            f"{CONCURRENT_TRANSACTIONS_BACKOFF_ATTRIBUTE}, so the back-to-back transaction's "
+            "retry cannot be paced (see the range pinned in pyproject.toml)"
+        )
+    setattr(aiokafka_sender, CONCURRENT_TRANSACTIONS_BACKOFF_ATTRIBUTE, milliseconds / 1000)
 
 
 def fatal_cause(producer: AIOKafkaProducer) -> BaseException | None:
@@ -241,11 +261,16 @@ class ExactlyOnceSettings(Settings):
     ``batch_linger_ms`` 0: at low load a batch never reaches ``batch_min_records``, so a linger
     adds its whole length to every record; under load (600 records/s over 6 partitions,
     measured on a 2-core machine with other work running) 2 or 5 ms did not beat 0 beyond the
-    run-to-run noise (p50 21-30 ms against 19-38 ms). ``producer_retry_backoff_ms`` 20: a
-    transaction begun right after a commit often meets CONCURRENT_TRANSACTIONS on
-    AddOffsetsToTxn, retried after this pause; back-to-back transactions took p50 25-28 ms with
-    aiokafka's default 100 against 5-8 ms with 20 or 10 (10 no better than 20, with twice the
-    retries against a coordinator still writing markers).
+    run-to-run noise (p50 21-30 ms against 19-38 ms).
+
+    A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS on its first
+    AddPartitionsToTxn while the coordinator still writes the previous one's markers (1-3 ms on
+    an idle broker). aiokafka retries that after a fixed 20 ms whatever ``retry_backoff_ms``
+    says (Java's client takes the smaller of ``retry.backoff.ms`` and 20 ms), and that wait was
+    most of every back-to-back transaction: p50 25-29 ms against 4-8 ms with it at 1-3 ms
+    (2026-12-03, one idle broker, begin/send/offsets/commit in a loop). Hence
+    ``concurrent_transactions_backoff_ms`` 2. ``producer_retry_backoff_ms`` 20 paces every other
+    retry (AddOffsetsToTxn met the same error with aiokafka's default 100 ms).
     """
 
     consumer_group: str = Field(
@@ -295,6 +320,14 @@ class ExactlyOnceSettings(Settings):
         20,
         description="the transactional producers' pause before retrying a request (a "
         "transaction begun right after a commit often meets CONCURRENT_TRANSACTIONS)",
+    )
+    concurrent_transactions_backoff_ms: int = Field(
+        2,
+        ge=1,
+        le=100,
+        description="pause before a transaction's first AddPartitionsToTxn is retried after "
+        "CONCURRENT_TRANSACTIONS (the previous commit's markers still being written; aiokafka's "
+        "own is a fixed 20 ms, most of a back-to-back transaction)",
     )
 
     @field_validator("consumer_group", "transactional_id_prefix")
@@ -442,6 +475,7 @@ class ExactlyOnceProcessor(Generic[H]):
     async def _start(self) -> None:
         settings = self.settings
         connection = KafkaConnection(self.kafka_options)
+        set_concurrent_transactions_backoff(settings.concurrent_transactions_backoff_ms)
         await self._check_changelog_partitions()
         self._restore_consumer = connection.consumer(
             auto_offset_reset="earliest",
@@ -931,7 +965,7 @@ class ExactlyOnceProcessor(Generic[H]):
             client_id=f"{settings.instance_id}-p{partition}",
             # A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS while the
             # previous markers are written; AddOffsetsToTxn then retries after this (100 ms by
-            # aiokafka's default), AddPartitionsToTxn after aiokafka's own 20 ms.
+            # aiokafka's default), AddPartitionsToTxn after concurrent_transactions_backoff_ms.
             retry_backoff_ms=settings.producer_retry_backoff_ms,
         )
         await producer.start()
