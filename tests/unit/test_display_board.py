@@ -144,3 +144,30 @@ async def test_fanout_sends_everything_first_then_changes_at_once_and_coalesces_
         board.pot_update("other", 5, None, 0, 1, 1, 0, 0)  # not watched: not woken
         update(board, 200, now=200)
         assert [s.amount for s in await subscription.next()] == [200]
+
+
+def test_an_update_that_changes_only_the_time_heard_is_told_at_most_once_a_second() -> None:
+    """Results, forfeits and heartbeats change only when the group was last heard from: told
+    each time, they took the signs' rate limit from the updates that move the amount (issue 26).
+    The time heard is still kept, and told within HEARD_REFRESH_SECONDS."""
+    board = Board(stale_after=5, winner_seconds=10)
+    heard: list[str] = []
+    board.subscribe(heard.append)
+
+    def at(wall: float, value: int = 500) -> None:
+        board.pot_update("g", value, None, 100, 1000, 5000, wall, wall)
+
+    at(100.0)
+    assert heard == ["g"]  # a new sign
+    at(100.2)
+    at(100.9)
+    assert heard == ["g"]  # only the time moved, under a second after the last told
+    assert board.signs["g"].updated_at == 100.9  # kept, and sent with the next push
+    at(101.0, value=501)
+    assert heard == ["g", "g"]  # the amount moved: told at once
+    at(101.5, value=501)
+    assert heard == ["g", "g"]
+    at(102.0, value=501)
+    assert heard == ["g", "g", "g"]  # a second since the last told: the time heard is told
+    board.tick(110.0)  # stale (D5): a change that shows, told at once
+    assert heard == ["g", "g", "g", "g"]

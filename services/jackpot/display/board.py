@@ -25,6 +25,11 @@ from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.v1 import common_pb2
 
 TRACES_KEPT = 512  # per group: the lock traces a slow sign may still be owed (then dropped)
+# An update that changes only when the group was last heard from (most results, forfeits and
+# heartbeats) is pushed to the signs at most this often: pushed each time, they took the signs'
+# rate limit from the updates that change the amount, and made those wait (issue 26: about 25 ms
+# of every lock's way to the sign at 10 rounds/s).
+HEARD_REFRESH_SECONDS = 1.0
 
 
 EnvyHit = tuple[str, str, int]  # the hit an envy bonus is paid for: (table, round, seat)
@@ -187,6 +192,7 @@ class Board:
         self.winner_seconds = winner_seconds
         self.signs: dict[str, Sign] = {}
         self._listeners: list[Listener] = []
+        self._announced_at: dict[str, float] = {}  # group -> updated_at last told to listeners
 
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -195,10 +201,16 @@ class Board:
         self._listeners.remove(listener)
 
     def _set(self, sign: Sign) -> None:
-        unchanged = self.signs.get(sign.pot_group_id) == sign
-        self.signs[sign.pot_group_id] = sign  # keeps the traces even when nothing shows
-        if unchanged:
+        group = sign.pot_group_id
+        old = self.signs.get(group)
+        self.signs[group] = sign  # keeps the traces and the time heard even when not told
+        if old == sign:
             return
+        only_heard = old is not None and replace(old, updated_at=sign.updated_at) == sign
+        announced = self._announced_at.get(group, 0.0)
+        if only_heard and sign.updated_at - announced < HEARD_REFRESH_SECONDS:
+            return  # the next push carries it, within HEARD_REFRESH_SECONDS
+        self._announced_at[group] = sign.updated_at
         for listener in list(self._listeners):
             listener(sign.pot_group_id)
 

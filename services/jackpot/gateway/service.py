@@ -581,6 +581,9 @@ class Gateway:
                     producer = idempotent_producer(
                         self.settings.bootstrap_servers,
                         request_timeout_ms=5000,
+                        # what waits in the spool goes in one send loop, so it batches without
+                        # a linger; 2 ms added 2.3 ms to every lock's path (issue 26)
+                        linger_ms=0,
                         **self.settings.kafka_security.client_options(),
                     )
                     await producer.start()

@@ -756,12 +756,19 @@ class ExactlyOnceProcessor(Generic[H]):
                 )
                 for r in batch.records
             ]
-            await asyncio.gather(*sent)
+            # Each failure marked retrieved whatever happens next (unretrieved ones are logged
+            # by the garbage collector: settle_failures).
+            acknowledged = asyncio.gather(*sent, return_exceptions=True)
+            # The offsets go while the records are in flight (the commit flushes them first):
+            # waiting for their acknowledgements here put a round trip into every transaction.
             if kind == "batch":
                 await producer.send_offsets_to_transaction(
                     {owned.tp: handler.next_offset}, self.settings.consumer_group
                 )
             await producer.commit_transaction()
+            for outcome in await acknowledged:  # all done: the commit flushed them
+                if isinstance(outcome, BaseException):
+                    raise outcome
         except ProducerFenced as error:
             failed(error)
             handler.rollback()
