@@ -60,6 +60,11 @@ OPEN_PAYOUTS = TopicSpec(
 # The key of each partition's OpenPayoutsMark on OPEN_PAYOUTS (payout.proto); never an award id,
 # which has four "/".
 OPEN_PAYOUTS_MARK_KEY = b"#mark"
+# On every changelog of the exactly-once processor (pot-state, open-payouts), each partition's
+# next input offset, written in every transaction that consumed input
+# (jackpot.platform.exactly_once): a takeover resumes from it. Not UTF-8, so never a pot group's
+# or an award's key; readers of those topics skip it.
+CHANGELOG_OFFSET_KEY = b"\xfeinput-offset"
 DEAD_LETTER = TopicSpec("jackpot.dead-letter.v1", 1, FOREVER)
 # One partition: every chain keeps its order, and a chain head's offset needs no partition.
 AUDIT = TopicSpec("jackpot.audit.v1", 1, FOREVER)

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import aiokafka
 import pytest
@@ -61,11 +61,16 @@ from jackpot.platform.exactly_once import (
     settle_failures,
 )
 from jackpot.platform.metrics import ProcessorMetrics
+from jackpot.topics import CHANGELOG_OFFSET_KEY
 
 pytestmark = pytest.mark.unit
 
 SETTINGS = ExactlyOnceSettings(
-    consumer_group="group", transactional_id_prefix="tx", instance_id="i-1", retry_backoff_ms=1
+    consumer_group="group",
+    transactional_id_prefix="tx",
+    instance_id="i-1",
+    retry_backoff_ms=1,
+    group_commit_interval_ms=0,  # the group's offsets in every batch (the interval: its own tests)
 )
 
 
@@ -825,7 +830,8 @@ async def test_ticks_go_through_each_partitions_worker_after_its_transaction() -
         a.gate.set()  # type: ignore[union-attr]
         await a.commits_reach(2)
     assert list(batches(a))[:2] == [["begin", OFFSETS_8, "commit"], ["begin", "commit"]]
-    assert a.sent[:2] == [("changelog", b"41"), ("heartbeats", b"beat")]
+    # the batch's state, then where the partition's input resumes, then the tick's heartbeat
+    assert a.sent[:3] == [("changelog", b"41"), ("changelog", b"8"), ("heartbeats", b"beat")]
 
 
 async def test_a_processing_failure_halts_the_partition_and_its_worker() -> None:
@@ -946,14 +952,14 @@ def test_a_back_to_back_transaction_retries_its_partitions_after_the_configured_
     from jackpot.platform.exactly_once import set_concurrent_transactions_backoff
 
     class Manager:
-        txn_partitions: set[TopicPartition] = set()  # nothing added yet: the first add
+        txn_partitions: ClassVar[set[TopicPartition]] = set()  # nothing added yet: the first
 
     class Sender:
         _retry_backoff = 0.5
         _txn_manager = Manager()
 
     class Response:
-        errors = [("topic", [(0, ConcurrentTransactions.errno)])]
+        errors: ClassVar[list[Any]] = [("topic", [(0, ConcurrentTransactions.errno)])]
 
     handler = aiokafka_sender.AddPartitionsToTxnHandler(Sender(), [TopicPartition("topic", 0)])
     default = aiokafka_sender.BACKOFF_OVERRIDE
@@ -969,3 +975,52 @@ def test_a_back_to_back_transaction_retries_its_partitions_after_the_configured_
         ExactlyOnceSettings(
             consumer_group="g", transactional_id_prefix="t", concurrent_transactions_backoff_ms=0
         )
+
+
+async def test_the_group_offsets_go_at_most_once_an_interval_and_once_input_stops() -> None:
+    """Every batch writes where its partition resumes to the changelog; the consumer group's
+    offsets (two more requests per transaction, issue 26) go at most once per
+    group_commit_interval_ms, and within it after the last input."""
+    settings = SETTINGS.model_copy(update={"group_commit_interval_ms": 300})
+    eos, consumer = await owning_many(0, settings=settings)
+    a = producer_of(eos, 0)
+    async with running(eos):
+        consumer.feed(0, 7)
+        await a.commits_reach(1)
+        consumer.feed(0, 8)
+        await a.commits_reach(2)
+        assert list(batches(a)) == [["begin", OFFSETS_8, "commit"], ["begin", "commit"]]
+        assert a.sent[-1] == ("changelog", b"9")  # the second batch's resume point
+        assert eos._owned[0].group_committed == 8
+        await a.commits_reach(3)  # nothing more arrives: the group catches up alone
+    assert list(batches(a))[2] == ["begin", f"offsets { {TP0: 9} }", "commit"]
+    assert a.sent[-1] == ("changelog", b"9")  # that one wrote nothing else
+    assert eos._owned[0].group_committed == 9
+    await eos._shutdown()
+
+
+def test_a_takeover_resumes_from_the_changelogs_offset_or_the_groups_whichever_is_further() -> None:
+    eos, _, _ = processor()
+    changelog = {b"total": b"40", CHANGELOG_OFFSET_KEY: b"12"}
+    assert eos._resume_point(changelog, 9, 0) == 12  # the group lags by up to an interval
+    assert changelog == {b"total": b"40"}  # the handler never sees the processor's record
+    assert eos._resume_point({CHANGELOG_OFFSET_KEY: b"12"}, 15, 0) == 15
+    assert eos._resume_point({CHANGELOG_OFFSET_KEY: b"12"}, None, 0) == 12
+    assert eos._resume_point({b"total": b"40"}, 9, 0) == 9  # a changelog from before the record
+    assert eos._resume_point({}, None, 0) is None  # never written: the beginning
+    with pytest.raises(ProcessorError, match="unreadable input offset"):
+        eos._resume_point({CHANGELOG_OFFSET_KEY: b"twelve"}, 9, 3)
+
+
+async def test_a_takeover_hands_the_handler_the_changelogs_resume_point() -> None:
+    eos, journal, _ = processor()
+
+    async def read_changelogs(partitions: list[int]) -> dict[int, dict[bytes, bytes]]:
+        return {p: {b"total": b"40", CHANGELOG_OFFSET_KEY: b"11"} for p in partitions}
+
+    eos._read_changelogs = read_changelogs  # type: ignore[method-assign]
+    await eos._on_assigned([TopicPartition("in", 2)])  # the group committed 7 (FakeConsumer)
+    assert "restore [(b'total', b'40')] from 11" in journal
+    assert "seek 2 11" in journal
+    assert eos._owned[2].group_committed == 7  # still behind: it catches up by itself
+    await eos._shutdown()

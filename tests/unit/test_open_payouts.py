@@ -21,7 +21,7 @@ from jackpot.payout.codec import to_proto
 from jackpot.payout.service import CatchUp, PayoutBatch, PayoutBook, PayoutPartition
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.exactly_once import ProcessorError
-from jackpot.topics import OPEN_PAYOUTS_MARK_KEY, open_payouts_topic
+from jackpot.topics import CHANGELOG_OFFSET_KEY, OPEN_PAYOUTS_MARK_KEY, open_payouts_topic
 from jackpot.v1 import payout_pb2, pot_pb2
 
 SETTINGS = PayoutSettings(approval_threshold=1_000_000, settled_kept_seconds=3600)
@@ -223,3 +223,20 @@ def test_the_display_reads_the_open_topic_as_complete_only_with_every_mark() -> 
     read.add(0, b"a", None)
     assert read.pending == {}
     assert read.read == 5
+
+
+def test_the_processors_offset_record_is_neither_a_payout_nor_malformed() -> None:
+    """The exactly-once processor writes each partition's resume point on the open-payouts
+    topic (CHANGELOG_OFFSET_KEY): the display and `jackpot payouts` pass over it in silence."""
+    from structlog.testing import capture_logs
+
+    board = Board(stale_after=5, winner_seconds=5)
+    board.replace_pending({"g": [prize("a", 1)]})
+    read = PendingRead("open", partitions=[0])
+    with capture_logs() as logged:
+        apply_open_record(board, CHANGELOG_OFFSET_KEY, b"17")
+        read.add(0, CHANGELOG_OFFSET_KEY, b"17")
+    assert logged == []
+    assert [p.award_id for p in board.signs["g"].pending] == ["a"]
+    assert read.pending == {}
+    assert not read.complete  # not a mark either

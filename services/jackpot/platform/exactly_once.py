@@ -83,6 +83,7 @@ from jackpot.platform.kafka import (
 from jackpot.platform.metrics import ProcessorMetrics
 from jackpot.platform.settings import Settings, default_instance_id
 from jackpot.platform.tracing import batch_span, child_span, failed, kafka_headers
+from jackpot.topics import CHANGELOG_OFFSET_KEY
 
 log = structlog.get_logger("jackpot.exactly_once")
 
@@ -203,6 +204,13 @@ class OutputRecord:
     headers: tuple[tuple[str, bytes], ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class OffsetsOnly:
+    """A transaction of the consumer group's offsets alone (no handler batch)."""
+
+    records: tuple[OutputRecord, ...] = ()
+
+
 class Batch(Protocol):
     """What a handler returns for a transaction: the records to write."""
 
@@ -321,6 +329,13 @@ class ExactlyOnceSettings(Settings):
         description="the transactional producers' pause before retrying a request (a "
         "transaction begun right after a commit often meets CONCURRENT_TRANSACTIONS)",
     )
+    group_commit_interval_ms: int = Field(
+        1_000,
+        ge=0,
+        description="the consumer group's offsets go into a transaction at most this often "
+        "(and within this long of the last input); every transaction writes the next offset to "
+        "the changelog, which a takeover reads (0: every batch commits the group's offsets)",
+    )
     concurrent_transactions_backoff_ms: int = Field(
         2,
         ge=1,
@@ -375,6 +390,8 @@ class Owned(Generic[H]):
     worker: asyncio.Task[None] | None = None
     tick_due: bool = False
     closing: bool = False  # revoked or stopping: its worker ends after its transaction
+    group_committed: int = 0  # the input offset last committed to the consumer group
+    group_committed_at: float = 0.0  # monotonic seconds of that commit (0: due at once)
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -620,6 +637,8 @@ class ExactlyOnceProcessor(Generic[H]):
             while await self._next_work(owned):
                 if owned.pending:
                     await self._run_batch(owned)
+                elif self._group_behind(owned) == 0.0:
+                    await self._commit_group(owned)
                 if owned.tick_due and not (owned.halted or owned.closing):
                     owned.tick_due = False
                     await self._tick(owned)
@@ -633,12 +652,19 @@ class ExactlyOnceProcessor(Generic[H]):
             )
 
     async def _next_work(self, owned: Owned[H]) -> bool:
-        """Wait for records or a tick; False once the partition is closing or halted."""
+        """Wait for records, a tick, or the group's offsets falling due while they are behind;
+        False once the partition is closing or halted."""
         while not (owned.pending or owned.tick_due):
             if owned.closing or owned.halted:
                 return False
+            due = self._group_behind(owned)
+            if due == 0.0:
+                break
             owned.wake.clear()
-            await owned.wake.wait()
+            if due is None:
+                await owned.wake.wait()
+            else:
+                await _wait_at_most(owned.wake, due)
         if owned.pending:
             await self._linger(owned)
         return not (owned.closing or owned.halted)
@@ -703,6 +729,12 @@ class ExactlyOnceProcessor(Generic[H]):
                 owned.tick_due = True
                 owned.wake.set()
 
+    async def _commit_group(self, owned: Owned[H]) -> None:
+        """The consumer group's offsets alone, once input stopped coming for a while."""
+        async with owned.lock:
+            if not (owned.halted or owned.closing or owned.pending):
+                await self._transact(owned, OffsetsOnly(), "offsets")
+
     async def _tick(self, owned: Owned[H]) -> None:
         async with owned.lock:
             if owned.halted or owned.closing:
@@ -734,16 +766,25 @@ class ExactlyOnceProcessor(Generic[H]):
                 raise NotCommitted(f"the transaction on partition {partition} failed; retry")
             return batch
 
-    async def _transact(self, owned: Owned[H], batch: B, kind: str) -> bool:
+    async def _transact(self, owned: Owned[H], batch: B | OffsetsOnly, kind: str) -> bool:
         """Write a batch (with offsets for input batches) in one transaction; undo on failure."""
         started = time.perf_counter()
         with child_span(f"{self.name}.transaction", **{"jackpot.batch": kind}):
             return await self._write(owned, batch, kind, started)
 
-    async def _write(self, owned: Owned[H], batch: B, kind: str, started: float) -> bool:
+    async def _write(
+        self, owned: Owned[H], batch: B | OffsetsOnly, kind: str, started: float
+    ) -> bool:
         producer = owned.producer
         handler = owned.handler
         traced = kafka_headers() or None  # the transaction span's context, if it is sampled
+        records = list(batch.records)
+        if kind == "batch":  # where a takeover resumes: in the changelog, with the state
+            offset = str(handler.next_offset).encode()
+            records.append(
+                OutputRecord(self.changelog_topic, offset, CHANGELOG_OFFSET_KEY, owned.partition)
+            )
+        to_group = kind == "offsets" or (kind == "batch" and self._group_commit_due(owned))
         try:
             await producer.begin_transaction()
             sent = [
@@ -754,14 +795,14 @@ class ExactlyOnceProcessor(Generic[H]):
                     partition=r.partition,
                     headers=list(r.headers) or traced,
                 )
-                for r in batch.records
+                for r in records
             ]
             # Each failure marked retrieved whatever happens next (unretrieved ones are logged
             # by the garbage collector: settle_failures).
             acknowledged = asyncio.gather(*sent, return_exceptions=True)
             # The offsets go while the records are in flight (the commit flushes them first):
             # waiting for their acknowledgements here put a round trip into every transaction.
-            if kind == "batch":
+            if to_group:
                 await producer.send_offsets_to_transaction(
                     {owned.tp: handler.next_offset}, self.settings.consumer_group
                 )
@@ -780,9 +821,28 @@ class ExactlyOnceProcessor(Generic[H]):
             failed(error)
             await self._abort(owned, error)
             return False
-        handler.commit(batch)
+        if to_group:
+            owned.group_committed = handler.next_offset
+            owned.group_committed_at = time.monotonic()
+        if not isinstance(batch, OffsetsOnly):
+            handler.commit(batch)
         self.metrics.transaction_seconds.labels(kind=kind).observe(time.perf_counter() - started)
         return True
+
+    def _group_commit_due(self, owned: Owned[H]) -> bool:
+        """Whether this transaction also commits the consumer group's offsets: at most every
+        ``group_commit_interval_ms``. The changelog's offset is what a takeover resumes from;
+        the group's serves lag monitoring, tools, and a changelog written before it had one."""
+        interval = self.settings.group_commit_interval_ms / 1000
+        return time.monotonic() - owned.group_committed_at >= interval
+
+    def _group_behind(self, owned: Owned[H]) -> float | None:
+        """Seconds until the group's offsets are due, if they are behind the input applied
+        (None: they are not behind)."""
+        if owned.group_committed >= owned.handler.next_offset:
+            return None
+        interval = self.settings.group_commit_interval_ms / 1000
+        return max(0.0, owned.group_committed_at + interval - time.monotonic())
 
     async def _abort(self, owned: Owned[H], error: BaseException) -> None:
         """Abort the open transaction, undo the batch in memory, re-read from the commit point."""
@@ -830,9 +890,11 @@ class ExactlyOnceProcessor(Generic[H]):
         consumer = self._consumer
         assert consumer is not None
         committed = await consumer.committed(owned.tp)
+        resume = self._resume_point(changelogs[owned.partition], committed, owned.partition)
         owned.handler.close()
         owned.handler = self._factory(owned.partition)
-        start = owned.handler.restore(changelogs[owned.partition], committed)
+        owned.group_committed, owned.group_committed_at = committed or 0, 0.0
+        start = owned.handler.restore(changelogs[owned.partition], resume)
         self._reposition(owned, 0 if start is None else start)
         self._log.warning("producer_renewed", partition=owned.partition, restored_from=start)
 
@@ -932,17 +994,21 @@ class ExactlyOnceProcessor(Generic[H]):
                 offsets_seconds=round(time.perf_counter() - restored, 3),
             )
             handlers = [self._factory(tp.partition) for tp in fresh]
+            resumes = [
+                self._resume_point(changelogs[tp.partition], committed, tp.partition)
+                for tp, committed in zip(fresh, offsets, strict=True)
+            ]
             starts = [
-                handler.restore(changelogs[tp.partition], committed)
-                for tp, handler, committed in zip(fresh, handlers, offsets, strict=True)
+                handler.restore(changelogs[tp.partition], resume)
+                for tp, handler, resume in zip(fresh, handlers, resumes, strict=True)
             ]
             # Every partition's check at once: each reads its own ledger partition, and one
             # after another they added seconds to a takeover (the pot's kill -9 recovery).
             refusals = await asyncio.gather(*(_verify_restored(h) for h in handlers))
-            for tp, producer, handler, start, refused in zip(
-                fresh, producers, handlers, starts, refusals, strict=True
+            for tp, producer, handler, start, refused, committed in zip(
+                fresh, producers, handlers, starts, refusals, offsets, strict=True
             ):
-                owned = Owned(tp.partition, tp, handler, producer)
+                owned = Owned(tp.partition, tp, handler, producer, group_committed=committed or 0)
                 self._owned[tp.partition] = owned
                 if refused:  # a state the handler may not run from: never consumed (halted)
                     self._halt(owned, "restored_state_refused", RestoredStateRefused(refused))
@@ -959,6 +1025,24 @@ class ExactlyOnceProcessor(Generic[H]):
             for producer in producers:
                 await stop_client(producer)
             raise
+
+    def _resume_point(
+        self, changelog: dict[bytes, bytes], committed: int | None, partition: int
+    ) -> int | None:
+        """Take the offset record out of a partition's changelog; where its input resumes:
+        the further of that offset and the consumer group's (None: neither was written). The
+        changelog's is the last transaction's; the group's lags by up to
+        ``group_commit_interval_ms``, and is all a changelog written before the record has."""
+        raw = changelog.pop(CHANGELOG_OFFSET_KEY, None)
+        if raw is None:
+            return committed
+        try:
+            written = int(raw)
+        except ValueError:
+            raise ProcessorError(
+                f"{self.changelog_topic} partition {partition}: unreadable input offset {raw!r}"
+            ) from None
+        return written if committed is None else max(committed, written)
 
     async def _fencing_producer(self, partition: int) -> AIOKafkaProducer:
         """Start partition's transactional producer; returns once older epochs are fenced."""

@@ -29,6 +29,7 @@ from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, KafkaConnection, 
 from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.processor import SEQUENCE_MARK_PREFIX, decode_state
 from jackpot.pot.settings import PotSettings
+from jackpot.topics import CHANGELOG_OFFSET_KEY
 from jackpot.v1 import dead_letter_pb2, pot_pb2, table_events_pb2
 
 log = structlog.get_logger("jackpot.pot.view")
@@ -155,8 +156,9 @@ class PotStateView:
             for record in records:
                 if record.value is None or record.key is None:
                     continue
-                if record.key.startswith(SEQUENCE_MARK_PREFIX):
-                    continue  # a heartbeat's update-sequence mark: no state of interest here
+                key = record.key
+                if key.startswith(SEQUENCE_MARK_PREFIX) or key == CHANGELOG_OFFSET_KEY:
+                    continue  # a heartbeat's update-sequence mark, the processor's offset
                 try:
                     if tp.topic == settings.state_topic:
                         self._on_state(record.key.decode(), record.value)
