@@ -260,7 +260,10 @@ class Floor:
             if self.approves:
                 tasks.append(asyncio.create_task(self._supervisor()))
         if self.config.display_target:
-            tasks.append(asyncio.create_task(self._watch_signs()))
+            # a sign per pot group, as on the floor: each table's sign shows its own group, and
+            # the display paces each sign by itself (one stream of every group shared its pace)
+            groups = sorted({t.pot_group_id for t in self.config.tables})
+            tasks += [asyncio.create_task(self._watch_signs(g)) for g in groups]
         try:
             if duration is None:
                 await self._stop.wait()
@@ -743,12 +746,13 @@ class Floor:
 
     # ------------------------------------------------------------------------ sign watchers
 
-    async def _watch_signs(self) -> None:
+    async def _watch_signs(self, group: str) -> None:
+        request = display_pb2.WatchSignsRequest(pot_group_ids=[group])
         while not self._stop.is_set():
             try:
                 async with secure_channel(self.config.display_target, self._tls("sign")) as channel:
                     stub = display_pb2_grpc.SignServiceStub(channel)  # type: ignore[no-untyped-call]
-                    async for message in stub.WatchSigns(display_pb2.WatchSignsRequest()):
+                    async for message in stub.WatchSigns(request):
                         self._sign(message.sign, time.monotonic())
             except grpc.aio.AioRpcError:
                 await asyncio.sleep(0.5)
