@@ -777,7 +777,8 @@ class ExactlyOnceProcessor(Generic[H]):
             return batch
 
     async def _transact(self, owned: Owned[H], batch: B | OffsetsOnly, kind: str) -> bool:
-        """Write a batch (with offsets for input batches) in one transaction; undo on failure."""
+        """Write a batch (with its resume point for input batches) in one transaction; undo on
+        failure."""
         started = time.perf_counter()
         with child_span(f"{self.name}.transaction", **{"jackpot.batch": kind}):
             return await self._write(owned, batch, kind, started)
