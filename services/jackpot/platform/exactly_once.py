@@ -840,20 +840,23 @@ class ExactlyOnceProcessor(Generic[H]):
         self.metrics.transaction_seconds.labels(kind=kind).observe(time.perf_counter() - started)
         return True
 
-    def _group_commit_due(self, owned: Owned[H]) -> bool:
-        """Whether this transaction also commits the consumer group's offsets: at most every
+    def _group_due_in(self, owned: Owned[H]) -> float:
+        """Seconds until the consumer group's offsets may go again (0: now): at most once per
         ``group_commit_interval_ms``. The changelog's offset is what a takeover resumes from;
         the group's serves lag monitoring, tools, and a changelog written before it had one."""
-        interval = self.settings.group_commit_interval_ms / 1000
-        return time.monotonic() - owned.group_committed_at >= interval
+        due_at = owned.group_committed_at + self.settings.group_commit_interval_ms / 1000
+        return max(0.0, due_at - time.monotonic())
+
+    def _group_commit_due(self, owned: Owned[H]) -> bool:
+        """Whether this transaction also commits the consumer group's offsets."""
+        return self._group_due_in(owned) == 0.0
 
     def _group_behind(self, owned: Owned[H]) -> float | None:
         """Seconds until the group's offsets are due, if they are behind the input applied
         (None: they are not behind)."""
         if owned.group_committed >= owned.handler.next_offset:
             return None
-        interval = self.settings.group_commit_interval_ms / 1000
-        return max(0.0, owned.group_committed_at + interval - time.monotonic())
+        return self._group_due_in(owned)
 
     async def _abort(self, owned: Owned[H], error: BaseException) -> None:
         """Abort the open transaction, undo the batch in memory, re-read from the commit point."""
