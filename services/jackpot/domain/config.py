@@ -115,10 +115,7 @@ class PotGroupConfig:
     @property
     def has_levels(self) -> bool:
         """Whether the configuration states levels (L1); a one-level group's does not (L4)."""
-        return bool(self.other_levels) or (self.main_level_name, self.main_level_label) != (
-            MAIN,
-            "",
-        )
+        return bool(self.other_levels or self.main_level_label) or self.main_level_name != MAIN
 
     def level(self, name: str | None) -> LevelSpec:
         """The level of that name; None is the main level (L2)."""

@@ -543,7 +543,7 @@ class PotGroup:
         transfers: list[Transfer] = [("bets", "commission", commission)]
         overflow: list[tuple[str, str, int]] = []
         increments, mystery_winner = self._contribute(total, ordered, overflow)
-        transfers.extend(("bets", f"pot:{pot}", amount) for pot, amount in increments)
+        transfers += [("bets", f"pot:{pot}", amount) for pot, amount in increments]
         self.collected += total * MINOR_PER_PESO
         self.commission += commission
         events: list[Event] = [
@@ -763,9 +763,12 @@ class PotGroup:
         paytable = self.config.paytable
         bets = resolving.locked.bets
         for prize_name in paytable.fixed_order:
+            seats = winners.get(prize_name)
+            if not seats:
+                continue
             prize = paytable.prizes[prize_name]
             level = self.config.level(prize.level)  # L2
-            for seat in winners.get(prize_name, ()):
+            for seat in seats:
                 amount = prize.multiple * bets[seat]
                 self._pay(awards, self._payee(resolving, seat), prize_name, amount, level)
 

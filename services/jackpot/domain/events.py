@@ -26,21 +26,39 @@ EnvyHit = tuple[str, str, int]  # (table, round, seat) of the hand that earned a
 OPTIONAL = {"omitted_when_empty": True}
 
 
+# Per event class: (name, whether omitted while it holds its default, the default) of each field.
+# Computed once per class: every ledger entry writes an event's fields, and
+# ``dataclasses.fields`` builds its answer anew on every call.
+_FIELDS: dict[type, tuple[tuple[str, bool, Any], ...]] = {}
+
+
+def _fields_of(event_type: type) -> tuple[tuple[str, bool, Any], ...]:
+    fields = _FIELDS.get(event_type)
+    if fields is None:
+        fields = tuple(
+            (f.name, bool(f.metadata.get("omitted_when_empty")), f.default)
+            for f in dataclasses.fields(event_type)
+        )
+        _FIELDS[event_type] = fields
+    return fields
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     def to_dict(self) -> dict[str, Any]:
-        data = {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if not (f.metadata.get("omitted_when_empty") and getattr(self, f.name) == f.default)
-        }
-        data["type"] = type(self).__name__
-        return data
+        return self._fields_dict(None)
 
     def detail(self) -> dict[str, Any]:
         """:meth:`to_dict` without the transfers (a ledger entry types those itself)."""
-        data = self.to_dict()
-        data.pop("transfers", None)
+        return self._fields_dict("transfers")
+
+    def _fields_dict(self, left_out: str | None) -> dict[str, Any]:
+        data = {}
+        for name, optional, default in _fields_of(type(self)):
+            value = getattr(self, name)
+            if name != left_out and not (optional and value == default):
+                data[name] = value
+        data["type"] = type(self).__name__
         return data
 
 

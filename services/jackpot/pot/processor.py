@@ -665,12 +665,14 @@ class PotProcessor:
         version, pending_before = context.config_before
         pending = list(pending_before)
         bets_by_round: dict[int, int] = {}
+        activated = False
         for index, domain_event in enumerate(domain_events):
             runtime.ledger_sequence += 1
             if isinstance(domain_event, ConfigProposed):
                 pending.append(domain_event.version)
             elif isinstance(domain_event, ConfigActivated):
                 version, pending = domain_event.version, []  # the engine drops older pending ones
+                activated = True
             detail = _detail(domain_event)
             moved: tuple[tuple[str, str, int], ...] = getattr(domain_event, "transfers", ())
             entry = pot_pb2.LedgerEntry(
@@ -702,7 +704,6 @@ class PotProcessor:
                 entry.changed_by = domain_event.changed_by
                 entry.reason = domain_event.reason
             self._append(runtime, entry, outputs)
-        activated = any(isinstance(e, ConfigActivated) for e in domain_events)
         count_due = runtime.ledger_sequence - runtime.checkpoint_sequence >= self.checkpoint_entries
         if runtime.ledger_chain and (activated or count_due):
             outputs.ledger.append(self._checkpoint(runtime))

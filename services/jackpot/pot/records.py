@@ -36,6 +36,11 @@ def exact_amount(minor: int) -> common_pb2.ExactAmount:
     the denominator divides 10^8 and int64 holds balances up to about 92 billion pesos; an amount
     that does not fit raises rather than being rounded.
     """
+    if not minor % MINOR_PER_PESO:  # whole pesos, most amounts: no gcd
+        pesos = minor // MINOR_PER_PESO
+        if abs(pesos) > INT64_MAX:
+            raise AmountOverflowError(f"{minor} picopesos does not fit an int64 fraction")
+        return common_pb2.ExactAmount(numerator=pesos, denominator=1)
     divisor = math.gcd(minor, MINOR_PER_PESO)
     numerator, denominator = minor // divisor, MINOR_PER_PESO // divisor
     if abs(numerator) > INT64_MAX:
@@ -56,9 +61,8 @@ def minor_units(amount: common_pb2.ExactAmount) -> int:
 
 
 def timestamp_ns(nanoseconds: int) -> Timestamp:
-    stamp = Timestamp()
-    stamp.FromNanoseconds(nanoseconds)
-    return stamp
+    seconds, nanos = divmod(nanoseconds, 1_000_000_000)
+    return Timestamp(seconds=seconds, nanos=nanos)
 
 
 def transfers(items: Iterable[Transfer]) -> list[pot_pb2.Transfer]:
@@ -68,8 +72,13 @@ def transfers(items: Iterable[Transfer]) -> list[pot_pb2.Transfer]:
     ]
 
 
+# One encoder for every call: ``json.dumps`` with arguments builds a new one each time.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def canonical_json(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+    """Sorted keys, no spaces: the same bytes for the same data (hash chains depend on it)."""
+    return _CANONICAL.encode(data)
 
 
 def pot_balances(group: PotGroup) -> list[pot_pb2.PotBalance]:
