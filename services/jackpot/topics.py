@@ -65,6 +65,20 @@ OPEN_PAYOUTS_MARK_KEY = b"#mark"
 # (jackpot.platform.exactly_once): a takeover resumes from it. Not UTF-8, so never a pot group's
 # or an award's key; readers of those topics skip it.
 CHANGELOG_OFFSET_KEY = b"\xfeinput-offset"
+# On POT_STATE, the prefix of a group's update-sequence mark (jackpot.pot.processor): 0xFF never
+# occurs in UTF-8, so it cannot collide with a group id's key.
+SEQUENCE_MARK_PREFIX = b"\xff"
+
+
+def is_bookkeeping_key(key: bytes | None) -> bool:
+    """A changelog record of the writers' own bookkeeping (an offset record, a partition's
+    mark, an update-sequence mark), not of an entity (a pot group, an award): every reader of
+    POT_STATE and OPEN_PAYOUTS passes over these, and may count the marks it cares about."""
+    return key is not None and (
+        key in (CHANGELOG_OFFSET_KEY, OPEN_PAYOUTS_MARK_KEY) or key.startswith(SEQUENCE_MARK_PREFIX)
+    )
+
+
 DEAD_LETTER = TopicSpec("jackpot.dead-letter.v1", 1, FOREVER)
 # One partition: every chain keeps its order, and a chain head's offset needs no partition.
 AUDIT = TopicSpec("jackpot.audit.v1", 1, FOREVER)

@@ -21,7 +21,12 @@ from jackpot.payout.codec import to_proto
 from jackpot.payout.service import CatchUp, PayoutBatch, PayoutBook, PayoutPartition
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.exactly_once import ProcessorError
-from jackpot.topics import CHANGELOG_OFFSET_KEY, OPEN_PAYOUTS_MARK_KEY, open_payouts_topic
+from jackpot.topics import (
+    CHANGELOG_OFFSET_KEY,
+    OPEN_PAYOUTS_MARK_KEY,
+    is_bookkeeping_key,
+    open_payouts_topic,
+)
 from jackpot.v1 import payout_pb2, pot_pb2
 
 SETTINGS = PayoutSettings(approval_threshold=1_000_000, settled_kept_seconds=3600)
@@ -240,3 +245,15 @@ def test_the_processors_offset_record_is_neither_a_payout_nor_malformed() -> Non
     assert [p.award_id for p in board.signs["g"].pending] == ["a"]
     assert read.pending == {}
     assert not read.complete  # not a mark either
+
+
+def test_bookkeeping_keys_are_told_from_every_entity_key() -> None:
+    """One predicate says which changelog records are the writers' own bookkeeping, so that a
+    reader of pot-state or open-payouts cannot miss one of them; no group or award key is one."""
+    from jackpot.pot.processor import sequence_mark_key, state_key
+
+    bookkeeping = [CHANGELOG_OFFSET_KEY, OPEN_PAYOUTS_MARK_KEY, sequence_mark_key("g")]
+    entities = [state_key("g"), state_key("#marker"), b"g/T1/R1/3/ROYAL", b"\xc3\xa9t\xc3\xa9", b""]
+    assert [is_bookkeeping_key(key) for key in bookkeeping] == [True, True, True]
+    assert [is_bookkeeping_key(key) for key in entities] == [False] * len(entities)
+    assert not is_bookkeeping_key(None)

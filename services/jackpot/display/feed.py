@@ -25,7 +25,7 @@ from jackpot.display.settings import DisplaySettings
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.platform.kafka import KafkaConnection, follow_latest, stop_client
 from jackpot.platform.tracing import Headers, batch_span, traceparent
-from jackpot.topics import CHANGELOG_OFFSET_KEY, OPEN_PAYOUTS_MARK_KEY
+from jackpot.topics import OPEN_PAYOUTS_MARK_KEY, is_bookkeeping_key
 from jackpot.v1 import common_pb2, payout_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.display")
@@ -191,8 +191,8 @@ class PendingRead:
         self.read += 1
         if key == OPEN_PAYOUTS_MARK_KEY:
             self.marked.add(partition)
-        elif key == CHANGELOG_OFFSET_KEY:
-            pass  # the payout service's own bookkeeping
+        elif is_bookkeeping_key(key):
+            pass  # the payout service's offset record
         elif value is None:  # a tombstone: settled
             self.pending.pop((key or b"").decode(errors="replace"), None)
         else:
@@ -228,7 +228,7 @@ async def read_pending(connection: KafkaConnection, topic: str) -> PendingRead:
 
 def apply_open_record(board: Board, key: bytes | None, value: bytes | None) -> None:
     """One record of the open-payouts (or payouts) topic onto the board, as it is followed."""
-    if key in (OPEN_PAYOUTS_MARK_KEY, CHANGELOG_OFFSET_KEY):
+    if is_bookkeeping_key(key):
         return
     if value is None:
         board.settled((key or b"").decode(errors="replace"))

@@ -51,12 +51,10 @@ from jackpot.platform import codec
 from jackpot.platform.deadletter import dead_letter
 from jackpot.pot import records
 from jackpot.pot.ledger_audit import CHECKPOINT, GENESIS, chain_next, checkpoint_detail
+from jackpot.topics import SEQUENCE_MARK_PREFIX
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, table_events_pb2
 
 STATE_FORMAT = 1
-# State-topic key of a group's update-sequence mark: 0xFF never occurs in UTF-8, so it cannot
-# collide with a group id's key. Heartbeats write this 40-byte mark instead of the whole state.
-SEQUENCE_MARK_PREFIX = b"\xff"
 
 
 def state_key(group_id: str) -> bytes:
@@ -64,6 +62,7 @@ def state_key(group_id: str) -> bytes:
 
 
 def sequence_mark_key(group_id: str) -> bytes:
+    """A group's update-sequence mark: heartbeats write this 40-byte record, not the state."""
     return SEQUENCE_MARK_PREFIX + group_id.encode()
 
 

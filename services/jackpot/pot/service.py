@@ -30,7 +30,6 @@ from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.ledger_restore import TakeoverAudit, disagreement
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.processor import (
-    SEQUENCE_MARK_PREFIX,
     InputRecord,
     Outputs,
     PotProcessor,
@@ -39,6 +38,7 @@ from jackpot.pot.processor import (
 )
 from jackpot.pot.records import pot_levels
 from jackpot.pot.settings import PotSettings
+from jackpot.topics import SEQUENCE_MARK_PREFIX
 from jackpot.v1 import pot_pb2
 
 log = structlog.get_logger("jackpot.pot.service")

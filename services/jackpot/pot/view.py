@@ -27,9 +27,9 @@ from jackpot.domain.engine import PotGroup
 from jackpot.platform import codec
 from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, KafkaConnection, stop_client
 from jackpot.pot.partitions import key_partition, topic_partitions
-from jackpot.pot.processor import SEQUENCE_MARK_PREFIX, decode_state
+from jackpot.pot.processor import decode_state
 from jackpot.pot.settings import PotSettings
-from jackpot.topics import CHANGELOG_OFFSET_KEY
+from jackpot.topics import is_bookkeeping_key
 from jackpot.v1 import dead_letter_pb2, pot_pb2, table_events_pb2
 
 log = structlog.get_logger("jackpot.pot.view")
@@ -157,7 +157,7 @@ class PotStateView:
                 if record.value is None or record.key is None:
                     continue
                 key = record.key
-                if key.startswith(SEQUENCE_MARK_PREFIX) or key == CHANGELOG_OFFSET_KEY:
+                if is_bookkeeping_key(key):
                     continue  # a heartbeat's update-sequence mark, the processor's offset
                 try:
                     if tp.topic == settings.state_topic:

@@ -31,7 +31,7 @@ from jackpot.payout.settings import PayoutSettings
 from jackpot.platform import settings as platform_settings
 from jackpot.platform.exactly_once import read_compacted
 from jackpot.platform.kafka import KafkaConnection, stop_client, topic_partitions
-from jackpot.topics import CHANGELOG_OFFSET_KEY, OPEN_PAYOUTS_MARK_KEY
+from jackpot.topics import OPEN_PAYOUTS_MARK_KEY, is_bookkeeping_key
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
 LOAD_SECONDS = 60.0
@@ -55,7 +55,7 @@ async def load(settings: PayoutSettings) -> PayoutBook:
             (
                 from_proto(payout_pb2.Payout.FromString(value))
                 for key, value in records.items()
-                if key not in (OPEN_PAYOUTS_MARK_KEY, CHANGELOG_OFFSET_KEY)
+                if not is_bookkeeping_key(key)
             ),
         )
     return book
