@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,6 +181,25 @@ async def start_gateway(settings: GatewaySettings, audited: bool = False) -> Run
     await gateway.start()
     await server.start()
     return RunningGateway(settings, gateway, server, spool, audit)
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    kafka_bootstrap: str, unique: str, spool_path: Path
+) -> AsyncIterator[tuple[RunningGateway, PotHeartbeat]]:
+    """A gateway of the test's own topics with its pot heartbeating, every table's progressive
+    open; stopped, heartbeat first, on the way out."""
+    settings = settings_for(kafka_bootstrap, unique, spool_path)
+    await create_topics(settings)
+    beat = PotHeartbeat(settings)
+    beat.start()
+    gateway = await start_gateway(settings)
+    try:
+        await wait_until(lambda: all(t.progressive_open for t in gateway.gateway.tables.values()))
+        yield gateway, beat
+    finally:
+        await beat.stop()
+        await gateway.stop()
 
 
 async def wait_until(predicate: Any, within: float = 10.0, step: float = 0.05) -> None:

@@ -18,6 +18,7 @@ from tests.integration.gateway_harness import (
     RunningGateway,
     create_topics,
     read_topic,
+    serving,
     settings_for,
     start_gateway,
     table_events,
@@ -33,17 +34,8 @@ R = common_pb2.RejectReason
 async def running(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> AsyncIterator[tuple[RunningGateway, PotHeartbeat]]:
-    settings = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite")
-    await create_topics(settings)
-    beat = PotHeartbeat(settings)
-    beat.start()
-    gateway = await start_gateway(settings)
-    await wait_until(lambda: all(t.progressive_open for t in gateway.gateway.tables.values()))
-    try:
-        yield gateway, beat
-    finally:
-        await beat.stop()
-        await gateway.stop()
+    async with serving(kafka_bootstrap, unique, tmp_path / "spool.sqlite") as both:
+        yield both
 
 
 async def connected(gateway: RunningGateway, table_id: str, game: Game) -> Device:

@@ -18,14 +18,10 @@ from jackpot.domain.cards import Game
 from jackpot.v1 import common_pb2, dead_letter_pb2, device_pb2
 from tests.integration.gateway_harness import (
     Device,
-    PotHeartbeat,
     RunningGateway,
-    create_topics,
     read_topic,
-    settings_for,
-    start_gateway,
+    serving,
     table_events,
-    wait_until,
 )
 
 pytestmark = pytest.mark.integration
@@ -40,17 +36,8 @@ NOTHING = ["3H", "7D", "9C", "JD", "4C"]
 async def gateway(
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> AsyncIterator[RunningGateway]:
-    settings = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite")
-    await create_topics(settings)
-    beat = PotHeartbeat(settings)
-    beat.start()
-    running = await start_gateway(settings)
-    await wait_until(lambda: all(t.progressive_open for t in running.gateway.tables.values()))
-    try:
+    async with serving(kafka_bootstrap, unique, tmp_path / "spool.sqlite") as (running, _):
         yield running
-    finally:
-        await beat.stop()
-        await running.stop()
 
 
 async def connected(gateway: RunningGateway, table_id: str, game: Game) -> Device:
