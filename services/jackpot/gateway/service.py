@@ -460,24 +460,25 @@ class Gateway:
             if pot is not None and table.limits != pot.limits and not table.round_id:
                 table.limits = pot.limits
             is_open = reason is None
+            reason = reason or ""  # an open table's reason is stored as ""
             if is_open != table.progressive_open or reason != self.closed_reason.get(
                 table.table_id
             ):
                 table.progressive_open = is_open
-                self.closed_reason[table.table_id] = reason or ""
+                self.closed_reason[table.table_id] = reason
                 log.warning(
                     "progressive_opened" if is_open else "progressive_closed",
                     table=table.table_id,
                     pot_group=configured.pot_group_id,
-                    reason=reason,
+                    reason=reason or None,
                 )
-                self._audit_transition(table.table_id, is_open, reason or "")
+                self._audit_transition(table.table_id, is_open, reason)
                 session = self.sessions.get(table.table_id)
                 if session is not None:
                     session.push(
                         device_pb2.ConnectResponse(
                             progressive_status=device_pb2.ProgressiveStatus(
-                                open=is_open, reason=reason or ""
+                                open=is_open, reason=reason
                             )
                         )
                     )
