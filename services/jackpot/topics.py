@@ -71,12 +71,12 @@ SEQUENCE_MARK_PREFIX = b"\xff"
 
 
 def is_bookkeeping_key(key: bytes | None) -> bool:
-    """A changelog record of the writers' own bookkeeping (an offset record, a partition's
-    mark, an update-sequence mark), not of an entity (a pot group, an award): every reader of
-    POT_STATE and OPEN_PAYOUTS passes over these, and may count the marks it cares about."""
-    return key is not None and (
-        key in (CHANGELOG_OFFSET_KEY, OPEN_PAYOUTS_MARK_KEY) or key.startswith(SEQUENCE_MARK_PREFIX)
-    )
+    """A changelog record of the writers' own bookkeeping (the processor's offset record, a pot
+    group's update-sequence mark), not of an entity: its key starts with a byte no UTF-8 text
+    starts with (0xFE, 0xFF), so no pot group's or award's key is one, whatever its name. Every
+    reader of POT_STATE and OPEN_PAYOUTS passes over these. OPEN_PAYOUTS_MARK_KEY is UTF-8 and
+    not one of them: its readers read the mark."""
+    return key is not None and key[:1] >= b"\xfe"
 
 
 DEAD_LETTER = TopicSpec("jackpot.dead-letter.v1", 1, FOREVER)

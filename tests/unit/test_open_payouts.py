@@ -252,8 +252,15 @@ def test_bookkeeping_keys_are_told_from_every_entity_key() -> None:
     reader of pot-state or open-payouts cannot miss one of them; no group or award key is one."""
     from jackpot.pot.processor import sequence_mark_key, state_key
 
-    bookkeeping = [CHANGELOG_OFFSET_KEY, OPEN_PAYOUTS_MARK_KEY, sequence_mark_key("g")]
-    entities = [state_key("g"), state_key("#marker"), b"g/T1/R1/3/ROYAL", b"\xc3\xa9t\xc3\xa9", b""]
+    bookkeeping = [CHANGELOG_OFFSET_KEY, sequence_mark_key("g"), sequence_mark_key("#mark")]
+    entities = [
+        state_key("g"),
+        state_key("#mark"),  # a group may be named so: its state is not the payouts' mark
+        state_key("\U0010ffff"),  # the highest code point: UTF-8 starts it with 0xF4
+        b"g/T1/R1/3/ROYAL",
+        OPEN_PAYOUTS_MARK_KEY,  # read as the mark, not passed over
+        b"",
+    ]
     assert [is_bookkeeping_key(key) for key in bookkeeping] == [True, True, True]
     assert [is_bookkeeping_key(key) for key in entities] == [False] * len(entities)
     assert not is_bookkeeping_key(None)

@@ -228,7 +228,7 @@ async def read_pending(connection: KafkaConnection, topic: str) -> PendingRead:
 
 def apply_open_record(board: Board, key: bytes | None, value: bytes | None) -> None:
     """One record of the open-payouts (or payouts) topic onto the board, as it is followed."""
-    if is_bookkeeping_key(key):
+    if key == OPEN_PAYOUTS_MARK_KEY or is_bookkeeping_key(key):
         return
     if value is None:
         board.settled((key or b"").decode(errors="replace"))

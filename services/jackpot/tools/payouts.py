@@ -55,7 +55,7 @@ async def load(settings: PayoutSettings) -> PayoutBook:
             (
                 from_proto(payout_pb2.Payout.FromString(value))
                 for key, value in records.items()
-                if not is_bookkeeping_key(key)
+                if key != OPEN_PAYOUTS_MARK_KEY and not is_bookkeeping_key(key)
             ),
         )
     return book
