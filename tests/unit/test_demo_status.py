@@ -41,6 +41,7 @@ from jackpot.tools.demo_supervisor import (
     write_service_files,
 )
 from jackpot.v1 import display_pb2
+from tests.clocks import FakeClock
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SERVICES = ("pot", "payout", "display", "gateway-a", "gateway-b")
@@ -223,14 +224,6 @@ class FakeProcess:
 
     def poll(self) -> int | None:
         return self.returncode
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Floor:

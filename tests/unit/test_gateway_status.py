@@ -19,6 +19,7 @@ from jackpot.gateway.service import Gateway, Session
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool
 from jackpot.v1 import pot_pb2
+from tests.clocks import FakeClock
 
 pytestmark = pytest.mark.unit
 
@@ -33,18 +34,10 @@ SETTINGS = GatewaySettings(
 )
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def gateway(tmp_path: Path) -> Iterator[tuple[Gateway, Session, Clock]]:
+def gateway(tmp_path: Path) -> Iterator[tuple[Gateway, Session, FakeClock]]:
     spool = Spool(tmp_path / "spool.sqlite")
-    clock = Clock()
+    clock = FakeClock(1000.0)
     made = Gateway(SETTINGS, spool, clock=clock)
     session = made.sessions[TABLE] = Session(TABLE)
     yield made, session, clock
@@ -70,7 +63,7 @@ def statuses(session: Session) -> list[tuple[bool, str]]:
 
 
 def test_an_open_table_is_told_once_not_at_every_watchdog_refresh(
-    gateway: tuple[Gateway, Session, Clock],
+    gateway: tuple[Gateway, Session, FakeClock],
 ) -> None:
     service, session, _ = gateway
     with capture_logs() as opening:
@@ -88,7 +81,7 @@ def test_an_open_table_is_told_once_not_at_every_watchdog_refresh(
 
 
 def test_a_silent_pot_closes_the_table_once_and_its_return_reopens_it_once(
-    gateway: tuple[Gateway, Session, Clock],
+    gateway: tuple[Gateway, Session, FakeClock],
 ) -> None:
     service, session, clock = gateway
     heartbeat(service)

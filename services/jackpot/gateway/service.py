@@ -459,8 +459,7 @@ class Gateway:
             pot = self.pots.get(configured.pot_group_id)
             if pot is not None and table.limits != pot.limits and not table.round_id:
                 table.limits = pot.limits
-            is_open = reason is None
-            reason = reason or ""  # an open table's reason is stored as ""
+            is_open = not reason
             if is_open != table.progressive_open or reason != self.closed_reason.get(
                 table.table_id
             ):
@@ -497,7 +496,9 @@ class Gateway:
             self._faulted.discard(table_id)
             self.audit.note(self._identity, "progressive_opened", "recovered", table_id, "reopened")
 
-    def _closed_reason(self, configured: TableSettings, now: float) -> str | None:
+    def _closed_reason(self, configured: TableSettings, now: float) -> str:
+        """Why the table's progressive is closed; "" when it is open (as ``closed_reason``
+        stores it, so that an unchanged open table compares equal)."""
         timeout = self.settings.heartbeat_timeout_seconds
         pot = self.pots.get(configured.pot_group_id)
         if pot is None:
@@ -506,7 +507,7 @@ class Gateway:
             return f"pot group {configured.pot_group_id} silent for over {timeout:g} s"
         if not self.publish_healthy:
             return "events cannot be delivered to Kafka"
-        return None
+        return ""
 
     async def _watchdog(self) -> None:
         while True:

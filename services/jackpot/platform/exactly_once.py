@@ -795,7 +795,7 @@ class ExactlyOnceProcessor(Generic[H]):
             records.append(
                 OutputRecord(self.changelog_topic, offset, CHANGELOG_OFFSET_KEY, owned.partition)
             )
-        to_group = kind == "offsets" or (kind == "batch" and self._group_commit_due(owned))
+        to_group = kind == "offsets" or (kind == "batch" and self._group_due_in(owned) == 0.0)
         try:
             await producer.begin_transaction()
             sent = [
@@ -846,10 +846,6 @@ class ExactlyOnceProcessor(Generic[H]):
         the group's serves lag monitoring, tools, and a changelog written before it had one."""
         due_at = owned.group_committed_at + self.settings.group_commit_interval_ms / 1000
         return max(0.0, due_at - time.monotonic())
-
-    def _group_commit_due(self, owned: Owned[H]) -> bool:
-        """Whether this transaction also commits the consumer group's offsets."""
-        return self._group_due_in(owned) == 0.0
 
     def _group_behind(self, owned: Owned[H]) -> float | None:
         """Seconds until the group's offsets are due, if they are behind the input applied
