@@ -355,6 +355,14 @@ class ExactlyOnceSettings(Settings):
         "own is a fixed 20 ms, most of a back-to-back transaction)",
     )
 
+    recovery_backoff_max_ms: int = Field(
+        5_000,
+        ge=1,
+        description="the longest pause between two attempts to take a partition over again "
+        "while the brokers cannot be reached (the pause doubles from retry_backoff_ms up to "
+        "this); meanwhile the partition is not served and the service reports NOT_SERVING",
+    )
+
     @field_validator("consumer_group", "transactional_id_prefix")
     @classmethod
     def _not_empty(cls, value: str, info: ValidationInfo) -> str:
@@ -392,6 +400,9 @@ class Owned(Generic[H]):
     producer: AIOKafkaProducer
     halted: bool = False  # fenced or broken: nothing processed until revoked
     why_halted: str = ""
+    # its producer is unusable and a new one could not be made yet (the brokers unreachable):
+    # its worker takes it over again, with a back-off, before anything else
+    recovering: bool = False
     # its pipeline: the records fetched that its worker has not taken yet, in offset order
     pending: list[ConsumerRecord[bytes, bytes]] = field(default_factory=list)
     fetched: int = 0  # the offset after the last record queued: where the consumer reads on
@@ -810,17 +821,22 @@ class ExactlyOnceProcessor(Generic[H]):
             ]
             # Each failure marked retrieved whatever happens next (unretrieved ones are logged
             # by the garbage collector: settle_failures).
-            acknowledged = asyncio.gather(*sent, return_exceptions=True)
-            # The offsets go while the records are in flight (the commit flushes them first):
-            # waiting for their acknowledgements here put a round trip into every transaction.
+            delivered = asyncio.gather(*sent, return_exceptions=True)
+            # The offsets go while the records are in flight.
             if to_group:
                 await producer.send_offsets_to_transaction(
                     {owned.tp: handler.next_offset}, self.settings.consumer_group
                 )
-            await producer.commit_transaction()
-            for outcome in await acknowledged:  # all done: the commit flushed them
+            # All or nothing: every record acknowledged before the commit is asked for.
+            # aiokafka's commit flushes the batches and sends EndTxn(commit) whether or not
+            # they were delivered (MessageAccumulator.flush_for_commit); Java's
+            # commitTransaction throws if a send of the transaction failed (KAFKA-13967).
+            # Committing first committed transactions without one of their records (issue 36;
+            # tests/integration/test_transaction_atomicity.py).
+            for outcome in await delivered:
                 if isinstance(outcome, BaseException):
                     raise outcome
+            await producer.commit_transaction()
         except ProducerFenced as error:
             failed(error)
             handler.rollback()
