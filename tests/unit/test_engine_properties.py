@@ -368,15 +368,19 @@ def level_lists(draw: Callable[..., Any], reserves: list[str]) -> list[dict[str,
 @st.composite
 def leveled_paytables(draw: Callable[..., Any], levels: list[str]) -> dict[str, Any]:
     """The SCJ paytable (P), each hand paid by a drawn level (L2), some with an envy bonus
-    (V1) from a drawn level, sometimes linked (V2)."""
+    (V1) from a drawn level, sometimes linked (V2). Every level pays at least one fixed prize,
+    so its pot and its reserves are read (C3, L1: a configuration whose money no prize or reseed
+    reads is refused)."""
     entries: list[dict[str, Any]] = [
         *({"hand": hand, "multiple": multiple} for hand, multiple in FIXED),
         {"hand": "STRAIGHT_FLUSH", "percent": "10", "cap_multiple": 5000},
         {"hand": "ROYAL_FLUSH", "percent": "100"},
     ]
-    for entry in entries:
+    owners = draw(st.permutations(range(len(FIXED))))  # fixed hand -> the level it must serve
+    for index, entry in enumerate(entries):
         if len(levels) > 1:
-            entry["level"] = draw(st.sampled_from(levels))
+            owner = owners[index] if index < len(FIXED) else len(levels)
+            entry["level"] = levels[owner] if owner < len(levels) else draw(st.sampled_from(levels))
         if draw(st.integers(0, 2)) == 0:
             envy: dict[str, Any] = {"amount": draw(st.sampled_from([1, 50, 500]))}
             if draw(st.booleans()):

@@ -646,6 +646,11 @@ def test_L1_a_level_config_is_accepted_by_propose_config_and_refuses_removing_a_
             {"name": "sf", "percent": "10"},
         ],
         "levels": [{"name": "main"}, {"name": "sf", "pot": "sf", "base": 1_000}],
+        "paytable": {  # the new meter pays a prize: a level no prize pays is refused (L1, L2)
+            "name": "levels",
+            "evaluator": "poker",
+            "prizes": prizes(STRAIGHT_FLUSH={"level": "sf"}),
+        },
     }
     group.propose_config(load_config(grown), "ops", "a second meter")
     shrunk = {**CLASSIC, "version": 3, "pots": [{"name": "main", "percent": "100"}]}

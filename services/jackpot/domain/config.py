@@ -29,6 +29,16 @@ pot's, C3, C5); a level's reserves are pots that belong to no other level. Payta
 the level that pays them (``"level"``, by default the main level) and an optional envy bonus
 (``"envy": {"amount", "level"?, "linked"?}``, rules V1, V2). A configuration without ``levels``
 has one level, the main pot, and is exactly the configuration it was before levels existed.
+
+No money nowhere (rule C3): every pot must be one a prize or a reseed takes money from, a level's
+pot that some prize or envy bonus pays, the mystery pot, or a reserve of such a level that can
+draw on it (a base above 0, or a fixed prize or bonus). Refused, each in one line naming the pot
+or the field: a pot of no level that is no reserve (with a share or not, overflowing or not), a
+level no prize pays, a reserve of a level that never draws on it, a level without a pot or on a
+missing pot, two levels on one pot, a reserve listed twice or naming a level's or the mystery's
+pot, one reserve for two levels, an overflow chain that loops (C5), and a prize or envy bonus
+naming a missing level (L2, V1). A configuration read back from a ledger or a snapshot
+(``recorded``) skips the C3 check, so that history written before it still replays.
 """
 
 from __future__ import annotations
@@ -212,12 +222,17 @@ KNOWN_FIELDS = frozenset(
 )
 
 
-def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
+def load_config(data: Mapping[str, Any], *, recorded: bool = False) -> PotGroupConfig:
     """Validate configuration data; a DomainError(INVALID_CONFIG) names the first problem.
 
     The fields are checked in this order: unknown fields, version, commission, pots (C3, C5),
     mystery (X1), reserve order (S7), paytable (P4), bet limits (E1), base (C4), levels and the
-    levels the paytable names (L1, L2, V1).
+    levels the paytable names (L1, L2, V1), and last that every pot is one a prize or a reseed
+    takes money from (C3, L1-L3, X2: :func:`check_every_pot_is_read`).
+
+    ``recorded`` is for a configuration read back from a ledger or a snapshot: it was accepted
+    when it was written, and the record must replay as it happened even if a later version of
+    these checks would refuse it, so the last check is left out.
     """
     unknown = set(data) - KNOWN_FIELDS
     if unknown:
@@ -246,8 +261,11 @@ def load_config(data: Mapping[str, Any]) -> PotGroupConfig:
     if "levels" not in data:
         config = replace(config, reserve_order=_checked_reserve_order(data, pots, mystery))
         _check_paytable_levels(config)
-        return config
-    return load_levels(config, data)
+    else:
+        config = load_levels(config, data)
+    if not recorded:
+        check_every_pot_is_read(config)
+    return config
 
 
 def _load_pots(raw_pots: object) -> tuple[PotSpec, ...]:
@@ -294,10 +312,12 @@ def _check_overflow_chains(pots: tuple[PotSpec, ...]) -> None:
         current = pot
         while current.overflow_to is not None:
             if current.overflow_to not in by_name:
-                raise _invalid(f"pot {current.name} overflows to unknown pot {current.overflow_to}")
+                raise _invalid(
+                    f"pot {current.name} overflows to unknown pot {current.overflow_to} (rule C5)"
+                )
             if current.overflow_to in seen:
                 raise _invalid(
-                    f"pot {pot.name}: overflow chain loops back to {current.overflow_to}"
+                    f"pot {pot.name}: overflow chain loops back to {current.overflow_to} (rule C5)"
                 )
             seen.add(current.overflow_to)
             current = by_name[current.overflow_to]
@@ -334,6 +354,11 @@ def _listed_reserve_order(
         raise _invalid(f"reserve_order must list pots of the group, got {reserve_order!r}")
     if MAIN in reserve_order or len(set(reserve_order)) != len(reserve_order):
         raise _invalid("reserve_order lists each reserve at most once and never 'main'")
+    if mystery is not None and mystery.pot in reserve_order:
+        raise _invalid(
+            f"reserve_order names {mystery.pot!r}, the mystery prize's pot: it pays the mystery "
+            "prize, not shortfalls (rules L1, X2)"
+        )
     return tuple(reserve_order)
 
 
@@ -466,8 +491,13 @@ def _check_level_reserves(config: PotGroupConfig) -> None:
     level_pots = {level.pot for level in config.levels}
     seen: set[str] = set()
     for index, level in enumerate(config.levels):
+        where = f"levels[{index}].reserve_order"
+        if len(set(level.reserve_order)) != len(level.reserve_order):
+            raise _invalid(
+                f"{where} lists a reserve twice, {list(level.reserve_order)}: a shortfall would "
+                "come back to it (rules L1, S7)"
+            )
         for reserve in level.reserve_order:
-            where = f"levels[{index}].reserve_order"
             if reserve not in pots:
                 raise _invalid(f"{where} names {reserve!r}, which is not a pot of the group")
             if reserve in level_pots or reserve in _mystery_pot(config):
@@ -490,3 +520,58 @@ def _check_paytable_levels(config: PotGroupConfig) -> None:
                     f"paytable: {prize.hand}.{what} {level!r} is not a level of the group "
                     f"(levels: {', '.join(sorted(names))})"
                 )
+
+
+def check_every_pot_is_read(config: PotGroupConfig) -> None:
+    """C3, L1-L3, X2: refuse a pot that no prize and no reseed ever takes money from.
+
+    A pot is read by a prize when it is the pot of a level that some prize or envy bonus pays
+    (L2, V1) or the mystery prize's pot (X2); it is read by a shortfall or a reseed (S7, S8, L3)
+    when it is a reserve of such a level that can draw on its reserves: one with a base above
+    zero or a fixed prize or bonus (a percentage of the level's own pot is never short). An
+    overflow (C5) moves only what goes above a ceiling, so the pot it leaves keeps its ceiling's
+    worth and is no exception. Every pot is checked, not only those with a share: an opening
+    balance (C4) or an older version (C7 never removes a pot) can put money in any of them.
+    """
+    paying = _paying_levels(config)
+    read = set(_mystery_pot(config))
+    unread: dict[str, str] = {}
+    for level in config.levels:
+        if level.name not in paying:
+            why = f"of level {level.name!r}, which no prize or envy bonus pays (rules L1, L2)"
+            unread.update(dict.fromkeys((level.pot, *level.reserve_order), why))
+            continue
+        read.add(level.pot)
+        if paying[level.name] or level.base > 0:
+            read.update(level.reserve_order)
+        else:
+            why = (
+                f"of level {level.name!r}, which never draws on its reserves: its base is 0 and "
+                "it pays only percentages of its own pot (rules L3, S7, S8)"
+            )
+            unread.update(dict.fromkeys(level.reserve_order, why))
+    for pot in config.pots:
+        if pot.name in read:
+            continue
+        role = "the pot" if any(pot.name == lv.pot for lv in config.levels) else "a reserve"
+        detail = (
+            f"{role} {unread[pot.name]}"
+            if pot.name in unread
+            else "no level's pot, no level's reserve and not the mystery prize's pot (rule C3)"
+        )
+        raise _invalid(
+            f"pot {pot.name!r} is {detail}: no prize or reseed ever takes money from it, so its "
+            "share and any balance would be paid to nobody"
+        )
+
+
+def _paying_levels(config: PotGroupConfig) -> dict[str, bool]:
+    """Level name -> whether it can draw on its reserves by a fixed prize or bonus (S7), for
+    every level some prize or envy bonus pays (L2, V1)."""
+    paying: dict[str, bool] = {}
+    for prize in config.paytable.prizes.values():
+        name = prize.level or config.main_level_name
+        paying[name] = paying.get(name, False) or prize.is_fixed
+        if prize.envy is not None:
+            paying[prize.envy.level or name] = True
+    return paying

@@ -278,8 +278,10 @@ class PotGroup:
         state = json.loads(data)
         if state.get("format") != SNAPSHOT_FORMAT:
             raise DomainError(Reason.MALFORMED, f"unknown snapshot format {state.get('format')!r}")
-        group = cls(state["group_id"], load_config(state["config"]), trigger_source)
-        group.pending = [(load_config(c), who, why) for c, who, why in state["pending"]]
+        group = cls(state["group_id"], load_config(state["config"], recorded=True), trigger_source)
+        group.pending = [
+            (load_config(c, recorded=True), who, why) for c, who, why in state["pending"]
+        ]
         group.balances = {k: int(v) for k, v in state["balances"].items()}
         for name in ("collected", "commission", "awarded", "house_advance", "overflow"):
             setattr(group, name, int(state[name]))
@@ -339,7 +341,7 @@ class PotGroup:
                     f"the ledger of {group_id} does not begin with its opening and first "
                     "configuration (entries written before the ledger recorded it)",
                 )
-            group = cls(group_id, load_config(opened["config"]), trigger_source)
+            group = cls(group_id, load_config(opened["config"], recorded=True), trigger_source)
             accounts = {}
         for entry in entries:
             for source, target, amount in entry.get("transfers", ()):
@@ -383,11 +385,11 @@ class PotGroup:
             self._remember(award)
         elif kind == "ConfigProposed":
             self.pending.append(
-                (load_config(entry["config"]), entry["changed_by"], entry["reason"])
+                (load_config(entry["config"], recorded=True), entry["changed_by"], entry["reason"])
             )
         elif kind == "ConfigActivated":
             self.pending.clear()
-            self.config = load_config(entry["config"])
+            self.config = load_config(entry["config"], recorded=True)
             self._allocation = _allocation(self.config)
             for pot in self.config.pots:
                 self.balances.setdefault(pot.name, 0)

@@ -356,7 +356,7 @@ def _config(version: ConfigVersion, style: Style) -> str:
         (w("activated"), style.when_text(version.activated_at) or w("pending")),
     ]
     try:
-        config = load_config(raw)
+        config = load_config(raw, recorded=True)
     except (DomainError, ValueError, TypeError, KeyError) as error:
         return _facts([*facts, (w("problem"), f"{error}")])
     facts += [
