@@ -329,6 +329,7 @@ def _jackpot(*args: str, variables: dict[str, str]) -> subprocess.CompletedProce
         ("pot", "JACKPOT_HEARTBEAT_INTERVAL_MS", "1500"),
         ("pot", "KAFKA_SECURITY_PROTOCOL", "KERBEROS"),
         ("display", "JACKPOT_DISPLAY_STALE_SECONDS", "soon"),
+        ("display", "JACKPOT_DISPLAY_KAFKA_REQUEST_TIMEOUT_MS", "500"),
     ],
 )
 def test_a_service_with_a_bad_setting_exits_2_with_one_line(
@@ -363,3 +364,58 @@ def test_jackpot_settings_prints_the_table() -> None:
     result = _jackpot("settings", variables={})
     assert result.returncode == 0, result.stderr
     assert result.stdout == markdown()
+
+
+@pytest.mark.parametrize(
+    ("cls", "variable", "value", "allowed"),
+    [
+        (
+            DisplaySettings,
+            "JACKPOT_DISPLAY_KAFKA_REQUEST_TIMEOUT_MS",
+            "500",
+            "greater than or equal to 1000",
+        ),
+        (
+            DisplaySettings,
+            "JACKPOT_DISPLAY_KAFKA_REQUEST_TIMEOUT_MS",
+            "90000",
+            "less than or equal to 60000",
+        ),
+        (DisplaySettings, "JACKPOT_DISPLAY_KAFKA_REQUEST_TIMEOUT_MS", "5s", "valid integer"),
+        (
+            GatewaySettings,
+            "JACKPOT_GATEWAY_KAFKA_REQUEST_TIMEOUT_MS",
+            "999",
+            "greater than or equal to 1000",
+        ),
+        (GatewaySettings, "JACKPOT_GATEWAY_KAFKA_REQUEST_TIMEOUT_MS", "1e9", "valid integer"),
+    ],
+)
+def test_a_bad_kafka_request_timeout_is_one_line_naming_it(
+    cls: type[DisplaySettings | GatewaySettings], variable: str, value: str, allowed: str
+) -> None:
+    """The gateway's and the display's Kafka request timeouts are settings (5 s by default, the
+    WAN reasoning in their descriptions); a value a WAN could not live with is refused."""
+    file = EXAMPLE_GATEWAY if cls is GatewaySettings else None
+    assert load(cls, {}, file=file).kafka_request_timeout_ms == 5000
+    assert load(cls, {variable: "8000"}, file=file).kafka_request_timeout_ms == 8000
+    with pytest.raises(SettingsError) as refused:
+        load(cls, {variable: value}, file=file)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"{variable}={value!r}: "), message
+    assert allowed in message
+
+
+def test_a_gateway_with_a_bad_kafka_request_timeout_exits_2_with_one_line() -> None:
+    result = _jackpot(
+        "gateway",
+        "--config",
+        str(EXAMPLE_GATEWAY),
+        variables={"JACKPOT_GATEWAY_KAFKA_REQUEST_TIMEOUT_MS": "100"},
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        "jackpot gateway: bad setting: JACKPOT_GATEWAY_KAFKA_REQUEST_TIMEOUT_MS='100': "
+        "input should be greater than or equal to 1000"
+    ]

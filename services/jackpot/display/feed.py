@@ -167,6 +167,7 @@ async def follow(board: Board, settings: DisplaySettings) -> None:
         ),
         settings.kafka_security.client_options(),
         idle_restart_seconds=2 * settings.stale_seconds,
+        request_timeout_ms=settings.kafka_request_timeout_ms,
     )
 
 
@@ -269,12 +270,15 @@ async def follow_from(
     topic: str,
     start: Mapping[int, int],
     seconds: float | None = None,
+    *,
+    request_timeout_ms: int,
 ) -> None:
-    """Follow ``topic`` from ``start`` (the restore's end offsets), for ``seconds`` or forever."""
+    """Follow ``topic`` from ``start`` (the restore's end offsets), for ``seconds`` or forever;
+    ``request_timeout_ms``: the display's ``kafka_request_timeout_ms``."""
     if not start:  # no such topic yet: look again
         await asyncio.sleep(RETRY_SECONDS)
         return
-    consumer = connection.consumer(request_timeout_ms=5000)
+    consumer = connection.consumer(request_timeout_ms=request_timeout_ms)
     await consumer.start()
     loop = asyncio.get_running_loop()
     until = float("inf") if seconds is None else loop.time() + seconds
@@ -302,7 +306,14 @@ async def follow_payouts(board: Board, settings: DisplaySettings) -> None:
         try:
             found = await restore_pending(board, settings, connection)
             resync = RESYNC_SECONDS if found.topic == settings.open_payouts_topic else None
-            await follow_from(board, connection, found.topic, found.ends, resync)
+            await follow_from(
+                board,
+                connection,
+                found.topic,
+                found.ends,
+                resync,
+                request_timeout_ms=settings.kafka_request_timeout_ms,
+            )
         except asyncio.CancelledError:
             raise
         except Exception as error:

@@ -55,6 +55,18 @@ class DisplaySettings(ServiceSettings):
     write_timeout_seconds: float = Field(
         5.0, gt=0, description="a web sign that takes longer to accept an update is disconnected"
     )
+    kafka_request_timeout_ms: int = Field(
+        5000,
+        ge=1000,
+        le=60_000,
+        description="how long the pot-update, award and payout readers wait for the brokers to "
+        "answer one request before they give the connection up and retry on a new one. At a "
+        "remote site (make wan): above the link's round trip and its short stalls, or a slow "
+        "link is taken for a dead one (a satellite's 0.6 s round trip, 1 Mbit/s and 2 s stalls; "
+        "under 1 s even a fetch, which waits 0.5 s at the broker, times out); and about "
+        "stale_seconds or less, since after a cut a sign shows the pot again only once the "
+        "request lost in it is retried; 5 s holds from metro to satellite",
+    )
     pot_updates_topic: str = Field(POT_UPDATES.name, description="input: pot updates")
     awards_topic: str = Field(AWARDS.name, description="input: awards (winner banners)")
     payouts_topic: str = Field(

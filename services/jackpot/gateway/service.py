@@ -563,6 +563,7 @@ class Gateway:
             self.settings.kafka_security.client_options(),
             # Every pot group beats twice a second: silence this long means a stuck client too.
             idle_restart_seconds=2 * self.settings.heartbeat_timeout_seconds,
+            request_timeout_ms=self.settings.kafka_request_timeout_ms,
         )
 
     # ------------------------------------------------------------------------- publishing
@@ -582,7 +583,7 @@ class Gateway:
                 if producer is None:
                     producer = idempotent_producer(
                         self.settings.bootstrap_servers,
-                        request_timeout_ms=5000,
+                        request_timeout_ms=self.settings.kafka_request_timeout_ms,
                         # what waits in the spool goes in one send loop, so it batches without
                         # a linger; 2 ms added 2.3 ms to every lock's path (issue 26)
                         linger_ms=0,

@@ -131,6 +131,18 @@ class GatewaySettings(ServiceSettings):
     hello_timeout_seconds: float = Field(
         10.0, gt=0, description="a device must say hello within this long"
     )
+    kafka_request_timeout_ms: int = Field(
+        5000,
+        ge=1000,
+        le=60_000,
+        description="how long the spool's producer and the pot watcher wait for the brokers to "
+        "answer one request before they give the connection up and retry on a new one. Over a "
+        "WAN (make wan): above the link's round trip and its short stalls, or a slow link is "
+        "taken for a dead one (a satellite's 0.6 s round trip, 1 Mbit/s and 2 s stalls; under "
+        "1 s even a fetch, which waits 0.5 s at the broker, times out); and well under the 10 s "
+        "in which a table reopens after a cut, since a request lost in the cut is retried only "
+        "then; 5 s holds from metro to satellite",
+    )
     topics: Topics = Topics()
 
     @model_validator(mode="before")

@@ -367,6 +367,11 @@ async def stop_client(client: AIOKafkaConsumer | AIOKafkaProducer) -> None:
         log.warning("kafka_client_stop_failed", client=name, error=repr(error))
 
 
+# A follower's request timeout unless its service sets one: a request lost in a cut is retried on
+# a new connection within it (docs/architecture.md, "Running a site over a WAN").
+FOLLOW_REQUEST_TIMEOUT_MS = 5000
+
+
 async def follow_latest(
     bootstrap_servers: str,
     topics: Sequence[str],
@@ -375,6 +380,7 @@ async def follow_latest(
     retry_seconds: float = 1.0,
     idle_restart_seconds: float | None = None,
     from_beginning: bool = False,
+    request_timeout_ms: int = FOLLOW_REQUEST_TIMEOUT_MS,
 ) -> None:
     """Follow ``topics`` from their end, forever: no consumer group, nothing committed.
 
@@ -385,6 +391,8 @@ async def follow_latest(
     aiokafka consumer can stay connected and silent, and silence keeps tables closed.
     ``from_beginning``: for compacted topics whose latest value per key is the state (payouts):
     read from the start, and again after every rebuild, so a stateless reader rebuilds it.
+    ``request_timeout_ms``: how long one request may go unanswered before the client retries it
+    on a new connection (the gateway's and the display's ``kafka_request_timeout_ms``).
     """
     loop = asyncio.get_running_loop()
     while True:
@@ -395,7 +403,7 @@ async def follow_latest(
             isolation_level="read_committed",
             enable_auto_commit=False,
             auto_offset_reset="earliest" if from_beginning else "latest",
-            request_timeout_ms=5000,
+            request_timeout_ms=request_timeout_ms,
             **client_options,
         )
         try:
