@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import inspect
 import logging
 import sys
 import tomllib
@@ -31,7 +32,8 @@ from typing import Any, ClassVar
 
 import aiokafka
 import pytest
-from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.consumer.group_coordinator import GroupCoordinator
 from aiokafka.errors import (
     IllegalOperation,
     KafkaConnectionError,
@@ -47,6 +49,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from jackpot.platform.exactly_once import (
+    CONSUMER_COORDINATOR_ATTRIBUTE,
     TXN_MANAGER_ATTRIBUTE,
     ExactlyOnceProcessor,
     ExactlyOnceSettings,
@@ -62,6 +65,7 @@ from jackpot.platform.exactly_once import (
 )
 from jackpot.platform.metrics import ProcessorMetrics
 from jackpot.topics import CHANGELOG_OFFSET_KEY
+from tests.polling import eventually
 
 pytestmark = pytest.mark.unit
 
@@ -197,11 +201,22 @@ class FakeProducer:
 
 
 @dataclass
+class FakeCoordinator:
+    """aiokafka's group coordinator, as far as a rejoin goes."""
+
+    rejoins: int = 0
+
+    def request_rejoin(self) -> None:
+        self.rejoins += 1
+
+
+@dataclass
 class FakeConsumer:
     """The group consumer: what the test feeds comes out of ``getmany`` one feed at a time,
     each only when its partition is asked for (or all are)."""
 
     journal: list[str]
+    _coordinator: FakeCoordinator = field(default_factory=FakeCoordinator)
     committed_offset: int | None = 7
     seeks: list[tuple[TopicPartition, int]] = field(default_factory=list)
     pauses: list[int] = field(default_factory=list)
@@ -421,6 +436,9 @@ async def test_a_fenced_producer_halts_the_partition_and_refuses_changes() -> No
     assert owned.why_halted == "producer_fenced"
     assert eos.owned_partitions == []
     assert eos.halted_partitions == [2]
+    # the group decides: a rejoin gives the partition back, fenced and restored, only if this
+    # instance still owns it (a transaction timeout fences too; issue 36)
+    assert eos._consumer._coordinator.rejoins == 1  # type: ignore[union-attr]
     assert owned.handler.total == 40
     with pytest.raises(NotOwned):
         await eos.submit(2, lambda handler: handler.add(1))
@@ -447,7 +465,8 @@ async def test_a_transaction_fenced_while_its_records_are_sent_halts_the_partiti
         await eos.submit(3, lambda handler: handler.add(5))
     assert owned.halted
     assert owned.why_halted == "producer_fenced"
-    assert eos._failure is None  # the service goes on: the rebalance takes the partition away
+    assert eos._failure is None  # the service goes on: the group decides who owns it
+    assert eos._consumer._coordinator.rejoins == 1  # type: ignore[union-attr]
     assert owned.handler.total == 40
 
 
@@ -479,6 +498,115 @@ async def test_a_producer_whose_sender_died_is_renewed_and_the_partition_restore
     assert not owned.halted
     assert eos._failure is None
     assert owned.handler.total == 40
+
+
+# ------------------------------------------ brokers gone: not fatal, retried (issue 36 item 4)
+
+
+class UnreachableBrokers:
+    """The fencing producer fails while ``down`` (as aiokafka's start does with no broker)."""
+
+    def __init__(self, eos: ExactlyOnceProcessor[Counter]) -> None:
+        self.down = True
+        self.attempts = 0
+        fencing = eos._fencing_producer
+
+        async def fencing_producer(partition: int) -> Any:
+            self.attempts += 1
+            if self.down:
+                raise KafkaConnectionError("Unable to bootstrap from 127.0.0.1:9092")
+            return await fencing(partition)
+
+        eos._fencing_producer = fencing_producer  # type: ignore[method-assign]
+
+
+def cut_off(producer: Any) -> FakeProducer:
+    """The producer's commit and abort both fail: the brokers cannot be reached."""
+
+    async def unreachable_abort() -> None:
+        raise KafkaConnectionError("Unable to connect to the transaction coordinator")
+
+    producer.fail_commit = KafkaConnectionError()
+    producer.abort_transaction = unreachable_abort
+    return producer  # type: ignore[no-any-return]
+
+
+async def test_an_abort_the_brokers_refuse_renews_the_producer_and_goes_on() -> None:
+    """Seen in a whole-cluster outage: the abort could not reach the brokers; the partition was
+    halted and the service exited ("pot cannot continue")."""
+    eos, owned, made = await owning(2)
+    producer = cut_off(owned.producer)
+    with pytest.raises(NotCommitted):
+        await eos.submit(2, lambda handler: handler.add(5))
+    assert made == ["new-2"]
+    assert owned.producer is not producer
+    assert (owned.halted, owned.recovering, eos._failure) == (False, False, None)
+    assert owned.handler.total == 40
+    assert eos.writable
+
+
+async def test_a_partition_that_cannot_be_taken_over_again_recovers_when_the_brokers_return() -> (
+    None
+):
+    eos, owned, made = await owning(2)
+    eos._start_worker(owned)
+    brokers = UnreachableBrokers(eos)
+    cut_off(owned.producer)
+    with pytest.raises(NotCommitted):
+        await eos.submit(2, lambda handler: handler.add(5))
+    assert owned.recovering
+    assert not owned.halted
+    assert (eos.owned_partitions, eos.recovering_partitions, eos.writable) == ([], [2], False)
+    assert eos.metrics.writable._value.get() == 0
+    with pytest.raises(NotOwned):  # not served while recovering
+        await eos.submit(2, lambda handler: handler.add(1))
+    await eventually(lambda: brokers.attempts >= 3, "the worker never tried again", within=5)
+    assert eos._failure is None
+    assert owned.worker is not None
+    assert not owned.worker.done()
+    brokers.down = False
+    await eventually(lambda: eos.writable, "the partition never recovered", within=5)
+    assert eos.owned_partitions == [2]
+    assert eos.metrics.writable._value.get() == 1
+    assert made[-1] == "new-2"
+    batch = await eos.submit(2, lambda handler: handler.add(1))
+    assert (batch.value, owned.handler.committed_total) == (1, 41)
+
+
+async def test_a_takeover_the_brokers_refuse_is_retried_through_the_group() -> None:
+    eos, _, _ = processor(SETTINGS.model_copy(update={"retry_backoff_ms": 10}))
+    brokers = UnreachableBrokers(eos)
+    await eos._on_assigned([TopicPartition("in", 1)])
+    assert eos._failure is None
+    assert (eos.owned_partitions, eos.writable) == ([], False)
+    coordinator: FakeCoordinator = eos._consumer._coordinator  # type: ignore[union-attr]
+    await eventually(lambda: coordinator.rejoins == 1, "the group was never rejoined", within=5)
+    brokers.down = False
+    await eos._on_revoked([TopicPartition("in", 1)])  # what the rejoin does
+    await eos._on_assigned([TopicPartition("in", 1)])
+    assert (eos.owned_partitions, eos.writable) == ([1], True)
+
+
+async def test_a_processing_bug_is_still_fatal() -> None:
+    """Waiting cures the brokers, not a bug: a handler that raises halts its partition and a
+    worker that dies stops the service (exit 1, restarted)."""
+    eos, owned, _ = await owning(0)
+
+    async def broken(_: Any) -> None:
+        raise RuntimeError("a bug")
+
+    eos._run_batch = broken  # type: ignore[assignment, method-assign]
+    owned.pending.append(record(0, 7))
+    eos._start_worker(owned)
+    await eventually(lambda: eos._failure is not None, "the bug was not fatal", within=5)
+
+
+def test_aiokafka_consumers_have_the_group_coordinator_a_rejoin_is_asked_of() -> None:
+    """Fails loudly when aiokafka no longer keeps its group coordinator where
+    ``ExactlyOnceProcessor._request_rejoin`` asks it (a fenced partition would stay halted)."""
+    source = inspect.getsource(AIOKafkaConsumer.start)
+    assert f"self.{CONSUMER_COORDINATOR_ATTRIBUTE} = GroupCoordinator(" in source
+    assert callable(getattr(GroupCoordinator, "request_rejoin", None))
 
 
 # ------------------------------------------------- aiokafka's private state (issue 24 item 7)

@@ -57,6 +57,7 @@ from jackpot.platform.exactly_once import (
 from jackpot.platform.grpc_edge import Unavailable
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, topic_partitions
 from jackpot.platform.metrics import ProcessorMetrics
+from jackpot.platform.serving import ServingFlag
 from jackpot.topics import OPEN_PAYOUTS, OPEN_PAYOUTS_MARK_KEY, renamed
 from jackpot.v1 import payout_pb2, pot_pb2
 
@@ -529,8 +530,7 @@ class PayoutService:
         self.settings = settings
         self.book = book or PayoutBook()
         self.assignor = SingleOwnerAssignor(settings.advertised_address or settings.grpc_address)
-        self.serving = False
-        self._flipped = asyncio.Event()  # set (and replaced) each time `serving` changes
+        self.serving_flag = ServingFlag()
         self.processor: ExactlyOnceProcessor[PayoutPartition] = ExactlyOnceProcessor(
             "payout",
             settings.processor,
@@ -554,25 +554,29 @@ class PayoutService:
         owner = self.assignor.owner_address
         return "" if owner == self.assignor.address else owner
 
+    @property
+    def serving(self) -> bool:
+        """This instance owns the payouts, unfenced, and can write them."""
+        return self.serving_flag.serving
+
     def _on_ownership(self, owned: list[int]) -> None:
-        serving = bool(owned) and not self.processor.halted_partitions
+        processor = self.processor
+        serving = bool(owned) and not processor.halted_partitions and processor.writable
         log.info(
             "payout_partitions",
             owned=owned,
-            halted=self.processor.halted_partitions,
+            halted=processor.halted_partitions,
+            recovering=processor.recovering_partitions,
             serving=serving,
             owner="this instance" if serving else (self.owner or "unknown"),
             payouts=len(self.book.payouts),
         )
-        if serving != self.serving:
-            self.serving = serving
+        if self.serving_flag.set(serving):
             metrics.SERVING.set(1 if serving else 0)
-            flipped, self._flipped = self._flipped, asyncio.Event()
-            flipped.set()
 
     async def serving_changed_wait(self) -> None:
         """Returns the next time this instance starts or stops serving the payouts."""
-        await self._flipped.wait()
+        await self.serving_flag.changed()
 
     def require_serving(self) -> None:
         """Raise :class:`NotServedHere` unless this instance owns the payouts, unfenced."""
@@ -581,10 +585,7 @@ class PayoutService:
 
     async def report_serving(self, report: Callable[[bool], Awaitable[None]]) -> None:
         """Tell ``report`` (the health service) each time this instance starts or stops serving."""
-        while True:
-            flipped = self._flipped  # taken first: a change while reporting is not missed
-            await report(self.serving)
-            await flipped.wait()
+        await self.serving_flag.report(report)
 
     async def run(self) -> None:
         """Fence, restore, consume, transact until :meth:`stop` (ProcessorError if it cannot);

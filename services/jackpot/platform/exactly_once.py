@@ -18,13 +18,19 @@ group it does, in this order:
 5. **transact**: the outputs, the new state (changelog records) and the next input offset (a
    changelog record too) in one transaction; the consumer group's offsets
    (``send_offsets_to_transaction``) join a transaction at most once per
-   ``group_commit_interval_ms``, and go alone that long after the last input;
+   ``group_commit_interval_ms``, and go alone that long after the last input. The commit is
+   asked for only once every record of the transaction is acknowledged: aiokafka, unlike the
+   Java client, commits a transaction one of whose batches failed (issue 36);
 6. **roll back** on any failure: abort, the handler rolls its memory back to the last commit, the
-   consumer re-seeks to the committed offset. A producer whose idempotence state the brokers no
-   longer accept, or whose sender died (fatal without a fencing), is renewed and the partition
-   restored again (a renewal fences like a takeover, so it restores like one); a fenced producer
-   halts the partition (paused and reported) until the rebalance takes it away; a producer that
-   cannot even abort makes :meth:`run` raise.
+   consumer re-seeks to the committed offset. A producer that cannot abort (its idempotence
+   state refused, its sender dead, the brokers unreachable) is renewed and the partition
+   restored again (a renewal fences like a takeover, so it restores like one); while the brokers
+   cannot be reached for that either, the partition is *recovering* (not served, health
+   NOT_SERVING, retried with a back-off), and a takeover that fails the same way is retried by
+   rejoining the group. A fenced producer halts the partition and makes the consumer rejoin its
+   group, which gives the partition back (fenced and restored anew) only if this instance still
+   owns it. Only a bug (a handler that raises, a worker that dies) makes :meth:`run` raise:
+   waiting cures everything else, so the service does not exit for it.
 
 aiokafka has no KIP-447 consumer-group fencing, so this is the classic pre-KIP-447 scheme: one
 transactional id per input partition, shape of aiokafka ``docs/examples/transaction_example.rst``
@@ -105,6 +111,17 @@ PRODUCER_STATE_ERRORS = (
     InvalidProducerIdMapping,
     InvalidTxnState,
 )
+
+
+# What waiting cures: the brokers unreachable or not ready, a request timed out, a restore that
+# did not finish in its deadline. A partition that meets one of these while it is taken over
+# again is retried, not given up (issue 36: a whole-cluster outage made the pot exit).
+RECOVERABLE_ERRORS: tuple[type[BaseException], ...] = (KafkaError, OSError, TimeoutError)
+
+# The group coordinator of aiokafka's consumer, whose request_rejoin makes it rejoin at its next
+# poll (aiokafka 0.14 consumer/group_coordinator.py); tests/unit/test_exactly_once.py fails when
+# it is gone.
+CONSUMER_COORDINATOR_ATTRIBUTE = "_coordinator"
 
 
 # aiokafka keeps a transaction's fatal state only in the producer's private transaction manager
@@ -414,6 +431,16 @@ class Owned(Generic[H]):
     group_committed: int = 0  # the input offset last committed to the consumer group
     group_committed_at: float = 0.0  # monotonic seconds of that commit (0: due at once)
 
+    @property
+    def serving(self) -> bool:
+        """Its handler may be read and given work."""
+        return not (self.halted or self.recovering)
+
+    @property
+    def idle(self) -> bool:
+        """No work may be taken: halted, recovering or closing."""
+        return self.halted or self.recovering or self.closing
+
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
     def __init__(self, processor: ExactlyOnceProcessor[Any]) -> None:
@@ -460,6 +487,7 @@ class ExactlyOnceProcessor(Generic[H]):
         self._restore_lock = asyncio.Lock()  # the restore consumer reads for one caller at a time
         self._taken = asyncio.Event()  # a worker took a batch: its partition may be under bound
         self._assignment_epoch = 0
+        self._takeover_retry: asyncio.TimerHandle | None = None  # a failed takeover's rejoin
         self._stopping = asyncio.Event()
         self._closed = False
         self._failure: BaseException | None = None
@@ -475,11 +503,22 @@ class ExactlyOnceProcessor(Generic[H]):
 
     @property
     def owned_partitions(self) -> list[int]:
-        return sorted(p for p, owned in self._owned.items() if not owned.halted)
+        """The partitions this instance owns and serves (not halted, not recovering)."""
+        return sorted(p for p, owned in self._owned.items() if owned.serving)
 
     @property
     def halted_partitions(self) -> list[int]:
         return sorted(p for p, owned in self._owned.items() if owned.halted)
+
+    @property
+    def recovering_partitions(self) -> list[int]:
+        return sorted(p for p, owned in self._owned.items() if owned.recovering)
+
+    @property
+    def writable(self) -> bool:
+        """Every partition the group gave this instance can write: none recovering, none whose
+        takeover failed and waits for the group again. False while the brokers are gone."""
+        return not (self.recovering_partitions or self._takeover_retry is not None)
 
     def handlers(self) -> list[H]:
         """The handlers of the partitions owned and not halted, by partition."""
@@ -487,7 +526,7 @@ class ExactlyOnceProcessor(Generic[H]):
 
     def handler(self, partition: int) -> H | None:
         owned = self._owned.get(partition)
-        return None if owned is None or owned.halted else owned.handler
+        return owned.handler if owned is not None and owned.serving else None
 
     async def run(self) -> None:
         """Process until :meth:`stop` or a fatal error; always leaves the group on the way out."""
@@ -567,6 +606,7 @@ class ExactlyOnceProcessor(Generic[H]):
             return
         self._closed = True
         self._stopping.set()
+        self._cancel_takeover_retry()
         # the transactions in flight end first (committed or aborted), then the group is left
         await asyncio.gather(*(self._quiesce(owned) for owned in list(self._owned.values())))
         if self._consumer is not None:
@@ -597,7 +637,7 @@ class ExactlyOnceProcessor(Generic[H]):
             return
         for tp, records in fetched.items():
             owned = self._owned.get(tp.partition)
-            if owned is not None and not owned.halted and not owned.closing:
+            if owned is not None and not owned.idle:
                 self._enqueue(owned, records)
         self._ticks()
         self._update_lag()
@@ -612,7 +652,7 @@ class ExactlyOnceProcessor(Generic[H]):
         bench (a backlog, pre-published) ran at about half the rate paused at the bound."""
         settings = self.settings
         bound = settings.pending_batches * settings.max_batch_records
-        live = [o for o in self._owned.values() if not (o.halted or o.closing)]
+        live = [o for o in self._owned.values() if not o.idle]
         ready = [o.tp for o in live if len(o.pending) < bound]
         if live and not ready:  # every worker is at its bound: wait for one to take a batch
             self._taken.clear()
@@ -656,11 +696,15 @@ class ExactlyOnceProcessor(Generic[H]):
         during the previous one (up to max_batch_records), then the tick if one is due."""
         try:
             while await self._next_work(owned):
+                if owned.recovering:
+                    async with owned.lock:
+                        await self._recover(owned)
+                    continue
                 if owned.pending:
                     await self._run_batch(owned)
                 elif self._group_behind(owned) == 0.0:
                     await self._commit_group(owned)
-                if owned.tick_due and not (owned.halted or owned.closing):
+                if owned.tick_due and not owned.idle:
                     owned.tick_due = False
                     await self._tick(owned)
         except Exception as error:  # a bug: the service must not go on without this partition
@@ -673,9 +717,9 @@ class ExactlyOnceProcessor(Generic[H]):
             )
 
     async def _next_work(self, owned: Owned[H]) -> bool:
-        """Wait for records, a tick, or the group's offsets falling due while they are behind;
-        False once the partition is closing or halted."""
-        while not (owned.pending or owned.tick_due):
+        """Wait for records, a tick, a recovery, or the group's offsets falling due while they
+        are behind; False once the partition is closing or halted."""
+        while not (owned.pending or owned.tick_due or owned.recovering):
             if owned.closing or owned.halted:
                 return False
             due = self._group_behind(owned)
@@ -686,7 +730,7 @@ class ExactlyOnceProcessor(Generic[H]):
                 await owned.wake.wait()
             else:
                 await _wait_at_most(owned.wake, due)
-        if owned.pending:
+        if owned.pending and not owned.recovering:
             await self._linger(owned)
         return not (owned.closing or owned.halted)
 
@@ -707,7 +751,7 @@ class ExactlyOnceProcessor(Generic[H]):
 
     async def _run_batch(self, owned: Owned[H]) -> None:
         async with owned.lock:  # taken under the lock: a change's abort may have re-seeked
-            if owned.halted or owned.closing:
+            if owned.idle:
                 return
             size = self.settings.max_batch_records
             records = owned.pending[:size]
@@ -746,19 +790,19 @@ class ExactlyOnceProcessor(Generic[H]):
             return
         self._last_tick = now
         for owned in self._owned.values():
-            if not (owned.halted or owned.closing):
+            if not owned.idle:
                 owned.tick_due = True
                 owned.wake.set()
 
     async def _commit_group(self, owned: Owned[H]) -> None:
         """The consumer group's offsets alone, once input stopped coming for a while."""
         async with owned.lock:
-            if not (owned.halted or owned.closing or owned.pending):
+            if not (owned.idle or owned.pending):
                 await self._transact(owned, OffsetsOnly(), "offsets")
 
     async def _tick(self, owned: Owned[H]) -> None:
         async with owned.lock:
-            if owned.halted or owned.closing:
+            if owned.idle:
                 return
             batch = owned.handler.tick()
             if batch is not None:
@@ -773,11 +817,11 @@ class ExactlyOnceProcessor(Generic[H]):
         in ``change`` still holds when its batch commits.
         """
         owned = self._owned.get(partition)
-        if owned is None or owned.halted:
+        if owned is None or not owned.serving:
             raise NotOwned(partition)
         async with owned.lock:
-            if self._owned.get(partition) is not owned or owned.halted or owned.closing:
-                raise NotOwned(partition)  # revoked, halted or stopping while it waited
+            if self._owned.get(partition) is not owned or owned.idle:
+                raise NotOwned(partition)  # revoked, halted, recovering or stopping meanwhile
             try:
                 batch = change(owned.handler)
             except BaseException:
@@ -800,12 +844,7 @@ class ExactlyOnceProcessor(Generic[H]):
         producer = owned.producer
         handler = owned.handler
         traced = kafka_headers() or None  # the transaction span's context, if it is sampled
-        records = list(batch.records)
-        if kind == "batch":  # where a takeover resumes: in the changelog, with the state
-            offset = str(handler.next_offset).encode()
-            records.append(
-                OutputRecord(self.changelog_topic, offset, CHANGELOG_OFFSET_KEY, owned.partition)
-            )
+        records = self._records_of(owned, batch, kind)
         to_group = kind == "offsets" or (kind == "batch" and self._group_due_in(owned) == 0.0)
         try:
             await producer.begin_transaction()
@@ -840,7 +879,7 @@ class ExactlyOnceProcessor(Generic[H]):
         except ProducerFenced as error:
             failed(error)
             handler.rollback()
-            self._halt(owned, "producer_fenced", error)
+            self._fenced(owned, error)
             return False
         except (KafkaError, OSError, TimeoutError, IllegalOperation) as error:
             # IllegalOperation: the transaction ended under us while we sent (the sender heard
@@ -855,6 +894,17 @@ class ExactlyOnceProcessor(Generic[H]):
             handler.commit(batch)
         self.metrics.transaction_seconds.labels(kind=kind).observe(time.perf_counter() - started)
         return True
+
+    def _records_of(self, owned: Owned[H], batch: B | OffsetsOnly, kind: str) -> list[OutputRecord]:
+        """A transaction's records: the batch's, and for input batches where a takeover
+        resumes (in the changelog, with the state)."""
+        records = list(batch.records)
+        if kind == "batch":
+            offset = str(owned.handler.next_offset).encode()
+            records.append(
+                OutputRecord(self.changelog_topic, offset, CHANGELOG_OFFSET_KEY, owned.partition)
+            )
+        return records
 
     def _group_due_in(self, owned: Owned[H]) -> float:
         """Seconds until the consumer group's offsets may go again (0: now): at most once per
@@ -871,35 +921,45 @@ class ExactlyOnceProcessor(Generic[H]):
         return self._group_due_in(owned)
 
     async def _abort(self, owned: Owned[H], error: BaseException) -> None:
-        """Abort the open transaction, undo the batch in memory, re-read from the commit point."""
+        """Abort the open transaction, undo the batch in memory, re-read from the commit point.
+
+        A producer that cannot abort (fatal without a fencing, out of step with the brokers,
+        its transaction's end unknown, or the brokers unreachable) is replaced and the
+        partition taken over again (:meth:`_renew`); while that cannot be done either, the
+        partition is *recovering*: not served, and its worker tries again with a back-off
+        (:meth:`_recover`). A fenced producer halts the partition and asks the group to decide
+        who owns it (:meth:`_fenced`). Nothing here stops the service: waiting cures these."""
         self.metrics.transactions_aborted.inc()
         self._log.warning(
             "transaction_aborted", partition=owned.partition, error=repr(error), exc_info=error
         )
-        try:
-            cause = fatal_cause(owned.producer)
-            if isinstance(cause, ProducerFenced):
-                raise cause
-            if cause is not None or isinstance(error, PRODUCER_STATE_ERRORS):
-                await self._renew(owned)  # a producer that can never commit again: a new one
-            else:
+        owned.handler.rollback()
+        cause = fatal_cause(owned.producer)
+        if isinstance(cause, ProducerFenced):
+            self._fenced(owned, cause)
+            return
+        if cause is None and not isinstance(error, PRODUCER_STATE_ERRORS):
+            try:
                 await owned.producer.abort_transaction()
-                owned.handler.rollback()
+            except ProducerFenced as fenced:
+                self._fenced(owned, fenced)
+                return
+            except Exception as abort_error:  # any: the producer is replaced
+                self._log.warning(
+                    "abort_failed", partition=owned.partition, error=repr(abort_error)
+                )
+            else:
                 self._reposition(owned, owned.handler.next_offset)
-        except ProducerFenced as fenced:
-            owned.handler.rollback()
-            self._halt(owned, "producer_fenced", fenced)
-            return
-        except Exception as abort_error:
-            owned.handler.rollback()
-            self._halt(owned, "abort_failed", abort_error)
-            self._failure = abort_error
-            return
-        await asyncio.sleep(self.settings.retry_backoff_ms / 1000)
+                await asyncio.sleep(self.settings.retry_backoff_ms / 1000)
+                return
+        try:
+            await self._renew(owned)
+        except RECOVERABLE_ERRORS as renew_error:
+            self._start_recovery(owned, renew_error)
 
     async def _renew(self, owned: Owned[H]) -> None:
-        """Replace a producer whose idempotence state the brokers no longer accept, or whose
-        sender died (its transactions failed fatally, not fenced), and take the partition over
+        """Replace a producer that can no longer commit (its idempotence state refused by the
+        brokers, its sender dead, its transaction's end unknown) and take the partition over
         again.
 
         After a whole-cluster outage the brokers can answer every later batch of the old
@@ -908,14 +968,21 @@ class ExactlyOnceProcessor(Generic[H]):
         writes with that id: a zombie, or the partition's rightful owner if *this* instance is
         the zombie and does not know it yet. So the memory is not trusted after it: the
         partition is restored from its changelog again, exactly as in a takeover (fence, then
-        restore, then consume from the commit point), and a stale book can never pay.
+        restore, then consume from the commit point), and a stale book can never pay. Raises
+        what the brokers answered if they cannot be reached; the old producer is retired
+        either way.
         """
         await retire_producer(owned.producer)
-        owned.producer = await self._fencing_producer(owned.partition)
-        changelogs = await self._read_changelogs([owned.partition])
-        consumer = self._consumer
-        assert consumer is not None
-        committed = await consumer.committed(owned.tp)
+        producer = await self._fencing_producer(owned.partition)
+        try:
+            changelogs = await self._read_changelogs([owned.partition])
+            consumer = self._consumer
+            assert consumer is not None
+            committed = await consumer.committed(owned.tp)
+        except BaseException:
+            await retire_producer(producer)
+            raise
+        owned.producer = producer
         resume = self._resume_point(changelogs[owned.partition], committed, owned.partition)
         owned.handler.close()
         owned.handler = self._factory(owned.partition)
@@ -923,6 +990,73 @@ class ExactlyOnceProcessor(Generic[H]):
         start = owned.handler.restore(changelogs[owned.partition], resume)
         self._reposition(owned, 0 if start is None else start)
         self._log.warning("producer_renewed", partition=owned.partition, restored_from=start)
+
+    def _start_recovery(self, owned: Owned[H], error: BaseException) -> None:
+        """The partition cannot be taken over again now: not served until its worker can."""
+        owned.recovering = True
+        owned.pending.clear()  # read again from the commit point once recovered
+        owned.wake.set()
+        self._log.error(
+            "partition_recovering",
+            partition=owned.partition,
+            error=repr(error),
+            retry_in_ms=self.settings.retry_backoff_ms,
+        )
+        self._ownership_changed()
+
+    async def _recover(self, owned: Owned[H]) -> None:
+        """Take the partition over again until it works (its worker, under its lock), the
+        pause doubling from retry_backoff_ms to recovery_backoff_max_ms; returns early when the
+        partition is revoked or the processor stops."""
+        settings = self.settings
+        pause = settings.retry_backoff_ms / 1000
+        attempts = 0
+        while owned.recovering and not (owned.closing or owned.halted):
+            owned.wake.clear()
+            await _wait_at_most(owned.wake, pause)
+            if owned.closing or owned.halted:
+                return
+            attempts += 1
+            try:
+                await self._renew(owned)
+            except RECOVERABLE_ERRORS as error:
+                pause = min(pause * 2, settings.recovery_backoff_max_ms / 1000)
+                self._log.warning(
+                    "partition_recovery_failed",
+                    partition=owned.partition,
+                    attempts=attempts,
+                    error=repr(error),
+                    retry_in_ms=round(pause * 1000),
+                )
+                continue
+            owned.recovering = False
+            self._log.warning("partition_recovered", partition=owned.partition, attempts=attempts)
+            self._ownership_changed()
+
+    def _fenced(self, owned: Owned[H], error: BaseException) -> None:
+        """Another producer with this partition's transactional id has a newer epoch: a new
+        owner, or the transaction coordinator itself when this one's transaction outlived
+        transaction_timeout_ms (seen in a whole-cluster outage). Halt, and ask the group: a
+        rejoin revokes the partition, and gives it back (fenced and restored anew) only if
+        this instance still owns it; a zombie loses it (Kafka Streams' TaskMigratedException
+        does the same)."""
+        self._halt(owned, "producer_fenced", error)
+        self._request_rejoin()
+
+    def _request_rejoin(self) -> None:
+        """Make the consumer rejoin its group at its next poll (aiokafka has no public call for
+        it: the group coordinator's ``request_rejoin``; tests/unit/test_exactly_once.py fails
+        when it is gone)."""
+        coordinator = getattr(self._consumer, CONSUMER_COORDINATOR_ATTRIBUTE, None)
+        if coordinator is None or not hasattr(coordinator, "request_rejoin"):
+            self._failure = ProcessorError(
+                f"aiokafka {aiokafka.__version__}: the consumer has no "
+                f"{CONSUMER_COORDINATOR_ATTRIBUTE}.request_rejoin, so a fenced partition cannot "
+                "be given back (see the range pinned in pyproject.toml)"
+            )
+            return
+        self._log.warning("group_rejoin_requested")
+        coordinator.request_rejoin()
 
     def _halt(self, owned: Owned[H], why: str, error: BaseException) -> None:
         owned.halted = True
@@ -954,13 +1088,36 @@ class ExactlyOnceProcessor(Generic[H]):
     def _ownership_changed(self) -> None:
         self.metrics.partitions_owned.set(len(self._owned))
         self.metrics.partitions_halted.set(len(self.halted_partitions))
+        self.metrics.partitions_recovering.set(len(self.recovering_partitions))
+        self.metrics.writable.set(1 if self.writable else 0)
         if self._on_ownership is not None:
             self._on_ownership(self.owned_partitions)
 
     # ----------------------------------------------------------------------- rebalances
 
+    def _retry_takeover(self, fresh: list[TopicPartition], error: BaseException) -> None:
+        """The brokers could not fence or restore ``fresh`` now: none of them is served, and
+        the group is rejoined after retry_backoff_ms, which assigns them again (to this
+        instance or another) and tries the takeover anew."""
+        self._log.error(
+            "takeover_failed_retrying",
+            partitions=[tp.partition for tp in fresh],
+            error=repr(error),
+            retry_in_ms=self.settings.retry_backoff_ms,
+        )
+        self._takeover_retry = asyncio.get_running_loop().call_later(
+            self.settings.retry_backoff_ms / 1000, self._request_rejoin
+        )
+        self._ownership_changed()
+
+    def _cancel_takeover_retry(self) -> None:
+        if self._takeover_retry is not None:
+            self._takeover_retry.cancel()
+            self._takeover_retry = None
+
     async def _on_revoked(self, revoked: list[TopicPartition]) -> None:
         async with self._lock:
+            self._cancel_takeover_retry()  # the group is deciding again anyway
             self._assignment_epoch += 1
             gone = [
                 owned
@@ -979,6 +1136,7 @@ class ExactlyOnceProcessor(Generic[H]):
 
     async def _on_assigned(self, assigned: list[TopicPartition]) -> None:
         async with self._lock:
+            self._cancel_takeover_retry()
             self._assignment_epoch += 1
             topic = self.input_topic
             fresh = sorted(
@@ -990,6 +1148,9 @@ class ExactlyOnceProcessor(Generic[H]):
             started = time.perf_counter()
             try:
                 await self._take_over(fresh)
+            except RECOVERABLE_ERRORS as error:
+                self._retry_takeover(fresh, error)
+                return
             except Exception as error:
                 self._failure = error
                 self._log.error("assignment_failed", error=repr(error), exc_info=error)
@@ -1135,6 +1296,11 @@ async def _wait_at_most(event: asyncio.Event, seconds: float) -> None:
             await event.wait()
 
 
+class RestoreTimedOut(TimeoutError):
+    """A changelog was not read to its end within the restore deadline (the brokers slow or
+    gone): the takeover is tried again."""
+
+
 class RestoredStateRefused(Exception):
     """The handler refused the state it restored (the pot: it disagrees with the ledger)."""
 
@@ -1159,7 +1325,7 @@ async def read_compacted(
         deadline = time.monotonic() + timeout_seconds
         while remaining:
             if time.monotonic() > deadline:
-                raise ProcessorError(
+                raise RestoreTimedOut(
                     f"restoring {topic} partitions {sorted(partitions)} took more than "
                     f"{timeout_seconds:g} s"
                 )

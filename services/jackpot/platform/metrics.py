@@ -51,6 +51,19 @@ class ProcessorMetrics:
             registry=registry,
         )
 
+        self.partitions_recovering = Gauge(
+            "jackpot_partitions_recovering",
+            "Owned input partitions whose producer could not be replaced yet (the brokers "
+            "unreachable): retried with a back-off, not served meanwhile",
+            registry=registry,
+        )
+        self.writable = Gauge(
+            "jackpot_processor_writable",
+            "1 when every input partition the group gave this instance can write (none "
+            "recovering, no takeover waiting to be retried); 0 while the brokers are gone",
+            registry=registry,
+        )
+
     def set_lag(self, partition: int, records: int) -> None:
         self.consumer_lag.labels(partition=str(partition)).set(max(records, 0))
 
