@@ -182,7 +182,7 @@ def test_the_oracle_gives_every_golden_round(path: Path) -> None:
 
 
 def test_a_golden_round_told_wrong_disagrees() -> None:
-    """The golden check can fail: the two royals of round 02 with the odd peso to seat 5."""
+    """The golden check can fail: the two royals of round 02 with the odd peso to seat 5 (S3)."""
     scenario = json.loads((GOLDEN[1]).read_text())
     assert GOLDEN[1].stem == "02-two-royals-odd-peso"
     wrong = [dict(a) for a in scenario["expect"]["awards"]]
@@ -245,6 +245,7 @@ def test_the_oracle_agrees_with_every_award_of_the_pot_processors_ledger(
     assert report["rounds_checked"] == len(dealt) == 120
     awards = sum(t in (PRIZE, pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED) for t in kinds)
     assert report["awards_checked"] == awards
+    # X2: every mystery prize to the seat whose bet crossed the trigger committed to before
     assert report["mystery_checked"] == kinds.count(pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED) > 0
     assert report["awards_predicted"] == kinds.count(PRIZE) > 0
     assert report["collections_checked"] == 120
@@ -423,6 +424,8 @@ def test_the_split_round_pays_the_odd_peso_to_the_seat_nearest_seat_1(
 def test_the_books_refuse_a_split_that_conserves_money_but_is_not_the_rules(
     split: tuple[Ledger, dict[RoundKey, Dealt]], name: str, changes: tuple[int, int]
 ) -> None:
+    """S3: a split one peso off between its winners, or with the odd peso to the wrong seat,
+    conserves money and passes the audit; the oracle refuses it, and so do the books."""
     ledger, dealt = split
     tampered = copied(ledger)
     entries = award_entries(tampered, SPLIT_ROUND)
@@ -442,6 +445,32 @@ def test_the_books_refuse_a_split_that_conserves_money_but_is_not_the_rules(
     # the books without the oracle pass it; with it, they refuse it (and pass the true ledger)
     assert books_ok(tampered, dealt) == (True, False)
     assert books_ok(ledger, dealt) == (True, True)
+
+
+def test_S4_the_oracle_caps_each_share_on_its_own_bet_and_refuses_one_paid_whole() -> None:
+    """S4: two straight flushes share 10 % of a main pot opened at 100,000,000 (C4).
+
+    Lock 1,000 + 2,000, commission 12.5 %, main 70 %: main 100,000,000 + 1,837.5; 10 % floored
+    (S6) 10,000,183; split (S3) 5,000,092 to seat 2 and 5,000,091 to seat 5. Seat 2's part is
+    capped at 5,000 x 1,000 = 5,000,000 (the 92 stay in the main pot); seat 5's cap, 5,000 x
+    2,000, leaves its part whole. The real processor's ledger agrees with the oracle; a copy
+    paying seat 2 its part whole is refused.
+    """
+    table = Table(TABLE, Game.CARIBBEAN)
+    capped = table.round(
+        "R-cap",
+        {2: 1000, 5: 2000},
+        {2: ["5H", "6H", "7H", "8H", "9H"], 5: ["5S", "6S", "7S", "8S", "9S"]},
+    )
+    ledger, dealt = played_rounds({**CONFIG, "base": 100_000_000}, table, [capped])
+    seat_2, seat_5 = award_entries(ledger, "R-cap")
+    assert [(e.seat, e.amount) for e in (seat_2, seat_5)] == [(2, 5_000_000), (5, 5_000_091)]
+    assert judged(ledger, dealt)["ok"] is True
+    tampered = copied(ledger)
+    add_pesos(award_entries(tampered, "R-cap")[0], 92)
+    report = judged(tampered, dealt)
+    assert report["ok"] is False
+    assert report["by_kind"] == {"amount": 1}
 
 
 def fake_books(ledger: Ledger, dealt: Mapping[RoundKey, Dealt]) -> LedgerBooks:
@@ -555,6 +584,10 @@ SPLIT_MUTATIONS: dict[str, tuple[Mutation, str]] = {
 def test_the_oracle_refuses_a_ledger_that_is_not_the_rules(
     split: tuple[Ledger, dict[RoundKey, Dealt]], name: str
 ) -> None:
+    """C3, E3, P3, S5, S7: copies of the split ledger each broken one way (a share to the wrong
+    pot, a forfeited seat paid, a card dealt twice, winners paid out of order, a prize from a
+    reserve while the main pot could pay it, an award missing, a round never dealt or never
+    settled) are refused, by the oracle and by the books."""
     ledger, dealt = split
     tampered, told = copied(ledger), dict(dealt)
     mutate, kind = SPLIT_MUTATIONS[name]
@@ -614,6 +647,9 @@ FLOOR_MUTATIONS: dict[str, tuple[Mutation, str]] = {
 def test_the_oracle_refuses_a_floors_ledger_that_is_not_the_rules(
     floor: tuple[Ledger, dict[RoundKey, Dealt]], name: str
 ) -> None:
+    """X2, S8, C7: copies of the floor's ledger with the mystery prize to another seat or a
+    trigger not committed to, a refill from the house though the reserve could pay it, or a
+    configuration not activated at the reset, are refused."""
     ledger, dealt = floor
     tampered, told = copied(ledger), dict(dealt)
     mutate, kind = FLOOR_MUTATIONS[name]

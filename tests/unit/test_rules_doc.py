@@ -201,7 +201,12 @@ def test_every_cited_id_is_defined() -> None:
 def test_rule_links_lead_to_code_and_tests_that_cite_it(rule_id: str) -> None:
     """Each rule links to the code that enforces it and to tests of it; every link resolves,
     every linked name exists, and each linked file, test or round mentions the rule."""
-    rule = rules()[rule_id]
+    check_links(rule_id, rules()[rule_id])
+
+
+def check_links(rule_id: str, rule: Rule) -> None:
+    """An AssertionError naming the first link of ``rule`` that leads nowhere or to something
+    that does not cite ``rule_id``."""
     assert rule.code_links, f"{rule_id}: no '- Code:' link"
     assert rule.test_links, f"{rule_id}: no '- Tests:' link"
     for text, target in rule.code_links:
@@ -222,6 +227,43 @@ def test_rule_links_lead_to_code_and_tests_that_cite_it(rule_id: str) -> None:
         else:
             assert text.startswith("test_"), f"{rule_id}: {text} is not a test function"
             assert rule_id in function_cites(path, text), f"{rule_id}: {text} never cites it"
+
+
+# The round oracle (jackpot.sim.oracle) judges these rules on whole ledgers; its tests are linked
+# under each of them, so that a rule's page shows the judge that would refuse a ledger breaking it.
+ORACLE_TESTS = "../tests/unit/test_round_oracle.py"
+JUDGED_BY_THE_ORACLE = ("S3", "S4", "S7", "S8", "X2")
+
+
+@pytest.mark.parametrize("rule_id", JUDGED_BY_THE_ORACLE)
+def test_the_round_oracles_tests_are_linked_under_the_rules_it_judges(rule_id: str) -> None:
+    """S3, S4, S7, S8, X2 each link at least one test of the round oracle, and (as for every
+    link) each linked test exists and cites the rule."""
+    rule = rules()[rule_id]
+    linked = [text for text, target in rule.test_links if target == ORACLE_TESTS]
+    assert linked, f"{rule_id}: no test of the round oracle linked ({ORACLE_TESTS})"
+    check_links(rule_id, rule)
+
+
+@pytest.mark.parametrize(
+    ("link", "refusal"),
+    [
+        (("test_S3_no_such_test", ORACLE_TESTS), "defines no test_S3_no_such_test"),
+        (("test_S3_odd_peso", "../tests/unit/test_no_such_file.py"), "does not exist"),
+        (("test_an_oracle_that_saw_no_round_does_not_pass", ORACLE_TESTS), "never cites it"),
+        (("05-straight-flush-cap", "../tests/golden/05-straight-flush-cap.json"), "lists only"),
+    ],
+)
+def test_a_link_to_a_test_that_is_missing_or_does_not_cite_the_rule_fails(
+    link: tuple[str, str], refusal: str
+) -> None:
+    """The check above can fail: S3 with one more link, to a test that does not exist, to a file
+    that does not exist, to a test of the oracle that does not cite S3, to a round of S4 only."""
+    rule = rules()["S3"]
+    check_links("S3", rule)
+    broken = Rule(rule.rule_id, rule.text, rule.code_links, [*rule.test_links, link])
+    with pytest.raises(AssertionError, match=refusal):
+        check_links("S3", broken)
 
 
 def test_interpretations_are_marked() -> None:
