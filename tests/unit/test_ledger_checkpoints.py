@@ -22,6 +22,7 @@ from jackpot.pot.ledger_restore import TakeoverAudit, audit_entries, disagreemen
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.service import PotPartition
 from jackpot.pot.settings import PotSettings
+from jackpot.pot.state_repair import RUN
 from jackpot.v1 import pot_pb2
 from tests.unit.test_restore import GROUP, Floor, played, without_trigger
 
@@ -212,7 +213,7 @@ def test_a_state_from_before_checkpoints_is_checked_whole_then_adopts_the_chain(
     for entry, data in raw(floor):
         books.add(entry, data)
     assert books.read == len(floor.ledger)
-    assert partition._group_disagreement(GROUP, books) == ""
+    assert partition._verdict(GROUP, books) == RUN
     assert runtime.ledger_chain == floor.processor.groups[GROUP].ledger_chain
     assert partition.processor.checkpoints_due() == [GROUP]
 

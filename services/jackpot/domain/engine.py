@@ -322,7 +322,9 @@ class PotGroup:
         exactly. The one thing the ledger never holds is the hidden mystery trigger (X2): a new
         one is drawn, and the returned MysteryCommitted must be recorded before play resumes.
         ``start``: a checkpoint's public snapshot (:meth:`snapshot`), ``entries`` then being
-        those after it, so that a rebuild does not replay the group's whole history.
+        those after it, so that a rebuild does not replay the group's whole history. A stored
+        state's private snapshot keeps its hidden trigger when no entry after it drew another
+        (the pot's repair of a state behind its ledger, R14): nothing new to record then.
         """
         if start is not None:
             group = cls.from_snapshot(start, trigger_source)
@@ -343,11 +345,14 @@ class PotGroup:
                 )
             group = cls(group_id, load_config(opened["config"], recorded=True), trigger_source)
             accounts = {}
+        kept = group.mystery  # a private snapshot's trigger (a public one holds none, X2)
         for entry in entries:
             for source, target, amount in entry.get("transfers", ()):
                 accounts[source] = accounts.get(source, 0) - int(amount)
                 accounts[target] = accounts.get(target, 0) + int(amount)
             group._replay(entry)
+            if entry.get("type") == "MysteryCommitted":
+                kept = None  # drawn again since: that trigger was never on the ledger
         for name in group.balances:
             group.balances[name] = accounts.get(f"pot:{name}", 0)
         group.collected = -accounts.get("bets", 0)
@@ -355,6 +360,9 @@ class PotGroup:
         group.commission = accounts.get("commission", 0)
         group.awarded = accounts.get("awards", 0)
         group.check_conservation()
+        if kept is not None and group.config.mystery is not None:
+            group.mystery = kept  # still the trigger whose commitment the ledger holds
+            return group, []
         return group, group._draw_mystery()
 
     def _replay(self, entry: Mapping[str, Any]) -> None:

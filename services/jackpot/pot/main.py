@@ -23,7 +23,7 @@ from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
 from jackpot.platform.runtime import Supervisor, run_service
 from jackpot.platform.settings import load
-from jackpot.pot.api import CommandPublisher, PotApi
+from jackpot.pot.api import SERVICE_NAME, CommandPublisher, PotApi
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.service import PotService
 from jackpot.pot.settings import PotSettings
@@ -47,10 +47,10 @@ async def compose_pot(
         )
     view = PotStateView(settings)
     publisher = CommandPublisher(settings)
-    service = PotService(settings, PotMetrics(registry))
     edge = await audited_grpc_edge(
         supervisor, settings, f"pot-api:{settings.processor.instance_id}"
     )
+    service = PotService(settings, PotMetrics(registry), audit=edge.audit)  # R14 repairs go there
     api = PotApi(settings, view, publisher, edge.authorizer)
 
     async def stop_view() -> None:
@@ -66,6 +66,9 @@ async def compose_pot(
     await publisher.start()
     await server.start()
     supervisor.spawn("pot-service", service.run())
+    supervisor.spawn(  # readiness: NOT_SERVING while the brokers are gone; liveness stays
+        "pot-health", service.report_serving(partial(server.set_service_serving, SERVICE_NAME))
+    )
     supervisor.spawn("pot-view", view.run())
     log.info(
         "pot_serving",

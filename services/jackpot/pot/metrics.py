@@ -58,10 +58,23 @@ class PotMetrics:
             registry=registry,
         )
         self._levels: dict[str, dict[str, str]] = {}  # pot group -> pot -> level, as exported
+        self._takeover_metrics(registry)
+        # Transactions, aborts, ownership and lag: the exactly-once processor's own metrics.
+        self.processor = ProcessorMetrics(registry)
+
+    def _takeover_metrics(self, registry: CollectorRegistry) -> None:
+        """What the takeover check found (R14)."""
         self.groups_refused = Gauge(
             "jackpot_pot_groups_refused",
             "1 for a pot group whose restored state disagrees with the ledger (R14): its "
             "partition is halted and its tables stay closed until jackpot restore --from-ledger",
+            ["pot_group"],
+            registry=registry,
+        )
+        self.states_repaired = Counter(
+            "jackpot_pot_states_repaired_total",
+            "Pot group states found behind their ledger at a takeover and repaired from it (R14): "
+            "a transaction committed without its state record; see docs/operations.md",
             ["pot_group"],
             registry=registry,
         )
@@ -72,8 +85,6 @@ class PotMetrics:
             ["partition"],
             registry=registry,
         )
-        # Transactions, aborts, ownership and lag: the exactly-once processor's own metrics.
-        self.processor = ProcessorMetrics(registry)
 
     def record_outcomes(
         self, applied: int, ignored: Mapping[str, int], rejected: Mapping[str, int]

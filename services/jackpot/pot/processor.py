@@ -18,6 +18,10 @@ No Kafka here: the service (``jackpot.pot.service``) feeds the records of one in
 
 A batch whose transaction fails is undone with :meth:`PotProcessor.rollback`, which rebuilds the
 touched groups from their last committed snapshots.
+
+A group whose stored state the takeover repaired from the ledger (R14,
+``jackpot.pot.state_repair``) is :meth:`PotProcessor.adopt`-ed: the next transaction, a batch or
+a tick, writes the ledger entries the repair caused first, then the group's snapshot.
 """
 
 from __future__ import annotations
@@ -195,6 +199,8 @@ class PotProcessor:
         self._committed: dict[str, bytes] = {}
         self._committed_sequences: dict[str, int] = {}
         self._dirty: set[str] = set()
+        # pot group id -> the ledger entries its repair caused (R14), until its snapshot is written
+        self._repaired: dict[str, list[pot_pb2.LedgerEntry]] = {}
         self.next_offset = 0
         self._committed_offset = 0
 
@@ -216,6 +222,7 @@ class PotProcessor:
         self._committed.clear()
         self._committed_sequences.clear()
         self._dirty.clear()
+        self._repaired.clear()
         for data in sequence_marks:
             mark = pot_pb2.PotGroupState.FromString(data)
             self._committed_sequences[mark.pot_group_id] = mark.update_sequence
@@ -224,6 +231,22 @@ class PotProcessor:
             self._groups[runtime.group.group_id] = runtime
             self._committed[runtime.group.group_id] = data
         self.next_offset = self._committed_offset = next_offset
+
+    def adopt(self, state: bytes, ledger: Sequence[pot_pb2.LedgerEntry] = ()) -> None:
+        """A group's state repaired from the ledger at the takeover (R14) replaces the one
+        restored and is its rollback point; ``ledger``: the entries the repair caused (a new
+        mystery commitment, X2), already counted in the state's sequence and chain. The next
+        transaction writes them, then the group's snapshot."""
+        runtime = self._runtime_from_state(state)
+        group_id = runtime.group.group_id
+        self._groups[group_id] = runtime
+        self._committed[group_id] = state
+        self._repaired[group_id] = list(ledger)
+
+    @property
+    def unwritten(self) -> list[str]:
+        """Groups repaired at the takeover whose snapshot no transaction has written yet."""
+        return list(self._repaired)
 
     def _runtime_from_state(self, data: bytes) -> GroupRuntime:
         state = pot_pb2.PotGroupState.FromString(data)
@@ -289,6 +312,8 @@ class PotProcessor:
     def commit(self, outputs: Outputs) -> None:
         """The batch's transaction committed: its snapshots are the new rollback point."""
         self._committed.update(outputs.snapshots)
+        for group_id in outputs.snapshots:
+            self._repaired.pop(group_id, None)
         for group_id in (*outputs.snapshots, *outputs.sequence_marks):
             self._committed_sequences[group_id] = self._groups[group_id].update_sequence
         self._dirty.clear()
@@ -317,6 +342,10 @@ class PotProcessor:
         """Apply records in order; one pot update and one snapshot per group changed."""
         outputs = Outputs()
         changed: dict[str, None] = {}
+        for repaired, entries in self._repaired.items():  # before any entry of this batch
+            outputs.ledger.extend(entries)
+            changed[repaired] = None
+            self._dirty.add(repaired)
         self._batch_started_ns = self._clock_ns()
         for record in batch:
             group_id = self._apply_one(record, outputs)
@@ -362,14 +391,20 @@ class PotProcessor:
 
     def checkpoints_due(self) -> list[str]:
         """Groups to checkpoint on a tick: none yet, or the last one is ``checkpoint_seconds``
-        old (a quiet group too, so that a takeover never reads further back than that)."""
-        return [g for g, runtime in self._groups.items() if self._checkpoint_due_by_time(runtime)]
+        old (a quiet group too, so that a takeover never reads further back than that), and a
+        group repaired at the takeover whose state is not written yet."""
+        return [
+            g
+            for g, runtime in self._groups.items()
+            if g in self._repaired or self._checkpoint_due_by_time(runtime)
+        ]
 
     def checkpoint(self, group_ids: Iterable[str], outputs: Outputs | None = None) -> Outputs:
         """A checkpoint entry and a snapshot per group (added to ``outputs`` if given)."""
         outputs = outputs or Outputs()
         for group_id in group_ids:
             self._dirty.add(group_id)
+            outputs.ledger.extend(self._repaired.get(group_id, ()))  # what its repair caused
             outputs.ledger.append(self._checkpoint(self._groups[group_id]))
             outputs.snapshots[group_id] = self.snapshot(group_id)
             outputs.sequence_marks.pop(group_id, None)  # the snapshot holds the sequence

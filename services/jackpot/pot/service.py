@@ -8,24 +8,33 @@ from the compacted jackpot.pot-state.v1 (same partition number), and writes ever
 updates, awards, ledger entries, dead letters, state snapshots and consumed offsets in one
 transaction. A heartbeat pot update per owned group goes out at least once per second (rule D5),
 as a tick of its own with the mark that keeps the group's update sequence.
+
+At every takeover each restored group is checked against the ledger before anything is consumed
+(R14, :meth:`PotPartition.verify_restored`): a state behind its ledger that the ledger extends is
+repaired from it and goes on (``jackpot.pot.state_repair``: log, access log, metric); any other
+disagreement halts the partition with one line naming the group, both positions and the runbook.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
 from aiokafka.structs import ConsumerRecord
 from google.protobuf.message import DecodeError
 
+from jackpot.domain.access import Principal, Role
+from jackpot.domain.errors import DomainError
 from jackpot.domain.mystery import TriggerSource, secure_trigger
+from jackpot.platform.access_log import AuditLog
 from jackpot.platform.exactly_once import (
     ExactlyOnceProcessor,
     OutputRecord,
 )
 from jackpot.platform.kafka import KafkaConnection, TopicReader
+from jackpot.platform.serving import ServingFlag
 from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.ledger_restore import TakeoverAudit, disagreement
 from jackpot.pot.metrics import PotMetrics
@@ -38,6 +47,7 @@ from jackpot.pot.processor import (
 )
 from jackpot.pot.records import pot_levels
 from jackpot.pot.settings import PotSettings
+from jackpot.pot.state_repair import RUN, RUNBOOK, Verdict, judge, refusal, repair
 from jackpot.topics import SEQUENCE_MARK_PREFIX
 from jackpot.v1 import pot_pb2
 
@@ -61,10 +71,13 @@ class PotPartition:
         settings: PotSettings,
         metrics: PotMetrics,
         trigger_source: TriggerSource = secure_trigger,
+        audit: AuditLog | None = None,
     ) -> None:
         self.partition = partition
         self.settings = settings
         self.metrics = metrics
+        self.audit = audit  # the service's access log: a repair at the takeover is written there
+        self._trigger_source = trigger_source
         self.processor = PotProcessor(
             partition,
             source=settings.source,
@@ -115,7 +128,8 @@ class PotPartition:
         """R14: each group restored here, and each group the ledger holds on this partition,
         must agree with the ledger exactly, or the partition is not run (its tables stay
         closed); the operator is told by the log, ``jackpot_pot_groups_refused`` and
-        ``jackpot_partitions_halted``. "" when everything agrees.
+        ``jackpot_partitions_halted``. "" when everything agrees. A state behind its ledger
+        that the ledger extends is repaired from it instead (``jackpot.pot.state_repair``).
 
         A group's entries are on the ledger partition of the same number, as the ledger has as
         many partitions as the table events (``jackpot.topics``) and both are keyed by group.
@@ -141,30 +155,92 @@ class PotPartition:
         self.metrics.takeover_ledger_entries.labels(partition=str(self.partition)).set(books.read)
         self._log.info("ledger_checked", entries_read=books.read, groups=len(groups))
         for group_id in sorted(set(books.stateless) | set(groups)):
-            why = self._group_disagreement(group_id, books)
+            verdict = self._verdict(group_id, books)
+            why = await self._repair(group_id, books) if verdict.repair else verdict.refused
             self.metrics.groups_refused.labels(pot_group=group_id).set(1 if why else 0)
             if why:
                 self._log.error("restored_state_refused", pot_group=group_id, why=why)
                 return why
         return ""
 
-    def _group_disagreement(self, group_id: str, books: TakeoverAudit) -> str:
+    def _verdict(self, group_id: str, books: TakeoverAudit) -> Verdict:
         runtime = self.processor.groups.get(group_id)
         if runtime is None:
             stateless = GroupAudit(group_id, last_sequence=books.stateless[group_id])
-            return disagreement(group_id, None, 0, stateless)
+            why = disagreement(group_id, None, 0, stateless)
+            return Verdict(refusal(group_id, why, 0, stateless.last_sequence)) if why else RUN
         audit = books.audits.get(group_id)
         if audit is None and runtime.ledger_sequence:
-            return (
-                f"the ledger holds no checkpoint {runtime.checkpoint_sequence} of {group_id}, "
-                "which its stored state names"
-            )
-        why = disagreement(
-            group_id, runtime.group, runtime.ledger_sequence, audit, runtime.ledger_chain
+            why = f"the ledger holds no checkpoint {runtime.checkpoint_sequence}, which it names"
+            ledger_at = books.ends.get(group_id, 0)
+            return Verdict(refusal(group_id, why, runtime.ledger_sequence, ledger_at))
+        verdict = judge(
+            group_id,
+            runtime.group,
+            runtime.ledger_sequence,
+            runtime.ledger_chain,
+            audit,
+            books.at_state.get(group_id),
         )
-        if not why and audit is not None and audit.chain is not None and not runtime.ledger_chain:
-            runtime.ledger_chain = audit.chain  # a state from before the chain: adopt it
-        return why
+        chain = audit.chain if audit is not None else None
+        if verdict == RUN and chain is not None and not runtime.ledger_chain:
+            runtime.ledger_chain = chain  # a state from before the chain: adopt it
+        return verdict
+
+    async def _repair(self, group_id: str, books: TakeoverAudit) -> str:
+        """Rebuild a group whose stored state is behind its ledger and adopt it (R14); the
+        refusal when the rebuild cannot be made, or does not agree with the ledger."""
+        runtime = self.processor.groups[group_id]
+        state_at, ledger_at = runtime.ledger_sequence, books.audits[group_id].last_sequence
+        stored = pot_pb2.PotGroupState.FromString(self.processor.snapshot(group_id))
+        try:
+            rebuilt = repair(
+                group_id,
+                stored,
+                books,
+                partition=self.partition,
+                update_sequence=max(runtime.update_sequence, await self._last_update(group_id)),
+                now_ns=time.time_ns(),
+                trigger_source=self._trigger_source,
+            )
+        except (DomainError, ValueError) as error:
+            why = f"its repair from the ledger failed: {error}"
+            return refusal(group_id, why, state_at, ledger_at)
+        self.processor.adopt(rebuilt.state.SerializeToString(deterministic=True), rebuilt.ledger)
+        self._set_balances(group_id)
+        replayed = len(books.after.get(group_id, ()))
+        self._log.error(
+            "pot_state_repaired_from_ledger",
+            pot_group=group_id,
+            state_entry=state_at,
+            ledger_entry=ledger_at,
+            entries_replayed=replayed,
+            entries_recorded=len(rebuilt.ledger),
+            runbook=RUNBOOK,
+        )
+        self.metrics.states_repaired.labels(pot_group=group_id).inc()
+        if self.audit is not None:
+            me = Principal(f"pot:{self.settings.processor.instance_id}", frozenset({Role.SERVICE}))
+            detail = (
+                f"stored state at ledger entry {state_at}, ledger at {ledger_at}: "
+                f"{replayed} entries replayed from the ledger; runbook {RUNBOOK}"
+            )
+            self.audit.note(me, "pot_state_repaired_from_ledger", "recovered", group_id, detail)
+        return ""
+
+    async def _last_update(self, group_id: str) -> int:
+        """The update_sequence of the group's last pot update on its topic (0: none): a
+        repaired group goes on above it, as the updates of the lost state may be there."""
+        connection = KafkaConnection.of(self.settings)
+        async with connection.reader(self.settings.pot_updates_topic) as reader:
+            latest = await reader.latest([group_id.encode()])
+        record = latest.get(group_id.encode())
+        try:
+            return (
+                pot_pb2.PotUpdate.FromString(record.value or b"").update_sequence if record else 0
+            )
+        except DecodeError:
+            return 0
 
     async def _ledger_read_start(
         self, reader: TopicReader, starts: Mapping[str, int]
@@ -184,7 +260,8 @@ class PotPartition:
     async def _read_ledger(
         self, reader: TopicReader, starts: Mapping[str, int], begin: dict[int, int] | None
     ) -> TakeoverAudit:
-        books = TakeoverAudit(dict(starts))
+        positions = {g: r.ledger_sequence for g, r in self.processor.groups.items()}
+        books = TakeoverAudit(dict(starts), positions)
         async for record in reader.records(begin, partitions=[self.partition]):
             raw = record.value or b""
             books.add(pot_pb2.LedgerEntry.FromString(raw), raw)
@@ -262,9 +339,13 @@ class PotService:
         metrics: PotMetrics | None = None,
         *,
         trigger_source: TriggerSource = secure_trigger,
+        audit: AuditLog | None = None,
     ) -> None:
+        """``audit``: the service's access log, where a takeover writes each state it repaired."""
         self.settings = settings
         self.metrics = metrics if metrics is not None else PotMetrics()
+        # Ready unless a partition the group gave it cannot write (the brokers gone, issue 36).
+        self.serving_flag = ServingFlag(serving=True)
         # Heartbeats are checked after every poll (poll_timeout_ms <= heartbeat_interval_ms).
         self.processor: ExactlyOnceProcessor[PotPartition] = ExactlyOnceProcessor(
             "pot",
@@ -272,10 +353,21 @@ class PotService:
             settings.kafka_options(),
             input_topic=settings.table_events_topic,
             changelog_topic=settings.state_topic,
-            handler_factory=lambda p: PotPartition(p, settings, self.metrics, trigger_source),
+            handler_factory=lambda p: PotPartition(
+                p, settings, self.metrics, trigger_source, audit
+            ),
             metrics=self.metrics.processor,
             tick_seconds=0.0,
+            on_ownership=self._on_ownership,
         )
+
+    def _on_ownership(self, owned: list[int]) -> None:
+        if self.serving_flag.set(self.processor.writable):
+            log.warning("pot_serving", serving=self.serving_flag.serving, owned=owned)
+
+    async def report_serving(self, report: Callable[[bool], Awaitable[None]]) -> None:
+        """Tell ``report`` (the PotService's health) each time processing can or cannot write."""
+        await self.serving_flag.report(report)
 
     @property
     def owned_partitions(self) -> list[int]:
