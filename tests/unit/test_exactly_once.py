@@ -601,6 +601,36 @@ async def test_a_processing_bug_is_still_fatal() -> None:
     await eventually(lambda: eos._failure is not None, "the bug was not fatal", within=5)
 
 
+async def test_a_commit_the_brokers_never_answer_ends_at_the_deadline_and_renews() -> None:
+    """aiokafka retries EndTxn for ever while the coordinator is gone; a worker stuck there
+    never said NOT_SERVING. At the deadline the transaction's end is unknown, aiokafka refuses
+    the abort of a committing transaction, and only a new producer (which makes the
+    coordinator finish the old transaction first) and a restore tell what was committed."""
+    eos, owned, made = await owning(2)
+    eos.settings = SETTINGS.model_copy(update={"transaction_deadline_ms": 100})
+    producer: FakeProducer = owned.producer  # type: ignore[assignment]
+    producer.gate = asyncio.Event()  # never set: the commit waits for ever
+
+    async def invalid_abort() -> None:
+        raise AssertionError(
+            "Invalid state transition TransactionState.COMMITTING_TRANSACTION -> "
+            "TransactionState.ABORTING_TRANSACTION"
+        )
+
+    producer.abort_transaction = invalid_abort  # type: ignore[method-assign]
+    with pytest.raises(NotCommitted):
+        await asyncio.wait_for(eos.submit(2, lambda handler: handler.add(5)), 5)
+    assert made == ["new-2"]
+    assert owned.producer is not producer
+    assert owned.handler.total == 40
+    assert eos.writable
+
+
+def test_a_deadline_not_below_the_transaction_timeout_is_refused() -> None:
+    with pytest.raises(ValueError, match="transaction_deadline_ms"):
+        SETTINGS.model_validate({**SETTINGS.model_dump(), "transaction_deadline_ms": 30_000})
+
+
 def test_aiokafka_consumers_have_the_group_coordinator_a_rejoin_is_asked_of() -> None:
     """Fails loudly when aiokafka no longer keeps its group coordinator where
     ``ExactlyOnceProcessor._request_rejoin`` asks it (a fenced partition would stay halted)."""

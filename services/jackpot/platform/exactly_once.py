@@ -88,7 +88,7 @@ from aiokafka.errors import (
     UnknownProducerId,
 )
 from aiokafka.structs import ConsumerRecord
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from jackpot.platform.kafka import (
     STARTUP_TOPIC_WAIT_SECONDS,
@@ -332,6 +332,14 @@ class ExactlyOnceSettings(Settings):
         description="a stalled instance leaves the group after this long; its successor fences it",
     )
     transaction_timeout_ms: int = Field(30_000, description="Kafka transaction timeout")
+    transaction_deadline_ms: int = Field(
+        10_000,
+        ge=100,
+        description="the longest a transaction, an abort or a fence may wait for the brokers "
+        "before the partition's producer is replaced and the partition taken over again (the "
+        "brokers gone or stalled: aiokafka retries those requests for ever); below "
+        "transaction_timeout_ms",
+    )
     retry_backoff_ms: int = Field(500, description="pause before retrying a failed transaction")
     poll_timeout_ms: int = Field(100, description="longest wait for input")
     max_batch_records: int = Field(200, description="input records per transaction at most")
@@ -400,6 +408,15 @@ class ExactlyOnceSettings(Settings):
         if value < 0:
             raise ValueError(f"{info.field_name} must not be negative")
         return value
+
+    @model_validator(mode="after")
+    def _deadline_within_timeout(self) -> ExactlyOnceSettings:
+        if self.transaction_deadline_ms >= self.transaction_timeout_ms:
+            raise ValueError(
+                f"transaction_deadline_ms ({self.transaction_deadline_ms}) must be below "
+                f"transaction_timeout_ms ({self.transaction_timeout_ms})"
+            )
+        return self
 
     def transactional_id(self, partition: int) -> str:
         """The transactional id of input partition ``partition``'s producer."""
@@ -841,41 +858,13 @@ class ExactlyOnceProcessor(Generic[H]):
     async def _write(
         self, owned: Owned[H], batch: B | OffsetsOnly, kind: str, started: float
     ) -> bool:
-        producer = owned.producer
         handler = owned.handler
         traced = kafka_headers() or None  # the transaction span's context, if it is sampled
         records = self._records_of(owned, batch, kind)
         to_group = kind == "offsets" or (kind == "batch" and self._group_due_in(owned) == 0.0)
         try:
-            await producer.begin_transaction()
-            sent = [
-                await producer.send(
-                    r.topic,
-                    r.value,
-                    key=r.key,
-                    partition=r.partition,
-                    headers=list(r.headers) or traced,
-                )
-                for r in records
-            ]
-            # Each failure marked retrieved whatever happens next (unretrieved ones are logged
-            # by the garbage collector: settle_failures).
-            delivered = asyncio.gather(*sent, return_exceptions=True)
-            # The offsets go while the records are in flight.
-            if to_group:
-                await producer.send_offsets_to_transaction(
-                    {owned.tp: handler.next_offset}, self.settings.consumer_group
-                )
-            # All or nothing: every record acknowledged before the commit is asked for.
-            # aiokafka's commit flushes the batches and sends EndTxn(commit) whether or not
-            # they were delivered (MessageAccumulator.flush_for_commit); Java's
-            # commitTransaction throws if a send of the transaction failed (KAFKA-13967).
-            # Committing first committed transactions without one of their records (issue 36;
-            # tests/integration/test_transaction_atomicity.py).
-            for outcome in await delivered:
-                if isinstance(outcome, BaseException):
-                    raise outcome
-            await producer.commit_transaction()
+            async with self._deadline():
+                await self._send_and_commit(owned, records, to_group, traced)
         except ProducerFenced as error:
             failed(error)
             handler.rollback()
@@ -894,6 +883,50 @@ class ExactlyOnceProcessor(Generic[H]):
             handler.commit(batch)
         self.metrics.transaction_seconds.labels(kind=kind).observe(time.perf_counter() - started)
         return True
+
+    async def _send_and_commit(
+        self,
+        owned: Owned[H],
+        records: list[OutputRecord],
+        to_group: bool,
+        traced: list[tuple[str, bytes]] | None,
+    ) -> None:
+        """One transaction: begin, send every record, the group's offsets when due, then
+        commit once every record is acknowledged."""
+        producer = owned.producer
+        await producer.begin_transaction()
+        sent = [
+            await producer.send(
+                r.topic,
+                r.value,
+                key=r.key,
+                partition=r.partition,
+                headers=list(r.headers) or traced,
+            )
+            for r in records
+        ]
+        # Each failure marked retrieved whatever happens next (unretrieved ones are logged by
+        # the garbage collector: settle_failures).
+        delivered = asyncio.gather(*sent, return_exceptions=True)
+        if to_group:  # the offsets go while the records are in flight
+            await producer.send_offsets_to_transaction(
+                {owned.tp: owned.handler.next_offset}, self.settings.consumer_group
+            )
+        # All or nothing: every record acknowledged before the commit is asked for. aiokafka's
+        # commit flushes the batches and sends EndTxn(commit) whether or not they were
+        # delivered (MessageAccumulator.flush_for_commit); Java's commitTransaction throws if a
+        # send of the transaction failed (KAFKA-13967). Committing first committed
+        # transactions without one of their records (issue 36;
+        # tests/integration/test_transaction_atomicity.py).
+        for outcome in await delivered:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        await producer.commit_transaction()
+
+    def _deadline(self) -> asyncio.Timeout:
+        """TimeoutError after transaction_deadline_ms: aiokafka waits for ever for brokers that
+        are gone (a commit, an abort, InitProducerId all retry until answered)."""
+        return asyncio.timeout(self.settings.transaction_deadline_ms / 1000)
 
     def _records_of(self, owned: Owned[H], batch: B | OffsetsOnly, kind: str) -> list[OutputRecord]:
         """A transaction's records: the batch's, and for input batches where a takeover
@@ -940,7 +973,8 @@ class ExactlyOnceProcessor(Generic[H]):
             return
         if cause is None and not isinstance(error, PRODUCER_STATE_ERRORS):
             try:
-                await owned.producer.abort_transaction()
+                async with self._deadline():
+                    await owned.producer.abort_transaction()
             except ProducerFenced as fenced:
                 self._fenced(owned, fenced)
                 return
@@ -955,6 +989,7 @@ class ExactlyOnceProcessor(Generic[H]):
         try:
             await self._renew(owned)
         except RECOVERABLE_ERRORS as renew_error:
+            self.metrics.takeovers_failed.inc()
             self._start_recovery(owned, renew_error)
 
     async def _renew(self, owned: Owned[H]) -> None:
@@ -973,12 +1008,14 @@ class ExactlyOnceProcessor(Generic[H]):
         either way.
         """
         await retire_producer(owned.producer)
-        producer = await self._fencing_producer(owned.partition)
+        async with self._deadline():
+            producer = await self._fencing_producer(owned.partition)
         try:
             changelogs = await self._read_changelogs([owned.partition])
             consumer = self._consumer
             assert consumer is not None
-            committed = await consumer.committed(owned.tp)
+            async with self._deadline():
+                committed = await consumer.committed(owned.tp)
         except BaseException:
             await retire_producer(producer)
             raise
@@ -1020,6 +1057,7 @@ class ExactlyOnceProcessor(Generic[H]):
             try:
                 await self._renew(owned)
             except RECOVERABLE_ERRORS as error:
+                self.metrics.takeovers_failed.inc()
                 pause = min(pause * 2, settings.recovery_backoff_max_ms / 1000)
                 self._log.warning(
                     "partition_recovery_failed",
@@ -1099,6 +1137,7 @@ class ExactlyOnceProcessor(Generic[H]):
         """The brokers could not fence or restore ``fresh`` now: none of them is served, and
         the group is rejoined after retry_backoff_ms, which assigns them again (to this
         instance or another) and tries the takeover anew."""
+        self.metrics.takeovers_failed.inc()
         self._log.error(
             "takeover_failed_retrying",
             partitions=[tp.partition for tp in fresh],
@@ -1165,14 +1204,18 @@ class ExactlyOnceProcessor(Generic[H]):
     async def _take_over(self, fresh: list[TopicPartition]) -> None:
         """Fence the previous owners, then restore, then position the consumer (in that order)."""
         started = time.perf_counter()
-        producers = await asyncio.gather(*(self._fencing_producer(tp.partition) for tp in fresh))
+        async with self._deadline():
+            producers = await asyncio.gather(
+                *(self._fencing_producer(tp.partition) for tp in fresh)
+            )
         fenced = time.perf_counter()
         try:
             changelogs = await self._read_changelogs([tp.partition for tp in fresh])
             restored = time.perf_counter()
             consumer = self._consumer
             assert consumer is not None
-            offsets = await asyncio.gather(*(consumer.committed(tp) for tp in fresh))
+            async with self._deadline():
+                offsets = await asyncio.gather(*(consumer.committed(tp) for tp in fresh))
             self._log.info(
                 "partitions_taken_over",
                 partitions=[tp.partition for tp in fresh],

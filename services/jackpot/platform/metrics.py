@@ -57,6 +57,12 @@ class ProcessorMetrics:
             "unreachable): retried with a back-off, not served meanwhile",
             registry=registry,
         )
+        self.takeovers_failed = Counter(
+            "jackpot_takeovers_failed_total",
+            "Attempts to take a partition over (at an assignment, or again after its producer "
+            "failed) that the brokers did not let finish; each is retried",
+            registry=registry,
+        )
         self.writable = Gauge(
             "jackpot_processor_writable",
             "1 when every input partition the group gave this instance can write (none "
