@@ -54,9 +54,12 @@ ABORTS_WANTED = 3
 
 
 @contextlib.asynccontextmanager
-async def refusing(bootstrap: str, spec: TopicSpec) -> AsyncIterator[None]:
-    """The broker refuses every record batch of ``spec``'s topic until the block ends.
-    AlterConfigs replaces a topic's whole configuration: its own is set back with it."""
+async def refusing(
+    bootstrap: str, spec: TopicSpec, max_bytes: int = REFUSING_BYTES
+) -> AsyncIterator[None]:
+    """The broker refuses every record batch of ``spec``'s topic (larger than ``max_bytes``)
+    until the block ends. AlterConfigs replaces a topic's whole configuration: its own is set
+    back with it."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
 
@@ -67,7 +70,7 @@ async def refusing(bootstrap: str, spec: TopicSpec) -> AsyncIterator[None]:
         assert not errors, f"AlterConfigs on {spec.name}: {response.resources}"
 
     try:
-        await configure({"max.message.bytes": str(REFUSING_BYTES)})
+        await configure({"max.message.bytes": str(max_bytes)})
         yield
         await configure({})
     finally:

@@ -10,6 +10,12 @@ DEVICE_EVENTS = Counter(
 REJECTS = Counter("jackpot_gateway_rejects_total", "Device inputs refused, by reason", ["reason"])
 DUPLICATES = Counter("jackpot_gateway_duplicates_total", "Device events resent and ignored")
 PUBLISHED = Counter("jackpot_gateway_published_records_total", "Records the broker acknowledged")
+PUBLISH_FAILURES = Counter(
+    "jackpot_gateway_publish_failures_total",
+    "Publishing rounds that failed, by error (what the broker did not acknowledge stays in the"
+    " spool and goes again on a new producer)",
+    ["error"],
+)
 SPOOL_DEPTH = Gauge("jackpot_gateway_spool_depth_records", "Records waiting in the spool")
 TABLES_CLOSED = Gauge("jackpot_gateway_tables_closed", "Tables with progressive betting closed")
 CONNECTED = Gauge("jackpot_gateway_connected_tables", "Table controllers connected")

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
-from aiokafka import AIOKafkaProducer, ConsumerRecord
+from aiokafka import ConsumerRecord
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry import trace
@@ -50,13 +50,14 @@ from jackpot.domain.table import (
 )
 from jackpot.gateway import metrics
 from jackpot.gateway.adapters import ADAPTERS
+from jackpot.gateway.publisher import Acknowledgements, send_round
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import OutboxRecord, Spool, SpoolWrite
 from jackpot.platform import codec
 from jackpot.platform.access_log import AuditLog
 from jackpot.platform.deadletter import dead_letter
 from jackpot.platform.kafka import follow_latest, idempotent_producer, stop_client
-from jackpot.platform.tracing import TRACER, headers_of, start_span_under, traceparent
+from jackpot.platform.tracing import TRACER, traceparent
 from jackpot.v1 import device_pb2, pot_pb2, table_events_pb2
 
 log = structlog.get_logger("jackpot.gateway")
@@ -64,7 +65,6 @@ log = structlog.get_logger("jackpot.gateway")
 EVENT_ID_NAMESPACE = uuid.UUID("5d1f0d3e-6a53-4b8e-9a8c-8f0b3c6d2a11")
 UNKNOWN_LIMITS = Limits(0, 0, 1)
 ACCEPT_SPAN = "gateway.accept"  # a device event judged and made durable (jackpot.platform.tracing)
-PUBLISH_SPAN = "gateway.publish"  # its record from the spool to the broker's ack
 
 
 @dataclass(slots=True)
@@ -569,28 +569,32 @@ class Gateway:
     # ------------------------------------------------------------------------- publishing
 
     async def _publisher(self) -> None:
-        """Send the spool to Kafka in order; delete only what the broker acknowledged.
+        """Send the spool to Kafka, each partition in spool order; delete only what the broker
+        acknowledged (jackpot.gateway.publisher says why a round is one batch per partition).
 
         The deletion is not waited for: it rides in the spool's next group transaction, and
-        the next batch goes out at once, after the last id acknowledged. Should the process die
-        before the deletion is on disk, those records are sent again at the next start (same
-        event ids: the pot ignores them).
+        the next round goes out at once. Should the process die before the deletion is on disk,
+        those records are sent again at the next start (same event ids: the pot ignores them).
+        A failed round leaves its failed records in the spool, and a new producer sends them
+        (aiokafka's producer refuses every later batch of a partition one of its batches failed
+        in).
         """
         producer = None
-        acknowledged = 0  # the last outbox id the broker acknowledged
+        acks = Acknowledgements()
         while True:
             try:
                 if producer is None:
                     producer = idempotent_producer(
                         self.settings.bootstrap_servers,
                         request_timeout_ms=self.settings.kafka_request_timeout_ms,
-                        # what waits in the spool goes in one send loop, so it batches without
-                        # a linger; 2 ms added 2.3 ms to every lock's path (issue 26)
+                        # what waits in the spool goes in one round, so it batches without a
+                        # linger; 2 ms added 2.3 ms to every lock's path (issue 26)
                         linger_ms=0,
                         **self.settings.kafka_security.client_options(),
                     )
                     await producer.start()
-                records = self.spool.pending(after_id=acknowledged)
+                pending = self.spool.pending(after_id=acks.through)
+                records = acks.unsent(pending)
                 if not records:
                     if self._stopping.is_set():
                         await producer.stop()
@@ -600,42 +604,36 @@ class Gateway:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._spooled.wait(), 0.5)
                     continue
-                await _send_in_order(producer, records)
-                now_ns = time.time_ns()
-                for record in records:
-                    metrics.PUBLISH_SECONDS.observe((now_ns - record.created_ns) / 1e9)
-                acknowledged = records[-1].id
-                self.spool.acknowledge(acknowledged)  # deleted with the next group's write
-                metrics.PUBLISHED.inc(len(records))
-                metrics.SPOOL_DEPTH.set(self.spool.depth())
-                self._published.set()
+                sent = await send_round(producer, records)
+                self._acknowledge(acks, pending, sent.acknowledged)
+                if sent.error is not None:
+                    raise sent.error
             except asyncio.CancelledError:
                 if producer is not None:
                     with contextlib.suppress(Exception):
                         await producer.stop()
                 raise
             except Exception as error:  # keep the spool; a fresh producer retries in order
+                metrics.PUBLISH_FAILURES.labels(type(error).__name__).inc()
                 log.warning("publish_retry", error=repr(error), spool_depth=self.spool.depth())
                 if producer is not None:
                     await stop_client(producer)
                 producer = None
                 await asyncio.sleep(0.5)
 
-
-async def _send_in_order(producer: AIOKafkaProducer, records: list[OutboxRecord]) -> None:
-    """Send ``records`` in order and wait for the broker's acknowledgement of all of them; each
-    send is a span under the trace its device event was accepted in."""
-    spans = [start_span_under(PUBLISH_SPAN, r.trace_context, r.created_ns) for r in records]
-    try:
-        futures = [
-            await producer.send(r.topic, r.value, key=r.key, headers=headers_of(span))
-            for r, span in zip(records, spans, strict=True)
-        ]
-        await asyncio.gather(*futures)
-    finally:
-        for span in spans:
-            if span is not None:
-                span.end()
+    def _acknowledge(
+        self, acks: Acknowledgements, pending: list[OutboxRecord], published: list[OutboxRecord]
+    ) -> None:
+        """The broker acknowledged ``published``: the spool deletes through the first record of
+        ``pending`` it did not acknowledge."""
+        now_ns = time.time_ns()
+        for record in published:
+            metrics.PUBLISH_SECONDS.observe((now_ns - record.created_ns) / 1e9)
+        if acks.add(pending, published):
+            self.spool.acknowledge(acks.through)  # deleted with the next group's write
+        metrics.PUBLISHED.inc(len(published))
+        metrics.SPOOL_DEPTH.set(self.spool.depth())
+        self._published.set()
 
 
 def _sane(limits: Limits) -> bool:

@@ -4,7 +4,9 @@
 order through one writer task with an idempotent producer (acks=all). ``record`` returns a future
 the caller may await (the admin and payout APIs do, so an allowed change is on the log before it
 is answered) or ignore (a gateway noting a fault while Kafka is away: the entry is written when
-Kafka returns).
+Kafka returns). The future resolves only once the broker acknowledged the entry; an entry it
+refused is sent again, on a new producer (:meth:`AuditLog._drop_producer` says why), and nothing
+after it is sent meanwhile.
 
 Resuming without reading the history (issue 23). After every entry the writer puts its chain's
 head (sequence, hash, the entry's offset) on the compacted heads topic (AUDIT_HEADS, named after
@@ -129,6 +131,7 @@ class AuditLog:
         self.ready = asyncio.Event()  # the chain's head is known and the producer started
         self.resumed = Resumed()
         self.dropped = 0
+        self.write_failures = 0  # sends the broker did not acknowledge (each sent again)
 
     @property
     def chain(self) -> str:
@@ -171,6 +174,7 @@ class AuditLog:
                 raise
             except Exception as error:
                 log.warning("audit_resume_retry", chain=self.chain, error=repr(error))
+                await self._drop_producer()  # a head it failed to write spoils it (_send)
                 await asyncio.sleep(1.0)
         self.ready.set()
         log.info(
@@ -306,15 +310,30 @@ class AuditLog:
         self._checked = checked
 
     async def _send(self, topic: str, value: bytes) -> RecordMetadata:
-        assert self._producer is not None
+        """``value`` on ``topic``, once the broker acknowledged it; until then it is sent again
+        (nothing after it is sent meanwhile: the chain keeps its order)."""
         while True:
             try:
+                if self._producer is None:
+                    self._producer = await self._started_producer()
                 return await self._producer.send_and_wait(topic, value, key=self.chain.encode())
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # Kafka away: keep the order, try again
+            except Exception as error:
+                self.write_failures += 1
                 log.warning("audit_write_retry", chain=self.chain, topic=topic, error=repr(error))
+                await self._drop_producer()
                 await asyncio.sleep(1.0)
+
+    async def _drop_producer(self) -> None:
+        """After a failed send, the next goes on a new producer: aiokafka's producer has spent
+        the failed batch's sequence numbers, and the broker refuses each later batch of the
+        partition from it (OUT_OF_ORDER_SEQUENCE_NUMBER) for ever. A new producer may write
+        again an entry the broker had taken after all (an expired batch): an exact copy, which
+        the verifier counts as a redelivery."""
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            await stop_client(producer)
 
     async def _refresh(self) -> None:
         """While idle: the head's checked offset to the audit topic's end, so that a crash costs
