@@ -601,6 +601,25 @@ async def test_a_processing_bug_is_still_fatal() -> None:
     await eventually(lambda: eos._failure is not None, "the bug was not fatal", within=5)
 
 
+async def test_a_renewal_checks_the_restored_state_as_a_takeover_does() -> None:
+    """The payout's renewal restored without its catch-up and the service exited; the pot's
+    would have run without the ledger check (R14)."""
+    eos, owned, _ = await owning(4)
+    checked: list[str] = []
+
+    class Refusing(Counter):
+        async def verify_restored(self) -> str:
+            checked.append("verify")
+            return "the stored state of g is at ledger entry 66, the ledger at 67"
+
+    eos._factory = lambda p: Refusing([])
+    await eos._abort(owned, OutOfOrderSequenceNumber())
+    assert checked == ["verify"]
+    assert owned.halted
+    assert owned.why_halted == "restored_state_refused"
+    assert not owned.recovering
+
+
 async def test_a_commit_the_brokers_never_answer_ends_at_the_deadline_and_renews() -> None:
     """aiokafka retries EndTxn for ever while the coordinator is gone; a worker stuck there
     never said NOT_SERVING. At the deadline the transaction's end is unknown, aiokafka refuses

@@ -442,9 +442,9 @@ class PayoutPartition:
 
     def _require_seeded(self) -> None:
         if self._unseeded:
-            # Only a producer renewal restores without verify_restored: without a mark, the
-            # payouts topic was never read, so the book may lack open payouts. A restart takes
-            # the partition over again, and reads it.
+            # Every restore (a takeover's, a producer renewal's) runs verify_restored, which
+            # reads the payouts topic: a partition still unseeded here is a bug, and a restart
+            # takes the partition over again, and reads it.
             raise ProcessorError(
                 f"payouts partition {self.partition} was restored without its open payouts "
                 "(a producer renewal before the first catch-up): restart"

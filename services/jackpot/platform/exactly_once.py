@@ -1025,6 +1025,10 @@ class ExactlyOnceProcessor(Generic[H]):
         owned.handler = self._factory(owned.partition)
         owned.group_committed, owned.group_committed_at = committed or 0, 0.0
         start = owned.handler.restore(changelogs[owned.partition], resume)
+        refused = await _verify_restored(owned.handler)  # checked as at a takeover
+        if refused:
+            self._halt(owned, "restored_state_refused", RestoredStateRefused(refused))
+            return
         self._reposition(owned, 0 if start is None else start)
         self._log.warning("producer_renewed", partition=owned.partition, restored_from=start)
 
@@ -1099,6 +1103,7 @@ class ExactlyOnceProcessor(Generic[H]):
     def _halt(self, owned: Owned[H], why: str, error: BaseException) -> None:
         owned.halted = True
         owned.why_halted = why
+        owned.recovering = False
         owned.pending.clear()  # its worker ends; the next owner reads them again
         owned.wake.set()
         owned.handler.close()  # what it holds is no longer ours to serve
