@@ -25,13 +25,17 @@ from typing import Any
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.errors import KafkaError
+from loadtest.rounds import CONFIG
 
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
+from jackpot.pot import commands
+from jackpot.pot.api import CommandPublisher
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.service import PotService
 from jackpot.topics import TopicSpec
-from jackpot.v1 import pot_pb2
+from jackpot.v1 import pot_pb2, table_events_pb2
 from tests.integration.test_payout import Running, award, ledger_types, payout_settings, publish
 from tests.integration.test_pot_service import (
     assert_exactly_once,
@@ -68,6 +72,12 @@ async def refusing(
         (response,) = await admin.alter_configs([resource])
         errors = [error for error, *_ in response.resources if error]
         assert not errors, f"AlterConfigs on {spec.name}: {response.resources}"
+        wanted = extra.get("max.message.bytes")
+        # The broker applies a change from its metadata log, after AlterConfigs answered.
+        await eventually(
+            lambda: max_message_bytes(admin, spec.name, wanted),
+            f"{spec.name}'s max.message.bytes never became {wanted or 'the default'}",
+        )
 
     try:
         await configure({"max.message.bytes": str(max_bytes)})
@@ -75,6 +85,15 @@ async def refusing(
         await configure({})
     finally:
         await admin.close()
+
+
+async def max_message_bytes(admin: AIOKafkaAdminClient, topic: str, wanted: str | None) -> bool:
+    """The broker describes ``topic``'s max.message.bytes as ``wanted`` (None: its default)."""
+    resource = ConfigResource(ConfigResourceType.TOPIC, topic, {"max.message.bytes": ""})
+    (response,) = await admin.describe_configs([resource])
+    (entry,) = [e for r in response.resources for e in r[4] if e[0] == "max.message.bytes"]
+    # (name, value, read_only, is_default (v0) or config_source (v1+: 5 is the default), ...)
+    return entry[1] == wanted if wanted is not None else entry[3] in (True, 5)
 
 
 @contextlib.asynccontextmanager
@@ -160,3 +179,29 @@ async def test_a_payout_transaction_whose_ledger_entry_is_refused_orders_nothing
         )
     ordered = pot_pb2.LedgerEntryType.Name(pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_ORDERED)
     assert await ledger_types(settings, 1) == [(prize.award_id, ordered)]
+
+
+async def test_an_admin_command_the_broker_refused_does_not_refuse_every_later_one(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    """A command refused by the broker is an error to its caller; the next one is published.
+    On one producer, aiokafka's spent sequence numbers made the broker refuse every later
+    command of the partition (OutOfOrderSequenceNumber) until the pot was restarted."""
+    settings = pot_settings(kafka_bootstrap, unique, partitions=1)
+    await create_topics(settings)
+    events = topic(settings.topic_specs(), settings.table_events_topic)
+    publisher = CommandPublisher(settings)
+    await publisher.start()
+    try:
+        await publisher.publish(commands.create_group("first", CONFIG))  # the broker knows it
+        async with refusing(kafka_bootstrap, events, max_bytes=2_000):
+            with pytest.raises(KafkaError):
+                await publisher.publish(commands.create_group("big", CONFIG, reason="x" * 4_000))
+            await publisher.publish(commands.create_group("small", CONFIG))
+    finally:
+        await publisher.stop()
+    published = [
+        table_events_pb2.TableEvent.FromString(v)
+        for v in await read_topic(settings, settings.table_events_topic)
+    ]
+    assert [e.pot_group_id for e in published] == ["first", "small"]

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 import grpc
 import structlog
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
 
 from jackpot.domain.access import Action, Principal
 from jackpot.domain.config import load_config
@@ -24,7 +25,7 @@ from jackpot.domain.errors import DomainError, Reason
 from jackpot.platform import codec
 from jackpot.platform.authz import Authorizer
 from jackpot.platform.grpc_edge import Call, answered
-from jackpot.platform.kafka import idempotent_producer
+from jackpot.platform.kafka import KafkaConnection, stop_client
 from jackpot.pot import commands, records
 from jackpot.pot.settings import PotSettings
 from jackpot.pot.view import PotStateView, read_ledger_page
@@ -44,32 +45,52 @@ MAX_PAGE_SIZE = 1000
 
 
 class CommandPublisher:
-    """Publishes admin commands on the table-events topic with an idempotent producer."""
+    """Publishes admin commands on the table-events topic with an idempotent producer.
+
+    A command the brokers did not take is answered as an error and the next one goes on a new
+    producer: aiokafka spends a failed batch's sequence numbers, so the old one would be
+    refused OutOfOrderSequenceNumber on that partition for ever (docs/architecture.md, "What we
+    trust the Kafka client to do")."""
 
     def __init__(self, settings: PotSettings) -> None:
         self.settings = settings
         self._producer: AIOKafkaProducer | None = None
+        self._replacing = asyncio.Lock()
 
     async def start(self) -> None:
-        options = self.settings.kafka_options()
-        self._producer = idempotent_producer(
-            options.pop("bootstrap_servers"),
-            client_id=f"{self.settings.processor.instance_id}-admin",
-            **options,
+        self._producer = await self._started()
+
+    async def _started(self) -> AIOKafkaProducer:
+        producer = KafkaConnection.of(self.settings).producer(
+            client_id=f"{self.settings.processor.instance_id}-admin"
         )
-        await self._producer.start()
+        await producer.start()
+        return producer
 
     async def stop(self) -> None:
         if self._producer is not None:
-            await self._producer.stop()
+            await stop_client(self._producer)
 
     async def publish(self, event: table_events_pb2.TableEvent) -> None:
-        assert self._producer is not None
-        await self._producer.send_and_wait(
-            self.settings.table_events_topic,
-            event.SerializeToString(),
-            key=event.pot_group_id.encode(),
-        )
+        producer = self._producer
+        assert producer is not None
+        try:
+            await producer.send_and_wait(
+                self.settings.table_events_topic,
+                event.SerializeToString(),
+                key=event.pot_group_id.encode(),
+            )
+        except KafkaError:
+            await self._replace(producer)
+            raise
+
+    async def _replace(self, failed: AIOKafkaProducer) -> None:
+        async with self._replacing:
+            if self._producer is not failed:
+                return  # another command replaced it meanwhile
+            self._producer = await self._started()
+        log.warning("admin_producer_replaced")
+        await stop_client(failed)
 
 
 class PotApi(pot_pb2_grpc.PotServiceServicer):
