@@ -5,7 +5,10 @@
 2. Raw Kafka ceiling: the broker's own ``org.apache.kafka.tools.ProducerPerformance`` and a plain
    aiokafka produce-then-consume of messages the size of a table event.
 3. The pot service through Kafka with transactions against a raw aiokafka consume-produce loop
-   (``loadtest.bench_pot``).
+   (``loadtest.bench_pot``); and (3b) what issue 36's all-or-nothing commit costs: the pot's
+   low-load transaction p50/p99 with every record acknowledged before the commit, against the
+   commit asked for while the records are in flight (9546cb3's unsafe order, the baseline),
+   alternated in the same run (``bench_pot.commit_order_ab``).
 4. The full pipeline (devices -> gateways -> pot -> display -> signs) stepped up from 10 rounds/s
    until p99 lock-to-sign passes 250 ms (``loadtest.run``), as a ratio to (2), in the device
    protocol's round form and then, as the baseline of the same run, in its per-event form; with
@@ -27,7 +30,9 @@ Bounds are not timings: they hold on any machine. ``--quick`` skips (4).
 ``rounds_resolved_per_second``), ``kafka.*`` (``producer_performance_records_per_second``,
 ``aiokafka_produce_records_per_second``, ``aiokafka_consume_records_per_second``), ``pot.*``
 (``rounds_per_second``, ``raw_rounds_per_second``, ``ratio_to_raw``, ``transaction_p50_ms``,
-``transaction_p99_ms``, ``processor_rounds_per_second``), ``pipeline.*``
+``transaction_p99_ms``, ``processor_rounds_per_second``, ``commit_order`` {the low-load A/B of
+issue 36: ``acknowledged_first_p50_ms``, ``..._p99_ms``, ``in_flight_baseline_p50_ms``,
+``..._p99_ms``, ``p50_ratio``, ``p99_ratio``}), ``pipeline.*``
 (``rounds_per_second``: the highest counted rate; ``p99_lock_to_sign_ms`` and
 ``p99_traced_lock_to_sign_ms`` at that rate; ``simulator_ceiling_rounds_per_second``,
 ``simulator_headroom``, ``table_events_per_second``, ``table_events_ratio_to_aiokafka_produce``,
@@ -60,7 +65,7 @@ from jackpot.domain.engine import PotGroup
 from jackpot.platform.kafka import committed_consumer, ensure_topics, idempotent_producer
 from jackpot.topics import TopicSpec
 from loadtest import bench_memory
-from loadtest.bench_pot import bench_pot
+from loadtest.bench_pot import bench_pot, commit_order_ab
 
 DECK = [r + s for r in RANKS for s in SUITS]
 CONFIG = {
@@ -403,6 +408,7 @@ def bench(bootstrap: str, quick: bool, json_path: str | None) -> bool:
     perf = producer_performance(bootstrap)
     produced, consumed = asyncio.run(aiokafka_ceiling(bootstrap))
     pot = asyncio.run(bench_pot(bootstrap))
+    pot["commit_order"] = order = asyncio.run(commit_order_ab(bootstrap))
     rows: list[tuple[str, float, float | None]] = [
         ("1 domain: contributions/s (1 bet per lock)", single["contributions_per_s"], 200_000),
         ("1 domain: contributions/s (7 bets per lock)", full["contributions_per_s"], 200_000),
@@ -415,6 +421,18 @@ def bench(bootstrap: str, quick: bool, json_path: str | None) -> bool:
         ("3 pot / raw loop", pot["pot_over_raw"], None),
         ("3 transaction p50 ms", pot["transaction_p50_ms"], None),
         ("3 transaction p99 ms", pot["transaction_p99_ms"], None),
+        # issue 36: every record acknowledged before the commit, against 9546cb3's commit with
+        # the records in flight (unsafe; the baseline only), at low load, alternated
+        (
+            "3b low-load transaction p50 ms, acked first vs in flight",
+            order["acknowledged_first_p50_ms"],
+            order["in_flight_baseline_p50_ms"],
+        ),
+        (
+            "3b low-load transaction p99 ms, acked first vs in flight",
+            order["acknowledged_first_p99_ms"],
+            order["in_flight_baseline_p99_ms"],
+        ),
     ]
     pipeline: dict[str, Any] = {}
     if not quick:
@@ -515,6 +533,7 @@ def bench_json(
         "transaction_p50_ms": pot["transaction_p50_ms"],
         "transaction_p99_ms": pot["transaction_p99_ms"],
         "processor_rounds_per_second": pot["processor_rounds_per_s"],
+        "commit_order": pot["commit_order"],
     }
     return figures
 

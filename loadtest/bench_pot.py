@@ -26,6 +26,7 @@ import os
 import random
 import statistics
 import time
+import types
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -207,21 +208,9 @@ def processor_only(
     return time.perf_counter() - started
 
 
-def percentile(values: Sequence[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-async def bench_pot(
-    bootstrap_servers: str = "127.0.0.1:9092",
-    rounds: int = 4000,
-    groups: int = 2,
-    partitions: int = 2,
-    batch: int = 200,
-) -> dict[str, float]:
-    """Run the three measurements; figures keyed by name (rounds/s, ratio, ms)."""
-    unique = uuid.uuid4().hex[:8]
-    settings = PotSettings(
+def _settings(bootstrap_servers: str, unique: str, partitions: int, batch: int) -> PotSettings:
+    """A pot of its own topics, group and transactional ids."""
+    return PotSettings(
         bootstrap_servers=bootstrap_servers,
         processor={
             "consumer_group": f"bench-pot-{unique}",
@@ -239,6 +228,32 @@ async def bench_pot(
         event_id_window=max(256, batch),
         log_level="WARNING",
     )
+
+
+async def _delete_topics(bootstrap_servers: str, names: list[str]) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    await admin.start()
+    try:
+        await admin.delete_topics(names)
+    finally:
+        await admin.close()
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+async def bench_pot(
+    bootstrap_servers: str = "127.0.0.1:9092",
+    rounds: int = 4000,
+    groups: int = 2,
+    partitions: int = 2,
+    batch: int = 200,
+) -> dict[str, float]:
+    """Run the three measurements; figures keyed by name (rounds/s, ratio, ms)."""
+    unique = uuid.uuid4().hex[:8]
+    settings = _settings(bootstrap_servers, unique, partitions, batch)
     raw_out = f"bench.raw-out.{unique}"
     topics = [*settings.topic_specs(), TopicSpec(raw_out, partitions)]
     await ensure_topics(bootstrap_servers, topics)
@@ -250,12 +265,7 @@ async def bench_pot(
         )
         metrics = await pot_run(settings, len(events))
     finally:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
-        await admin.start()
-        try:
-            await admin.delete_topics([t.name for t in topics])
-        finally:
-            await admin.close()
+        await _delete_topics(bootstrap_servers, [t.name for t in topics])
     assert metrics.first_started is not None
     pot_seconds = metrics.last_done - metrics.first_started
     memory_seconds = processor_only(events, partitions, batch)
@@ -319,3 +329,99 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# ------------------------------------------------------------------ commit order A/B (issue 36)
+
+
+async def _commit_in_flight(
+    self: Any,
+    owned: Any,
+    records: list[Any],
+    to_group: bool,
+    traced: list[tuple[str, bytes]] | None,
+) -> None:
+    """9546cb3's order, kept here only as the bench's baseline: commit while the records are in
+    flight and look at their outcomes after the commit. UNSAFE: aiokafka commits a transaction
+    one of whose batches failed (issue 36); never used by the product."""
+    producer = owned.producer
+    await producer.begin_transaction()
+    sent = [
+        await producer.send(
+            r.topic, r.value, key=r.key, partition=r.partition, headers=list(r.headers) or traced
+        )
+        for r in records
+    ]
+    delivered = asyncio.gather(*sent, return_exceptions=True)
+    if to_group:
+        await producer.send_offsets_to_transaction(
+            {owned.tp: owned.handler.next_offset}, self.settings.consumer_group
+        )
+    await producer.commit_transaction()
+    for outcome in await delivered:
+        if isinstance(outcome, BaseException):
+            raise outcome
+
+
+async def trickle_run(
+    settings: PotSettings, events: Sequence[table_events_pb2.TableEvent], in_flight: bool
+) -> list[float]:
+    """The pot service consuming ``events`` published one round's events at a time, each when
+    the previous batch committed (low load: a transaction per round, as at a quiet floor); the
+    batch transactions' durations. ``in_flight``: the baseline commit order."""
+    metrics = TimingMetrics()
+    service = PotService(settings, metrics)
+    if in_flight:
+        service.processor._send_and_commit = types.MethodType(  # type: ignore[method-assign]
+            _commit_in_flight, service.processor
+        )
+    task = asyncio.create_task(service.run())
+    producer = idempotent_producer(settings.bootstrap_servers)
+    await producer.start()
+    try:
+        for start in range(0, len(events), 3):  # a round: lock, forfeit(s), result
+            chunk = events[start : start + 3]
+            for event in chunk:
+                await producer.send(
+                    settings.table_events_topic,
+                    event.SerializeToString(),
+                    key=event.pot_group_id.encode(),
+                )
+            deadline = time.monotonic() + 30
+            while metrics.applied < start + len(chunk):
+                if task.done() or time.monotonic() > deadline:
+                    raise RuntimeError("the pot service stopped or stalled")
+                await asyncio.sleep(0.001)
+    finally:
+        await producer.stop()
+        await service.stop()
+        await asyncio.wait_for(task, 60)
+    return metrics.batch_seconds
+
+
+async def commit_order_ab(
+    bootstrap_servers: str = "127.0.0.1:9092", rounds: int = 300, repeats: int = 2
+) -> dict[str, float]:
+    """Issue 36's cost, in one run on one broker: the pot's batch transaction p50/p99 at low load
+    with every record acknowledged before the commit (the code) and with the commit asked for
+    while the records are in flight (9546cb3, the baseline), alternated ``repeats`` times."""
+    events, _ = script(rounds, groups=1)
+    durations: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(repeats):
+        for in_flight in (True, False):
+            unique = uuid.uuid4().hex[:8]
+            settings = _settings(bootstrap_servers, unique, partitions=1, batch=200)
+            await ensure_topics(bootstrap_servers, settings.topic_specs())
+            try:
+                durations[in_flight] += await trickle_run(settings, events, in_flight)
+            finally:
+                await _delete_topics(bootstrap_servers, [t.name for t in settings.topic_specs()])
+    figures: dict[str, float] = {}
+    for in_flight, name in ((False, "acknowledged_first"), (True, "in_flight_baseline")):
+        figures[f"{name}_p50_ms"] = 1000 * statistics.median(durations[in_flight])
+        figures[f"{name}_p99_ms"] = 1000 * percentile(durations[in_flight], 0.99)
+        figures[f"{name}_transactions"] = len(durations[in_flight])
+    for q in ("p50", "p99"):
+        baseline = figures[f"in_flight_baseline_{q}_ms"]
+        figures[f"{q}_ratio"] = figures[f"acknowledged_first_{q}_ms"] / baseline
+    return figures
