@@ -141,9 +141,27 @@ def _pki(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from jackpot.platform.manifest import run_verify
+    from jackpot.tools.inspection import run
 
-    return run_verify([str(args.root)] if args.root else [])
+    return run(args.root, args.expect or "", args.seed, args.service)
+
+
+def _digest(text: str) -> str:
+    from jackpot.platform.manifest import parse_digest
+
+    try:
+        return parse_digest(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _seed(text: str) -> bytes:
+    from jackpot.platform.manifest import parse_seed
+
+    try:
+        return parse_seed(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _manifest(args: argparse.Namespace) -> int:
@@ -303,7 +321,28 @@ def _add_setup_tools(commands: argparse._SubParsersAction[argparse.ArgumentParse
     pki.set_defaults(handler=_pki)
 
     verify = commands.add_parser(
-        "verify", help="check the installed software against its SHA-256 manifest (R6) [ROOT]"
+        "verify",
+        help="check the installed software against its SHA-256 manifest and the approved digest, "
+        "or a running service's files under an inspector's seed (R6) [ROOT]",
+    )
+    verify.add_argument(
+        "--expect",
+        type=_digest,
+        metavar="DIGEST",
+        help="the manifest digest the regulator approved (sha256:<64 hex>): another refuses",
+    )
+    verify.add_argument(
+        "--seed",
+        type=_seed,
+        metavar="HEX",
+        help="the inspector's random seed (16-64 bytes in hex): print the HMAC-SHA-256 of ROOT's "
+        "files under it, or with --service compare a running service's answer with it",
+    )
+    verify.add_argument(
+        "--service",
+        default="",
+        metavar="HOST:PORT",
+        help="with --seed: ask this service (mutual TLS, JACKPOT_TLS_*; the inspector role)",
     )
     manifest = commands.add_parser(
         "manifest", help="record the SHA-256 manifest of the installed software (the build) [ROOT]"

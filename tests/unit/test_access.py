@@ -40,6 +40,7 @@ def person(*roles: Role, table: str = "") -> Principal:
         (Role.SIGN, {Action.READ, Action.WATCH_SIGNS}),
         (Role.TERMINAL, {Action.READ, Action.CONFIRM_PAYMENT, Action.WATCH_TABLE}),
         (Role.DEVICE, {Action.CONNECT_DEVICE}),
+        (Role.INSPECTOR, {Action.ATTEST_SOFTWARE}),  # R6: the field check, nothing else
     ],
 )
 def test_each_role_may_do_exactly_its_actions(role: Role, allowed: set[Action]) -> None:

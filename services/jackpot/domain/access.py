@@ -4,8 +4,9 @@ A caller is a :class:`Principal`: a name, the roles its certificate grants, and 
 devices (bet acceptors, dealer terminal) the table its certificate is bound to. The policy is data
 (:data:`POLICY`): each protected action names the roles that may perform it, and actions scoped to
 a table also require the principal's table to be that table. Operators change pot configuration;
-supervisors approve and void payouts; nobody else can (issue 9). Every decision carries a sentence
-that the edge returns to the caller and writes to the audit chain.
+supervisors approve and void payouts; nobody else can (issue 9). The regulator's inspector, and
+only the inspector, asks a service for the field check of its software (R6). Every decision
+carries a sentence that the edge returns to the caller and writes to the audit chain.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class Role(Enum):
     OPERATOR = "operator"  # changes pot groups: create, configure, link and unlink tables
     SUPERVISOR = "supervisor"  # approves and voids payouts
     SERVICE = "service"  # another service of the system (reads only)
+    INSPECTOR = "inspector"  # the regulator's inspector: checks the installed software (R6)
 
 
 class Action(Enum):
@@ -33,6 +35,7 @@ class Action(Enum):
     WATCH_SIGNS = "watch_signs"
     WATCH_TABLE = "watch_table"  # the dealer terminal's read-only view of its table (D3)
     READ = "read"
+    ATTEST_SOFTWARE = "attest_software"  # the HMAC of the installed files under a seed (R6)
 
 
 POLICY: dict[Action, frozenset[Role]] = {
@@ -47,6 +50,7 @@ POLICY: dict[Action, frozenset[Role]] = {
     Action.READ: frozenset(
         {Role.OPERATOR, Role.SUPERVISOR, Role.SERVICE, Role.SIGN, Role.TERMINAL}
     ),
+    Action.ATTEST_SOFTWARE: frozenset({Role.INSPECTOR}),
 }
 
 TABLE_SCOPED = frozenset({Action.CONFIRM_PAYMENT, Action.CONNECT_DEVICE, Action.WATCH_TABLE})

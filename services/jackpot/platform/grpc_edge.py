@@ -24,15 +24,24 @@ service's servicers. Both put their stop steps on the service's
 :class:`~jackpot.platform.runtime.Supervisor`: the gRPC server's where the composition root builds
 it (calls in flight may finish), the audit log's after everything else (every stop step before
 it may still write to it).
+
+**The software's field check.** Every edge also serves ``jackpot.v1.SoftwareService``
+(:class:`SoftwareServicer`, R6): to the inspector role only, the HMAC-SHA-256 under the
+inspector's seed of every file of the installed package as it is on disk when asked
+(:func:`jackpot.platform.manifest.attest`), with the manifest digest the service verified at
+start. The inspector computes the same over the approved build (``jackpot verify --seed``); a seed
+of their own choosing makes a recorded answer useless. Each call is on the audit log.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import inspect
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NoReturn, Protocol, TypeVar, overload
 
@@ -44,7 +53,9 @@ from jackpot.platform.access_log import AuditLog
 from jackpot.platform.authz import AccessSettings, Authorizer
 from jackpot.platform.exactly_once import NotCommitted
 from jackpot.platform.grpc_server import GrpcServer
+from jackpot.platform.manifest import attest, check_seed, package_root, verified_digest
 from jackpot.platform.runtime import Supervisor
+from jackpot.v1 import software_pb2, software_pb2_grpc
 
 Code = grpc.StatusCode
 
@@ -260,6 +271,46 @@ def answered(method: Callable[..., Any]) -> Callable[..., Any]:
     return unary
 
 
+# ------------------------------------------------------------- the software's field check (R6)
+
+
+class SoftwareServicer(software_pb2_grpc.SoftwareServiceServicer):
+    """``AttestSoftware`` for one service (named ``service`` in its answers) whose installed
+    package is ``root``."""
+
+    service_name = "jackpot.v1.SoftwareService"
+    TARGET = "software"  # what the audit log names as the object of the check
+
+    def __init__(self, authorizer: Authorizer, service: str, root: Path | None = None) -> None:
+        self.authorizer = authorizer
+        self.service = service
+        self.root = root or package_root()
+
+    def register(self, server: grpc.aio.Server) -> None:
+        software_pb2_grpc.add_SoftwareServiceServicer_to_server(self, server)  # type: ignore[no-untyped-call]
+
+    @answered
+    async def AttestSoftware(
+        self, request: software_pb2.AttestSoftwareRequest, call: Call
+    ) -> software_pb2.AttestSoftwareResponse:
+        seed = bytes(request.seed)
+        detail = f"a seed of {len(seed)} bytes"
+        await call.require(Action.ATTEST_SOFTWARE, self.TARGET, detail=detail)
+        try:
+            check_seed(seed)
+        except ValueError as error:
+            raise DomainError(Reason.MALFORMED, str(error)) from None
+        # Reading every file takes a few milliseconds of disk: off the event loop.
+        answer = await asyncio.to_thread(attest, self.root, seed)
+        call.applied(f"hmac-sha256:{answer.hmac_sha256} over {answer.files} files")
+        return software_pb2.AttestSoftwareResponse(
+            hmac_sha256=answer.hmac_sha256,
+            files=answer.files,
+            manifest_sha256=verified_digest(),
+            service=self.service,
+        )
+
+
 # ----------------------------------------------------------------------------- the edge
 
 
@@ -295,10 +346,12 @@ class AuditedEdge:
         self._settings = settings
 
     def serve(self, *servicers: Registered, grace_seconds: float) -> GrpcServer:
-        """The gRPC server of ``servicers`` (health and reflection too) on the settings' address,
-        not started; its health is the service's, and its stop step ("grpc": refuse new calls,
-        let those in flight finish for ``grace_seconds``) comes after the steps added so far."""
+        """The gRPC server of ``servicers`` (health and reflection too, and the software's field
+        check for an inspector, R6) on the settings' address, not started; its health is the
+        service's, and its stop step ("grpc": refuse new calls, let those in flight finish for
+        ``grace_seconds``) comes after the steps added so far."""
         access = self._settings.access
+        servicers = (*servicers, SoftwareServicer(self.authorizer, self.audit.chain))
         server = GrpcServer(
             self._settings.grpc_address,
             [servicer.register for servicer in servicers],

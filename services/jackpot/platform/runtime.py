@@ -184,13 +184,14 @@ async def serve(service: str, compose: Compose, stop: asyncio.Event) -> int:
     return await supervisor.run(stop)
 
 
-def authenticate_software(service: str) -> bool:
-    """R6: the installed files against the build's manifest, before anything starts."""
+def authenticate_software(service: str, approved: str = "") -> bool:
+    """R6: the installed files against the build's manifest, and the manifest's digest against
+    the one the regulator ``approved`` (when set), before anything starts."""
     from prometheus_client import Gauge
 
     from jackpot.platform.manifest import package_root, remember_verified, verify
 
-    result = verify(package_root())
+    result = verify(package_root(), approved)
     if not result.ok:
         print(f"jackpot {service}: {result.describe()}", file=sys.stderr)
         log.error("software_not_verified", service=service, detail=result.describe())
@@ -212,9 +213,11 @@ def run_service(
     """``serve`` on a fresh event loop (``runtime.event_loop``: uvloop unless asyncio is asked
     for); SIGTERM or SIGINT stops it gracefully. The exit status.
 
-    A service whose software fails its manifest (R6) never starts: one line, exit 3. With a
+    A service whose software fails its manifest, or whose manifest is not the approved one
+    (``runtime.approved_software_digest``), never starts (R6): one line, exit 3. With a
     ``tracing`` endpoint its spans are exported (``jackpot.platform.tracing``) until it stops."""
-    if not authenticate_software(service):
+    runtime = runtime or RuntimeSettings()
+    if not authenticate_software(service, runtime.approved_software_digest):
         return SOFTWARE_NOT_VERIFIED_EXIT
     if tracing is not None:
         name, _, instance = service.partition(":")
@@ -228,7 +231,7 @@ def run_service(
         return await serve(service, compose, stop)
 
     try:
-        with asyncio.Runner(loop_factory=loop_factory(runtime or RuntimeSettings())) as runner:
+        with asyncio.Runner(loop_factory=loop_factory(runtime)) as runner:
             return runner.run(main())
     finally:
         shutdown_tracing()

@@ -46,6 +46,7 @@ from pydantic_settings import (
 from pydantic_settings.sources import PydanticBaseEnvSettingsSource
 
 from jackpot.domain.access import Role, parse_roles
+from jackpot.platform.manifest import parse_digest
 from jackpot.topics import AUDIT
 
 if TYPE_CHECKING:
@@ -334,11 +335,27 @@ class TracingSettings(Settings):
         return self
 
 
+def _approved_digest(value: object) -> object:
+    """ "" (none approved), or a manifest digest: ``sha256:`` and 64 hex digits, or the digits."""
+    if not isinstance(value, str) or not value.strip():
+        return value
+    return parse_digest(value)
+
+
 class RuntimeSettings(Settings):
-    """The event loop the service runs on (:func:`jackpot.platform.runtime.run_service`)."""
+    """What :func:`jackpot.platform.runtime.run_service` needs before the service starts: the
+    software the regulator approved (R6) and the event loop."""
 
-    shared_title: ClassVar[str] = "Runtime: the event loop (every service)"
+    shared_title: ClassVar[str] = "Runtime: the approved software, the event loop (every service)"
 
+    approved_software_digest: Annotated[str, BeforeValidator(_approved_digest)] = Field(
+        "",
+        validation_alias="JACKPOT_APPROVED_SOFTWARE_DIGEST",
+        description="R6: the SHA-256 of the software manifest the regulator approved "
+        "(sha256: and its 64 hex digits, as `jackpot manifest` and `jackpot verify` print it); a "
+        "service whose installed manifest has another digest never starts (exit 3, one line). "
+        "Empty: the installed files are checked against their own manifest only",
+    )
     event_loop: Literal["uvloop", "asyncio"] = Field(
         "uvloop",
         validation_alias="JACKPOT_EVENT_LOOP",

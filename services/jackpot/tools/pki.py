@@ -8,7 +8,8 @@
 What a certificate says is what the services trust (jackpot.platform.tls reads it back):
 
 - subject CN: the principal's name (a person, a service, or a table id);
-- subject OU (one per role): device, terminal, sign, operator, supervisor, service;
+- subject OU (one per role): device, terminal, sign, operator, supervisor, service, inspector
+  (the regulator's inspector: the field check of the software, R6);
 - URI SAN ``urn:jackpot:table:<table id>``: binds a device or dealer terminal to its table;
 - DNS/IP SANs: the host names a server answers on.
 
@@ -49,6 +50,7 @@ DEV_PRINCIPALS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("operator", "operator", ()),
     ("supervisor", "supervisor", ()),
     ("sign", "sign", ()),
+    ("inspector", "inspector", ()),  # R6: `jackpot verify --seed ... --service ...`
 )
 
 
@@ -237,11 +239,14 @@ def run(argv: Sequence[str] | None = None) -> int:
         "--role",
         action="append",
         required=True,
-        help="device, terminal, sign, operator, supervisor or service (repeat for several)",
+        help="device, terminal, sign, operator, supervisor, service or inspector (repeat for "
+        "several)",
     )
     issue_cmd.add_argument("--table", default="", help="bind to this table id (devices, terminals)")
     issue_cmd.add_argument("--host", action="append", default=[], help="DNS name or IP (servers)")
-    dev = commands.add_parser("dev", help="the CA and every certificate the local floor needs")
+    dev = commands.add_parser(
+        "dev", help="the CA and every certificate the local floor (and an inspector) needs"
+    )
     dev.add_argument("--dir", type=Path, default=Path(".run/pki"))
     dev.add_argument("--table", action="append", default=[], help="also a device + terminal cert")
     args = parser.parse_args(argv)
