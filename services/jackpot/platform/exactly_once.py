@@ -918,7 +918,8 @@ class ExactlyOnceProcessor(Generic[H]):
         # send of the transaction failed (KAFKA-13967). Committing first committed
         # transactions without one of their records (issue 36;
         # tests/integration/test_transaction_atomicity.py).
-        for outcome in await delivered:
+        # (shielded: a deadline must not cancel aiokafka's own delivery futures)
+        for outcome in await asyncio.shield(delivered):
             if isinstance(outcome, BaseException):
                 raise outcome
         await producer.commit_transaction()
