@@ -8,8 +8,6 @@ so stopping it does not disturb the session's broker.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +15,6 @@ import pytest
 
 from jackpot.domain.cards import Game
 from jackpot.v1 import common_pb2, device_pb2
-from tests.conftest import KAFKA_SH
 from tests.integration.gateway_harness import (
     Device,
     PotHeartbeat,
@@ -28,6 +25,7 @@ from tests.integration.gateway_harness import (
     table_events,
     wait_until,
 )
+from tests.integration.own_broker import kafka_sh, own_broker
 
 pytestmark = pytest.mark.integration
 
@@ -35,22 +33,12 @@ PORT = 9492
 
 
 @pytest.fixture
-def own_broker(tmp_path: Path) -> Iterator[dict[str, str]]:
-    env = {**os.environ, "KAFKA_PORT": str(PORT), "JACKPOT_STATE": str(tmp_path / "state")}
-    subprocess.run([KAFKA_SH, "up"], check=True, env=env)
-    try:
+def broker(tmp_path: Path) -> Iterator[dict[str, str]]:
+    with own_broker(PORT, tmp_path / "state") as env:
         yield env
-    finally:
-        subprocess.run([KAFKA_SH, "down"], check=False, env=env)
 
 
-async def kafka_sh(command: str, env: dict[str, str]) -> None:
-    await asyncio.to_thread(subprocess.run, [KAFKA_SH, command], check=True, env=env)
-
-
-async def test_broker_outage_mid_round(
-    own_broker: dict[str, str], unique: str, tmp_path: Path
-) -> None:
+async def test_broker_outage_mid_round(broker: dict[str, str], unique: str, tmp_path: Path) -> None:
     bootstrap = f"127.0.0.1:{PORT}"
     settings = settings_for(bootstrap, unique, tmp_path / "spool.sqlite", heartbeat_timeout=2.0)
     await create_topics(settings)
@@ -68,7 +56,7 @@ async def test_broker_outage_mid_round(
         assert (await device.lock()).accepted
         assert await gateway.gateway.drained()
 
-        await kafka_sh("down", own_broker)
+        await kafka_sh("down", broker)
         loop = asyncio.get_running_loop()
         stopped = loop.time()
         await wait_until(lambda: not gateway.gateway.tables["CAR-1"].progressive_open, within=6)
@@ -92,7 +80,7 @@ async def test_broker_outage_mid_round(
         refused = await device.bet(1, 1)
         assert refused.reason == common_pb2.REJECT_REASON_PROGRESSIVE_CLOSED
 
-        await kafka_sh("up", own_broker)
+        await kafka_sh("up", broker)
         # aiokafka's clients reconnect with back-off: allow a loaded machine some time
         assert await gateway.gateway.drained(within_seconds=60)
         await wait_until(lambda: gateway.gateway.tables["CAR-1"].progressive_open, within=60)

@@ -10,9 +10,6 @@ disturb the session's broker.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -23,7 +20,7 @@ from jackpot.platform.exactly_once import NotCommitted, NotOwned
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.service import PotService
 from jackpot.v1 import pot_pb2
-from tests.conftest import KAFKA_SH
+from tests.integration.own_broker import kafka_sh, own_broker
 from tests.integration.test_payout import award, ledger_types, payout_settings, publish
 from tests.integration.test_pot_service import (
     assert_exactly_once,
@@ -47,23 +44,14 @@ FAST_RECOVERY = {"transaction_deadline_ms": 2_000, "recovery_backoff_max_ms": 1_
 
 
 @pytest.fixture(scope="module")
-def own_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """One broker for the module's tests (each test stops and restarts it)."""
-    state = tmp_path_factory.mktemp("outage") / "state"
-    env = {**os.environ, "KAFKA_PORT": str(PORT), "JACKPOT_STATE": str(state)}
-    subprocess.run([KAFKA_SH, "up"], check=True, env=env)
-    try:
+    with own_broker(PORT, tmp_path_factory.mktemp("outage") / "state") as env:
         yield env
-    finally:
-        subprocess.run([KAFKA_SH, "down"], check=False, env=env)
-
-
-async def kafka_sh(command: str, env: dict[str, str]) -> None:
-    await asyncio.to_thread(subprocess.run, [KAFKA_SH, command], check=True, env=env)
 
 
 async def test_the_pot_waits_out_a_broker_outage_not_serving_and_loses_nothing(
-    own_broker: dict[str, str], unique: str
+    broker: dict[str, str], unique: str
 ) -> None:
     settings = pot_settings(f"127.0.0.1:{PORT}", unique, partitions=2, **FAST_RECOVERY)
     await create_topics(settings)
@@ -75,7 +63,7 @@ async def test_the_pot_waits_out_a_broker_outage_not_serving_and_loses_nothing(
     async with stopped_at_the_end(service.run()) as pot:
         await wait_processed(settings)
         assert service.serving_flag.serving
-        await kafka_sh("down", own_broker)
+        await kafka_sh("down", broker)
         await eventually(  # its heartbeats' transactions fail: it cannot write, and says so
             lambda: not service.serving_flag.serving or pot.done(),
             "the pot never reported NOT_SERVING",
@@ -92,7 +80,7 @@ async def test_the_pot_waits_out_a_broker_outage_not_serving_and_loses_nothing(
             within=OUTAGE_BOUND_SECONDS,
         )
         assert not pot.done(), f"the pot exited: {pot.exception()!r}"
-        await kafka_sh("up", own_broker)
+        await kafka_sh("up", broker)
         await produce(settings, events[half:])
         await wait_processed(settings)
         await eventually(
@@ -104,7 +92,7 @@ async def test_the_pot_waits_out_a_broker_outage_not_serving_and_loses_nothing(
 
 
 async def test_the_payout_waits_out_a_broker_outage_not_serving_and_orders_each_prize_once(
-    own_broker: dict[str, str], unique: str
+    broker: dict[str, str], unique: str
 ) -> None:
     settings = await payout_settings(f"127.0.0.1:{PORT}", unique)
     settings = settings.replace(processor=FAST_RECOVERY)
@@ -115,7 +103,7 @@ async def test_the_payout_waits_out_a_broker_outage_not_serving_and_orders_each_
     async with stopped_at_the_end(service.run()) as payout:
         await eventually(lambda: before.award_id in service.book.payouts, "never ordered", 30)
         await eventually(lambda: service.serving, "the payout never served", within=30)
-        await kafka_sh("down", own_broker)
+        await kafka_sh("down", broker)
         # A dealer confirms a payment during the outage: refused, never half written.
         with pytest.raises((NotCommitted, NotOwned, DomainError)):
             await service.paid(before.table_id, before.award_id, "dealer-ana")
@@ -130,7 +118,7 @@ async def test_the_payout_waits_out_a_broker_outage_not_serving_and_orders_each_
             within=OUTAGE_BOUND_SECONDS,
         )
         assert not payout.done(), f"the payout exited: {payout.exception()!r}"
-        await kafka_sh("up", own_broker)
+        await kafka_sh("up", broker)
         await eventually(lambda: service.serving, "the payout never served again", within=60)
         await publish(settings, after)
         await eventually(lambda: after.award_id in service.book.payouts, "never ordered", 30)

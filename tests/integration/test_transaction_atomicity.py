@@ -27,6 +27,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError
 from loadtest.rounds import CONFIG
+from prometheus_client import Counter as PromCounter
 
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
@@ -110,6 +111,21 @@ async def stopped_at_the_end(run: Coroutine[Any, Any, None]) -> AsyncIterator[as
             task.exception()  # retrieved: the assertions above judged it
 
 
+async def refusals(
+    aborted: PromCounter, service: asyncio.Task[None], name: str
+) -> AsyncIterator[int]:
+    """Yields at the first transaction refused, then once ABORTS_WANTED were (its retries): the
+    moments to look at what was committed; fails if the service stopped meanwhile."""
+    for aborts in (1, ABORTS_WANTED):
+        await eventually(
+            lambda n=aborts: aborted._value.get() >= n or service.done(),  # type: ignore[misc]
+            f"{name} never had {aborts} transactions refused",
+            within=60,
+        )
+        yield aborts
+        assert not service.done(), f"{name} stopped: {service.exception()!r}"
+
+
 def topic(specs: list[TopicSpec], name: str) -> TopicSpec:
     (spec,) = [s for s in specs if s.name == name]
     return spec
@@ -129,19 +145,13 @@ async def test_a_pot_transaction_whose_state_record_is_refused_commits_none_of_i
     async with refusing(kafka_bootstrap, state):
         await produce(settings, events)
         async with stopped_at_the_end(PotService(settings, metrics).run()) as pot:
-            for aborts in (1, ABORTS_WANTED):  # the first refusal, then its retries
-                await eventually(
-                    lambda n=aborts: aborted._value.get() >= n or pot.done(),  # type: ignore[misc]
-                    f"the pot never had {aborts} transactions refused",
-                    within=60,
-                )
+            async for _ in refusals(aborted, pot, "the pot"):
                 ledger = await read_topic(settings, settings.ledger_topic)
                 updates = await read_topic(settings, settings.pot_updates_topic)
                 assert (ledger, updates) == ([], []), (
                     f"committed without their state: {len(ledger)} ledger entries, "
                     f"{len(updates)} pot updates"
                 )
-                assert not pot.done(), f"the pot stopped: {pot.exception()!r}"
     service = PotService(settings, PotMetrics())
     async with running(service):
         await wait_processed(settings)
@@ -164,15 +174,9 @@ async def test_a_payout_transaction_whose_ledger_entry_is_refused_orders_nothing
         first = PayoutService(settings)
         async with stopped_at_the_end(first.run()) as payout:
             aborted = first.processor.metrics.transactions_aborted
-            for aborts in (1, ABORTS_WANTED):  # the first refusal, then its retries
-                await eventually(
-                    lambda n=aborts: aborted._value.get() >= n or payout.done(),  # type: ignore[misc]
-                    f"the payout never had {aborts} transactions refused",
-                    within=60,
-                )
+            async for _ in refusals(aborted, payout, "the payout"):
                 payouts = await read_topic(settings, settings.payouts_topic)
                 assert payouts == [], f"{len(payouts)} payouts committed without their ledger entry"
-                assert not payout.done(), f"the payout stopped: {payout.exception()!r}"
     async with Running(settings) as second:
         await eventually(
             lambda: prize.award_id in second.service.book.payouts, "the prize was never ordered"
