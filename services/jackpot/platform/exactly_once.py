@@ -1259,7 +1259,7 @@ class ExactlyOnceProcessor(Generic[H]):
                     self._start_worker(owned)
         except BaseException:
             for producer in producers:
-                await stop_client(producer)
+                await retire_producer(producer)
             raise
 
     def _resume_point(
@@ -1302,7 +1302,7 @@ class ExactlyOnceProcessor(Generic[H]):
             await producer.begin_transaction()
             await producer.abort_transaction()
         except BaseException:
-            await stop_client(producer)
+            await retire_producer(producer)
             raise
         return producer
 
