@@ -14,7 +14,7 @@ DEJAVU := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= tests/golden
 
-.PHONY: help setup browser monitoring-tools monitor proto demo-report test-e2e loadtest chaos soak wan toxiproxy proto-lint proto-breaking proto-test lint test test-unit test-integration test-cluster bench bench-history \
+.PHONY: help setup browser monitoring-tools monitor proto demo-report test-e2e loadtest chaos chaos-campaign soak wan toxiproxy proto-lint proto-breaking proto-test lint test test-unit test-integration test-cluster bench bench-history \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down kafka-secure-cluster-up \
         kafka-secure-cluster-down clean
 
@@ -108,6 +108,9 @@ bench-history: setup ## pot takeover, start-up, audit, report, restore on 0, 1 a
 
 chaos: setup ## fault suite: kill -9 of pot (20x), gateway, payout, display; 20 s pauses of pot and payout; device faults; site cut-off (root) (build/chaos/)
 	$(BIN)/python -m loadtest.chaos --device-faults 0.05 --site-cutoff 20 --pause pot:20 --pause payout:20
+
+chaos-campaign: setup ## fault campaign: 30 short runs on the three-broker cluster, each with its seed: broker kill -9s, broker pauses, a whole-cluster restart mid-transaction; judged by the books, the round oracle, the takeover check, no unexpected exit (build/chaos-campaign/; CAMPAIGN_ARGS='--runs 1 --seed S' reruns one)
+	$(BIN)/python -m loadtest.campaign --runs 30 --out build/chaos-campaign $(CAMPAIGN_ARGS)
 
 wan: setup toxiproxy ## a remote site over WAN profiles (metro, regional, satellite; stalls, a cut, a flapping link) through Toxiproxy (root; build/wan/)
 	$(BIN)/python -m loadtest.wan --profiles metro,regional,satellite

@@ -17,8 +17,9 @@ Runs the floor as in `jackpot demo` and, while the simulator plays, injects faul
    that moment every table of both gateways must refuse progressive bets within the gateway's
    heartbeat timeout + 1 s (their ``jackpot_gateway_tables_closed`` counts all their tables, every
    played table's controller is pushed ProgressiveStatus closed, and a probe bet at each site is
-   refused ``PROGRESSIVE_CLOSED``); after the restart the floor must be whole again (services
-   that exit meanwhile are restarted, as Kubernetes would);
+   refused ``PROGRESSIVE_CLOSED``); after the restart the floor must be whole again (a service
+   that exits meanwhile is restarted, as Kubernetes would, and fails the suite: brokers gone are
+   no reason to exit);
 4. ``kill -9`` of a table gateway mid-round and its restart (its spool and its devices resync);
 5. during all of the above, the table controllers duplicate, delay (0.2-2 s) and reorder their
    events, each at ``--device-faults`` RATE (``jackpot.sim.device_faults``): every copy must be
@@ -46,6 +47,18 @@ Runs the floor as in `jackpot demo` and, while the simulator plays, injects faul
    satellite; Toxiproxy between the site and the brokers, stalls, a cut and a flapping link;
    ``loadtest.wan``, which `make wan` runs by itself); a requested profile that did not run fails.
 
+Every service process is watched for the whole run (``loadtest.exits``): each exit is printed
+and reported (``service_exits``) with the service, the seconds since the services started, the
+exit status and the last error of its log, and the service is started again after a backoff, as
+Kubernetes would. The suite's own ``kill -9``s (and the graceful stop of a second instance) are
+expected; any other exit fails the suite. The floor must also stay whole (``floor_held``,
+``loadtest.floor_held``) from the start of play, between one fault's recovery and the next
+fault, and from the last recovery to the end of play, not only at the moment a recovery is
+measured: every pot group's updates heard within the gateway's heartbeat timeout, every service
+answering SERVING, no gateway counting a table closed; a condition wrong for more than 2 s in a
+row fails the suite. The cluster's stops (``kafka.sh cluster-down``) SIGKILL the brokers whose
+controlled shutdown has not ended within ``STOP_SECONDS`` (10), and the report says which.
+
 ``--faults`` picks which of them run (default all but the cluster's 2 and 3, which ``--cluster``
 adds, and 8, which ``--pause`` adds); ``--device-faults 0`` and ``--site-cutoff 0`` also turn 5
 and 7 off.
@@ -57,8 +70,9 @@ The books are `jackpot audit` and the simulator's own record of accepted bets, c
 per pot group (``jackpot.sim.books``): the pesos lost and duplicated (both must be 0), every award
 with one payout, none paid twice. The probe tables (one per site, linked, never played by the
 simulator) carry the suite's own bets, so that no played table's controller is displaced.
-Exit status 0 only when every fault that ran passed, the books hold, and no requested fault was
-skipped (fault 7 without root is skipped; ``--allow-skip`` lets a skipped fault pass the suite).
+Exit status 0 only when every fault that ran passed, the books hold, no service exited that the
+suite did not kill, the floor stayed whole between faults, and no requested fault was skipped
+(fault 7 without root is skipped; ``--allow-skip`` lets a skipped fault pass the suite).
 """
 
 from __future__ import annotations
@@ -69,12 +83,15 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -93,7 +110,6 @@ from jackpot.sim.device_faults import DeviceFaultRates
 from jackpot.sim.floor import Floor, FloorStats
 from jackpot.tools.demo import (
     BLACKJACK_GROUP,
-    KAFKA_SH,
     METRICS,
     POKER_GROUP,
     REPO,
@@ -105,12 +121,17 @@ from jackpot.tools.demo import (
 from jackpot.tools.demo import (
     report as demo_report,
 )
+from jackpot.tools.demo_status import OK, HealthProbe, probe_health
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
+from loadtest.exits import ExitWatch
+from loadtest.floor_held import FloorGuard
 from loadtest.site_cutoff import gateway_metrics, probe_bet, run_site_cutoff
 from loadtest.verdicts import (
     OUTAGE_CLOSE_MARGIN_SECONDS,
     OUTAGE_RECOVERY_BOUND_SECONDS,
     RECOVERY_BOUNDS_SECONDS,
+    judge_exits,
+    judge_floor_held,
     judge_kills,
     judge_outage,
     suite_verdict,
@@ -120,6 +141,16 @@ from loadtest.wan import profiles as wan_profiles
 from loadtest.wan import render as render_wan
 from loadtest.wan import run as run_wan
 
+# The suite's own cluster script, beside it (not the one beside the jackpot package it imports:
+# the suite may drive another checkout's services, PYTHONPATH first, on the same cluster).
+KAFKA_SH = Path(__file__).resolve().parents[1] / "deploy" / "local" / "kafka.sh"
+# A stop of the cluster SIGKILLs the brokers still running after this long (kafka.sh's default
+# is 30: a controlled shutdown of three brokers took 29.8 s on a slow machine).
+STOP_SECONDS = 10
+# The brokers' JVMs compile with C1 only: a broker restarted under the floor's load starts in
+# half the time (cluster-up 16 s against 30-37 s on a loaded two-core machine); the load of a
+# fault run is far below what C2 would gain.
+BROKER_JVM_OPTS = "-XX:TieredStopAtLevel=1"
 CLUSTER = "127.0.0.1:9192,127.0.0.1:9292,127.0.0.1:9392"
 BROKER_PORTS = (9192, 9292, 9392)
 GATEWAYS = {"A": "gateway-a", "B": "gateway-b"}
@@ -134,11 +165,42 @@ POLL_SECONDS = 0.1
 
 
 class ChaosDemo(Demo):
-    """The demo floor with a probe table at each site (linked, configured, never played)."""
+    """The demo floor with a probe table at each site (linked, configured, never played).
+
+    With an ``exit_watch`` every process it starts is known to the watch (where its output
+    begins in its log), and every exit the suite causes (a ``kill -9``, a second instance
+    stopped) is recorded as the suite's own."""
 
     def __init__(self, tables: int, state_dir: Path, run_id: str, replication: int) -> None:
         super().__init__(tables, state_dir, run_id, replication)
         self.tables.extend(PROBES)
+        self.exit_watch: ExitWatch | None = None
+
+    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
+        log = self.state / f"{name}.log"
+        offset = log.stat().st_size if log.exists() else 0
+        super()._spawn(name, args, env)
+        if self.exit_watch is not None:
+            self.exit_watch.spawned(self.processes[name], offset)
+
+    def kill(self, name: str) -> None:
+        process = self.processes[name]
+        super().kill(name)
+        if self.exit_watch is not None:
+            self.exit_watch.caused(name, process, process.wait(), "kill -9 by the fault suite")
+
+    def environment_of(self, service: str) -> dict[str, str]:
+        """The environment ``service`` runs with (its settings, topics, brokers)."""
+        _, env = self._commands[service]
+        return {**os.environ, **self.service_env(env)}
+
+    def stop_twin(self, twin: str, within_seconds: float = 20) -> int | None:
+        process = self.processes[twin]
+        code = super().stop_twin(twin, within_seconds)
+        if self.exit_watch is not None:
+            cause = "second instance stopped by the suite (SIGTERM)"
+            self.exit_watch.caused(twin, process, process.wait(), cause)
+        return code
 
     def played_tables(self) -> list[DemoTable]:
         return [t for t in self.tables if t not in PROBES]
@@ -149,6 +211,7 @@ class ChaosDemo(Demo):
 
 
 D = TypeVar("D", bound=ChaosDemo)
+T = TypeVar("T")
 
 
 class PotWatch:
@@ -209,6 +272,42 @@ async def probes(demo: ChaosDemo) -> dict[str, str]:
 
     answers = await asyncio.gather(*(one(t) for t in PROBES))
     return {t.site: a for t, a in zip(PROBES, answers, strict=True)}
+
+
+class FloorProbes:
+    """What 'floor whole' means between faults (``FloorGuard``'s problems): every pot group's
+    updates heard within the gateway's heartbeat timeout (longer, and its tables close), every
+    service of the floor answering SERVING, no gateway counting a table closed."""
+
+    def __init__(self, demo: ChaosDemo, watch: PotWatch) -> None:
+        self.demo = demo
+        self.watch = watch
+        self.stale_after = load(
+            GatewaySettings, file=demo.state / "gateway-a.json"
+        ).heartbeat_timeout_seconds
+        self.health = {
+            name: HealthProbe(demo.target(name), demo.tls("operator")) for name in demo.ports
+        }
+
+    async def problems(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        now = time.monotonic()
+        for group in self.watch.groups:
+            heard = self.watch.heard.get(group)
+            if heard is None or now - heard > self.stale_after:
+                silent = "never" if heard is None else f"{now - heard:.1f} s ago"
+                found[f"pot updates of {group}"] = f"last heard {silent}"
+        for name, state in (await probe_health(self.health)).items():
+            if state != OK:
+                found[f"{name} health"] = state
+        for site, count in (await asyncio.to_thread(gateways_closed, self.demo)).items():
+            if count != 0:
+                found[f"gateway {site} tables"] = f"{count} closed" if count else "no /metrics"
+        return found
+
+    async def close(self) -> None:
+        for probe in self.health.values():
+            await probe.close()
 
 
 async def floor_whole(
@@ -486,7 +585,19 @@ async def pause_service(
     figures["resumed_still_running"] = process.poll() is None
     if twin is not None:
         figures["twin_exit"] = await asyncio.to_thread(demo.stop_twin, twin)
+        figures["whole_after_twin_stopped_seconds"] = await handed_back(demo, watch, service)
     return figures
+
+
+async def handed_back(demo: ChaosDemo, watch: PotWatch, service: str) -> float | None:
+    """Seconds from the second instance's stop until the first serves again and the floor is
+    whole (the hand-back is part of the fault: the floor guard is armed only after it)."""
+    stopped = time.monotonic()
+    with contextlib.suppress(RuntimeError):
+        await demo.wait_serving(PAUSABLE[service], GIVE_UP_SECONDS)
+        whole = await floor_whole(demo, watch, stopped, heard_after=stopped)
+        return None if whole is None else round(whole, 2)
+    return None
 
 
 async def kill_broker(
@@ -495,22 +606,35 @@ async def kill_broker(
     """Fault 2, once: SIGKILL one broker of the local cluster, restart it 3 s later; seconds from
     the kill until the floor is whole (updates heard after the broker is back)."""
     await asyncio.sleep(rng.uniform(2.0, 5.0))
-    await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "kill", str(node)], check=True)
+    await asyncio.to_thread(kafka_sh, "kill", str(node))
     killed = time.monotonic()
     await asyncio.sleep(3)  # play on with two brokers for a moment
-    await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "start", str(node)], check=True)
+    await asyncio.to_thread(kafka_sh, "start", str(node))
     return await floor_whole(demo, watch, killed, heard_after=time.monotonic())
 
 
-async def supervise(demo: Demo, restarts: list[str]) -> None:
-    """Restart any service that exits, as Kubernetes would (a service may stop on purpose when it
-    cannot reach Kafka at all)."""
+async def supervise(demo: ChaosDemo, restarts: list[str]) -> None:
+    """Restart any service that exits, as Kubernetes would, each exit printed with its last
+    error (``ExitWatch``); ``restarts`` gets the name of each service that exited."""
+    watch = demo.exit_watch = demo.exit_watch or ExitWatch(demo)
     while True:
+        restarts.extend(e.service for e in watch.check())
         await asyncio.sleep(0.5)
-        for name, process in list(demo.processes.items()):
-            if process.poll() is not None:
-                restarts.append(name)
-                demo.restart(name)
+
+
+def kafka_sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """The suite's cluster script (``KAFKA_SH``) with its stop bound and broker JVM options;
+    what it says goes to stderr as it says it."""
+    env = {
+        "KAFKA_STOP_SECONDS": str(STOP_SECONDS),
+        "KAFKA_JVM_OPTS": BROKER_JVM_OPTS,
+        **{k: v for k, v in os.environ.items() if k != "KAFKA_STOP_SECONDS"},
+    }
+    done = subprocess.run([str(KAFKA_SH), *args], env=env, stderr=subprocess.PIPE, text=True)
+    print(done.stderr, end="", file=sys.stderr, flush=True)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"kafka.sh {' '.join(args)} failed ({done.returncode}): {done.stderr}")
+    return done
 
 
 def brokers_unreachable() -> bool:
@@ -521,10 +645,29 @@ def brokers_unreachable() -> bool:
     return True
 
 
-def _cluster_down() -> float:
-    """Stop every broker (SIGTERM, controlled shutdown); the moment the last one had exited."""
-    subprocess.run([str(KAFKA_SH), "cluster-down"], check=True)
-    return time.monotonic()
+@dataclass(frozen=True, slots=True)
+class ClusterStop:
+    """One stop of the whole cluster: when the last broker had exited, and which were SIGKILLed
+    because their controlled shutdown had not ended within the bound."""
+
+    ended_at: float  # monotonic
+    took_seconds: float
+    killed: list[str]  # "node2 (pid 1234)"
+
+
+def cluster_down() -> ClusterStop:
+    """Stop every broker (SIGTERM, controlled shutdown; SIGKILL after ``STOP_SECONDS``): which
+    were killed, as ``kafka.sh cluster-down`` says."""
+    started = time.monotonic()
+    done = kafka_sh("cluster-down")
+    ended = time.monotonic()
+    killed = [
+        node
+        for line in done.stderr.splitlines()
+        if "stop bound:" in line
+        for node in re.findall(r"node\d \(pid \d+\)", line)
+    ]
+    return ClusterStop(ended, round(ended - started, 2), killed)
 
 
 def _devices_told_closed(stats: FloorStats, tables: set[str], since: float) -> float | None:
@@ -549,14 +692,16 @@ async def stop_cluster(
     wanted = {site: demo.site_tables(site) for site in GATEWAYS}
     played = {t.table_id for t in demo.played_tables()}
     stop_started = time.monotonic()
-    stopping = asyncio.create_task(asyncio.to_thread(_cluster_down))
+    stopping = asyncio.create_task(asyncio.to_thread(cluster_down))
     unreachable_at: float | None = None
+    stop: ClusterStop | None = None
     verified = False
     closed_at: float | None = None
     probing: asyncio.Task[dict[str, str]] | None = None
     while unreachable_at is None or time.monotonic() - unreachable_at < seconds:
         if unreachable_at is None and stopping.done():
-            unreachable_at = stopping.result()
+            stop = stopping.result()
+            unreachable_at = stop.ended_at
             verified = await asyncio.to_thread(brokers_unreachable)
         if closed_at is None:
             counts = await asyncio.to_thread(gateways_closed, demo)
@@ -565,9 +710,10 @@ async def stop_cluster(
                 probing = asyncio.create_task(probes(demo))
         await asyncio.sleep(POLL_SECONDS)
     assert unreachable_at is not None
+    assert stop is not None
     probe_bets = await probing if probing is not None else {}
     told = _devices_told_closed(floor.stats, played, stop_started)
-    await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "cluster-up"], check=True)
+    await asyncio.to_thread(kafka_sh, "cluster-up")
     restarted = time.monotonic()
     recovery = await floor_whole(demo, watch, restarted, within=GIVE_UP_SECONDS + 60)
 
@@ -578,6 +724,8 @@ async def stop_cluster(
         "outage_seconds": seconds,
         "heartbeat_timeout_seconds": heartbeat,
         "stop_took_seconds": round(unreachable_at - stop_started, 2),
+        "stop_bound_seconds": STOP_SECONDS,
+        "stop_killed": stop.killed,
         "brokers_unreachable_verified": verified,
         "closed_after_seconds": since_unreachable(closed_at),
         "closed_after_stop_started_seconds": None
@@ -596,7 +744,7 @@ async def open_floor(
     """A floor of ``kind`` (state in .run/<runs>/<run>): the brokers (the local three-broker
     cluster with ``cluster``, else the local broker), the run's topics, its services started."""
     if cluster:
-        await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "cluster-up"], check=True)
+        await asyncio.to_thread(kafka_sh, "cluster-up")
         os.environ["KAFKA_BOOTSTRAP_SERVERS"] = CLUSTER
     demo = kind(tables, REPO / ".run" / runs / run_id, run_id, 3 if cluster else 1)
     demo.start_kafka()
@@ -614,82 +762,147 @@ async def floor_ready(demo: ChaosDemo, watch: PotWatch) -> None:
 
 
 async def close_floor(demo: ChaosDemo, watch: PotWatch, cluster: bool) -> None:
-    """Stop following, stop every service, and the cluster if the floor ran on it."""
+    """Stop following, stop watching the exits (the services stop now on purpose), stop every
+    service, and the cluster if the floor ran on it."""
     await watch.stop()
+    if demo.exit_watch is not None:
+        demo.exit_watch.stop()
     demo.stop_services()
     if cluster:
-        await asyncio.to_thread(subprocess.run, [str(KAFKA_SH), "cluster-down"], check=False)
+        with contextlib.suppress(RuntimeError):
+            await asyncio.to_thread(cluster_down)
+
+
+class Watches:
+    """What a fault run keeps an eye on from its services' start to their stop: the pot's
+    updates (``pot``), every service exit (``exits``) and, once the floor is ready, the floor
+    held whole between faults (``guard``; a fault run through :meth:`during` disarms it)."""
+
+    def __init__(self, demo: ChaosDemo) -> None:
+        self.demo = demo
+        self.pot = PotWatch(demo)
+        self.exits = demo.exit_watch = ExitWatch(demo)
+        self.guard: FloorGuard | None = None
+        self._probes: FloorProbes | None = None
+        self._tasks = [asyncio.create_task(self.exits.run())]
+
+    async def ready(self) -> None:
+        """The floor ready (``floor_ready``); from now on it must stay whole between faults."""
+        await floor_ready(self.demo, self.pot)
+        self._probes = FloorProbes(self.demo, self.pot)
+        self.guard = FloorGuard(self._probes.problems)
+        self.guard.arm()
+        self._tasks.append(asyncio.create_task(self.guard.run()))
+
+    async def during(self, fault: Awaitable[T]) -> T:
+        """A fault, from its injection to its recovery, with the guard disarmed."""
+        if self.guard is None:
+            return await fault
+        async with self.guard.fault():
+            return await fault
+
+    def end_of_play(self) -> None:
+        if self.guard is not None:
+            self.guard.disarm()
+
+    def judged(self) -> dict[str, Any]:
+        """The run's service exits and its floor held whole, judged (after the play; a run cut
+        short before the floor was ready has no floor held to judge)."""
+        self.end_of_play()
+        judged = {"service_exits": judge_exits(self.exits.report())}
+        if self.guard is not None:
+            judged["floor_held"] = judge_floor_held(self.guard.report())
+        return judged
+
+    async def close(self, cluster: bool) -> None:
+        """Stop watching, then the floor (``close_floor``). The services stop before anything
+        is awaited: a run cancelled meanwhile (Ctrl-C) leaves none behind."""
+        self.end_of_play()
+        self.exits.stop()
+        for task in self._tasks:
+            task.cancel()
+        self.demo.stop_services()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._probes is not None:
+            await self._probes.close()
+        await close_floor(self.demo, self.pot, cluster)
+
+
+async def play_faults(
+    args: argparse.Namespace, wanted: set[int], demo: ChaosDemo, w: Watches, floor: Floor
+) -> dict[str, Any]:
+    """Faults 1, 2, 3, 4, 6 and 8 one after the other, each from its injection to its recovery
+    with the floor guard disarmed; their figures under ``faults`` (and ``cluster_outage``)."""
+    rng = random.Random(args.seed)
+    names: tuple[str, ...] = ("pot_kill_9", "gateway_kill_9", "payout_kill_9", "display_kill_9")
+    names += ("broker_kill_9", *(f"{service}_pause" for service, _ in args.pause))
+    faults: dict[str, list[float | None]] = {name: [] for name in names}
+    payout_kills: list[dict[str, Any]] = []
+    pauses: dict[str, list[dict[str, Any]]] = {}
+    outage: dict[str, Any] = {}
+    for _ in range(args.pot_kills if 1 in wanted else 0):
+        faults["pot_kill_9"].append(await w.during(kill_pot(demo, w.pot, rng)))
+    if 4 in wanted:
+        faults["gateway_kill_9"].append(await w.during(kill_gateway(demo, w.pot, rng)))
+    if 6 in wanted:
+        for _ in range(args.payout_kills):
+            payout_kills.append(await w.during(kill_payout(demo, floor, rng)))
+            faults["payout_kill_9"].append(payout_kills[-1]["recovery_seconds"])
+        faults["display_kill_9"].append(await w.during(kill_display(demo, rng)))
+    for service, seconds in args.pause if 8 in wanted else ():
+        figures = await w.during(pause_service(demo, w.pot, service, seconds, rng))
+        pauses.setdefault(f"{service}_pause", []).append(figures)
+        faults[f"{service}_pause"].append(figures["recovery_seconds"])
+    for node in (1, 2) if 2 in wanted else ():
+        faults["broker_kill_9"].append(await w.during(kill_broker(demo, w.pot, node, rng)))
+    if 3 in wanted:
+        before = len(w.exits.exits)
+        figures = await w.during(stop_cluster(demo, w.pot, floor, args.outage_seconds))
+        figures["services_restarted"] = sorted(e.service for e in w.exits.exits[before:])
+        outage = judge_outage(figures)
+    result: dict[str, Any] = {
+        "faults": {name: judge_kills(name, times) for name, times in faults.items()}
+    }
+    if payout_kills:
+        result["faults"]["payout_kill_9"]["kills"] = payout_kills
+    for name, each in pauses.items():
+        result["faults"][name]["pauses"] = each
+    if outage:
+        result["cluster_outage"] = outage
+    return result
 
 
 async def play_main_floor(
     args: argparse.Namespace, run_id: str, wanted: set[int]
 ) -> dict[str, Any]:
-    """Faults 1 to 6 on one floor; the books of that floor."""
-    rng = random.Random(args.seed)
+    """Faults 1 to 6 and 8 on one floor; the books of that floor, its service exits and the
+    floor held whole between the faults and to the end of play."""
     demo = await open_floor(ChaosDemo, run_id, args.tables, args.cluster)
-    names = ("pot_kill_9", "gateway_kill_9", "payout_kill_9", "display_kill_9", "broker_kill_9")
-    names += tuple(f"{service}_pause" for service, _ in args.pause)
-    faults: dict[str, list[float | None]] = {name: [] for name in names}
-    payout_kills: list[dict[str, Any]] = []
-    pauses: dict[str, list[dict[str, Any]]] = {}
-    outage: dict[str, Any] = {}
     device_fault_rates = DeviceFaultRates.every_kind(args.device_faults if 5 in wanted else 0)
-    watch = PotWatch(demo)
+    w = Watches(demo)
     try:
-        await floor_ready(demo, watch)
+        await w.ready()
         config = sim_config(demo, args.rig_rate, args.rounds_per_minute)
         config.device_faults = device_fault_rates
         floor = Floor(config)
         playing = asyncio.create_task(floor.run())
         started = time.monotonic()
-        for _ in range(args.pot_kills if 1 in wanted else 0):
-            faults["pot_kill_9"].append(await kill_pot(demo, watch, rng))
-        if 4 in wanted:
-            faults["gateway_kill_9"].append(await kill_gateway(demo, watch, rng))
-        if 6 in wanted:
-            for _ in range(args.payout_kills):
-                payout_kills.append(await kill_payout(demo, floor, rng))
-                faults["payout_kill_9"].append(payout_kills[-1]["recovery_seconds"])
-            faults["display_kill_9"].append(await kill_display(demo, rng))
-        if 8 in wanted:
-            for service, seconds in args.pause:
-                figures = await pause_service(demo, watch, service, seconds, rng)
-                pauses.setdefault(f"{service}_pause", []).append(figures)
-                faults[f"{service}_pause"].append(figures["recovery_seconds"])
-        if 2 in wanted:
-            for node in (1, 2):
-                faults["broker_kill_9"].append(await kill_broker(demo, watch, node, rng))
-        if 3 in wanted:
-            restarts: list[str] = []
-            supervisor = asyncio.create_task(supervise(demo, restarts))
-            try:
-                figures = await stop_cluster(demo, watch, floor, args.outage_seconds)
-            finally:  # never restart services behind the teardown's back
-                supervisor.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await supervisor
-            figures["services_restarted"] = sorted(restarts)
-            outage = judge_outage(figures)
-        # play on after the last fault, and long enough for the device faults to show
+        result = await play_faults(args, wanted, demo, w, floor)
+        # play on after the last fault (the floor must stay whole), and long enough for the
+        # device faults to show
         played = time.monotonic() - started
         await asyncio.sleep(max(args.settle_seconds, args.min_play_seconds - played))
+        w.end_of_play()
         stats = await finish_floor(demo, floor, playing)
-        books = await judge(demo, stats, await demo_report(demo, stats), require_paid=True)
-        result: dict[str, Any] = {
-            "faults": {name: judge_kills(name, times) for name, times in faults.items()},
-            **books,
-        }
-        if payout_kills:
-            result["faults"]["payout_kill_9"]["kills"] = payout_kills
-        for name, figures in pauses.items():
-            result["faults"][name]["pauses"] = figures
-        if outage:
-            result["cluster_outage"] = outage
+        result.update(await judge(demo, stats, await demo_report(demo, stats), require_paid=True))
         if device_fault_rates.any:
             result["device_faults"] = judge_device_faults(args.device_faults, stats)
+        result.update(w.judged())
         return result
     finally:
-        await close_floor(demo, watch, args.cluster)
+        await w.close(args.cluster)
 
 
 def judge_device_faults(rate: float, stats: FloorStats) -> dict[str, Any]:
@@ -784,6 +997,33 @@ def print_books(label: str, books: dict[str, Any]) -> None:
                 print(f"{label:16}   ! {kind} {example}")
 
 
+def print_watched(result: dict[str, Any], label: str = "") -> None:
+    """The service exits (each with its time and last error) and the floor held whole."""
+    exits = result.get("service_exits")
+    if exits:
+        print(
+            f"{label or 'service exits':16} {exits['count']}: caused by the suite "
+            f"{exits['expected']}, unexpected {exits['unexpected']} -> {exits['status'].upper()}"
+        )
+        for e in exits["exits"]:
+            mark = "  " if e["expected"] else "! "
+            print(
+                f"{'':16} {mark}{e['service']} (pid {e['pid']}) {e['how']} at "
+                f"{e['at_seconds']:g} s{' (' + e['cause'] + ')' if e['cause'] else ''}: "
+                f"{e['last_error'] or 'no error logged'}"
+            )
+    held = result.get("floor_held")
+    if held:
+        print(
+            f"{label or 'floor held':16} whole between faults and to the end: "
+            f"{held.get('checks', 0)} checks over {held.get('armed_seconds', 0):g} s, lapses "
+            f"over {held.get('grace_seconds', 0):g} s: {len(held.get('lapses', []))} -> "
+            f"{held['status'].upper()}"
+        )
+        for check in held["failed_checks"]:
+            print(f"{'':16} ! {check}")
+
+
 def print_summary(result: dict[str, Any], out: Path) -> None:
     bounds = ", ".join(f"{name} {b:g} s" for name, b in RECOVERY_BOUNDS_SECONDS.items())
     print(
@@ -827,9 +1067,12 @@ def print_summary(result: dict[str, Any], out: Path) -> None:
             )
     outage = result.get("cluster_outage")
     if outage:
+        killed = outage.get("stop_killed") or []
         print(
             f"cluster outage   {outage['outage_seconds']:g} s, measured from "
-            f"{outage['measured_from']}; the stop took {outage['stop_took_seconds']} s, brokers "
+            f"{outage['measured_from']}; the stop took {outage['stop_took_seconds']} s (bound "
+            f"{outage.get('stop_bound_seconds')} s; "
+            f"{'SIGKILLed ' + ', '.join(killed) if killed else 'no broker SIGKILLed'}), brokers "
             f"unreachable {'' if outage['brokers_unreachable_verified'] else 'NOT '}verified"
         )
         print(
@@ -869,6 +1112,7 @@ def print_summary(result: dict[str, Any], out: Path) -> None:
             f"{'OK' if chain['ok'] else 'TAMPERED: ' + str(chain['first_break'])}"
         )
         print(f"books            -> {'PASSED' if result['books_ok'] else 'FAILED'}")
+    print_watched(result)
     site = result.get("site_cutoff")
     if site and not site["status"].startswith("skipped"):
         print(

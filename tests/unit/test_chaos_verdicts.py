@@ -17,6 +17,8 @@ from loadtest.verdicts import (
     OUTAGE_RECOVERY_BOUND_SECONDS,
     PAYOUT_RECOVERY_BOUND_SECONDS,
     POT_RECOVERY_BOUND_SECONDS,
+    judge_exits,
+    judge_floor_held,
     judge_kills,
     judge_outage,
     suite_verdict,
@@ -42,6 +44,8 @@ def passing_report(**sections: Any) -> dict[str, Any]:
         },
         "books_ok": True,
         "device_faults": {"status": "passed"},
+        "service_exits": judge_exits([]),
+        "floor_held": judge_floor_held({"checks": 40, "lapses": []}),
     }
     report.update(sections)
     return report
@@ -124,6 +128,8 @@ def test_a_report_asking_for_faults_1_and_6_with_nothing_measured_fails() -> Non
         "fault 1 not run: faults.pot_kill_9",
         "fault 6 not run: faults.payout_kill_9",
         "fault 6 not run: faults.display_kill_9",
+        "no judgement of the service exits of the main floor",
+        "no judgement of the floor held whole of the main floor",
     ]
 
 
@@ -184,6 +190,14 @@ def test_main_floor_faults_without_the_main_floors_books_fail() -> None:
     report = passing_report()
     del report["books_ok"]
     assert suite_verdict(report)["failed"] == ["no books of the main floor"]
+    # nor without the judgement of its exits and of the floor held whole (issue 36 item 5)
+    for key, what in (
+        ("service_exits", "the service exits"),
+        ("floor_held", "the floor held whole"),
+    ):
+        report = passing_report()
+        del report[key]
+        assert suite_verdict(report)["failed"] == [f"no judgement of {what} of the main floor"]
     # fault 7 alone plays on a floor of its own, judged in its own section
     assert unrun_faults({"faults_requested": [7], "site_cutoff": {"status": "passed"}}) == []
 
@@ -338,6 +352,7 @@ def test_fault_3_passes_when_every_table_closed_within_the_heartbeat_timeout_plu
         ({"brokers_unreachable_verified": False}, "brokers still reachable"),
         ({"recovery_after_restart_seconds": None}, "never became whole"),
         ({"recovery_after_restart_seconds": OUTAGE_RECOVERY_BOUND_SECONDS + 1}, "floor whole"),
+        ({"stop_took_seconds": 29.8, "stop_bound_seconds": 10}, "the stop took 29.8 s"),
     ],
 )
 def test_fault_3_fails_on_each_broken_bound(figures: dict[str, Any], reason: str) -> None:
@@ -346,6 +361,12 @@ def test_fault_3_fails_on_each_broken_bound(figures: dict[str, Any], reason: str
     assert any(reason in check for check in judged["failed_checks"]), judged["failed_checks"]
     report = passing_report(cluster_outage=judged)
     assert "cluster_outage" in suite_verdict(report, allow_skip=True)["failed"]
+
+
+def test_fault_3_passes_a_stop_that_killed_brokers_at_its_bound() -> None:
+    judged = outage(stop_took_seconds=10.4, stop_bound_seconds=10, stop_killed=["node2 (pid 7)"])
+    assert judged["status"] == "passed", judged["failed_checks"]
+    assert judged["stop_killed"] == ["node2 (pid 7)"]
 
 
 def test_fault_3_bound_follows_the_gateways_heartbeat_timeout() -> None:
