@@ -96,6 +96,7 @@ PAUSE_SECONDS = (2.0, 12.0)
 TWO_KILLS = 0.25  # the share of runs with two broker kills (the others have one)
 NODES = (1, 2, 3)
 RUN_TIMEOUT_SECONDS = 900.0  # a run that hangs is cut off and counted a run_error
+ERROR_CHARS = 600  # of a run's own error in the report (the run's logs have the rest)
 PORTS_WAIT_SECONDS = 120.0  # for another floor on this machine to stop using the ports
 
 
@@ -320,7 +321,7 @@ async def one_run(args: argparse.Namespace, seed: int) -> dict[str, Any]:
         async with asyncio.timeout(RUN_TIMEOUT_SECONDS):
             await play(args, seed, faults, result)
     except Exception as error:  # the run failed itself: recorded, the campaign goes on
-        result["error"] = f"{type(error).__name__}: {error}"
+        result["error"] = f"{type(error).__name__}: {str(error)[:ERROR_CHARS]}"
     with contextlib.suppress(Exception):
         await restore_cluster()
     result["seconds"] = round(time.monotonic() - began, 1)
