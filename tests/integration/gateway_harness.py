@@ -83,6 +83,7 @@ class PotHeartbeat:
         self._interval = interval
         self._task: asyncio.Task[None] | None = None
         self.sign_value = 1_000_000
+        self.levels: list[pot_pb2.LevelValue] = []  # L4: a group with several levels
 
     async def _beat(self) -> None:
         sequence = 0
@@ -112,6 +113,7 @@ class PotHeartbeat:
                 credit_value=1000,
                 heartbeat=True,
                 update_sequence=sequence,
+                levels=self.levels,
             )
             try:
                 await producer.send_and_wait(

@@ -547,3 +547,64 @@ async def test_L4_V1_a_five_level_sign_in_a_real_browser_shows_every_level_and_t
         beat.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beat
+
+
+async def test_L4_the_floor_page_shows_every_level_of_every_group(
+    display: DisplayUnderTest, artifacts: Path
+) -> None:
+    """Issue 37 item 2 (L4, M3, V1): the floor overview shows a one-level group's card as before
+    (one amount, no level) and a five-level group's with the main level's label over its amount
+    and every other level's label and amount (each its pot floored, as the pot processor gives
+    it); a royal flush's win on that card names its level; all in Spanish (issue 29)."""
+    pot = FiveLevelPot(display)
+    beat = asyncio.create_task(pot.beat())
+    try:
+        pot.apply(pot.table("CAR-1", 1, round_locked=pot.commands.locked({1: 5000, 2: 1000})))
+        assert pot.update is not None
+        update = pot.update
+        async with chromium() as browser:
+            page = await browser.new_page(viewport={"width": 1200, "height": 700})
+            await page.goto(display.base_url + "/")
+            single = page.locator("a.card", has_text=GROUP)
+            card = page.locator("a.card", has_text=LEVELS_GROUP)
+            value = f"{update.sign_value:,}".replace(",", ".")
+            await card.locator(".value", has_text=value).wait_for()
+            await single.locator(".value", has_text="1.000.000").wait_for()
+            assert await single.get_by_test_id("level").count() == 0
+            assert await single.get_by_test_id("main-label").text_content() == ""
+
+            main = card.get_by_test_id("main-label")
+            assert await main.text_content() == "Escalera real"
+            assert await main.get_attribute("data-level") == update.levels[0].name
+            rows = card.get_by_test_id("level")
+            await page.wait_for_function(
+                "document.querySelectorAll('[data-testid=level]').length === 4"
+            )
+            for n, level in enumerate(update.levels[1:]):
+                row = rows.nth(n)
+                assert await row.get_attribute("data-level") == level.name
+                assert await row.get_attribute("data-amount") == str(level.sign_value)
+                assert await row.locator(".label").text_content() == level.label
+                assert (await row.locator(".label").inner_text()) == LEVEL_LABELS[n + 1]
+                amount = f"${level.sign_value:,}".replace(",", ".")
+                assert await row.locator(".amount").text_content() == amount
+            await page.screenshot(path=str(artifacts / "floor-levels.png"))
+            await assert_spanish(page, "the floor with levels", (*IDENTIFIERS, LEVELS_GROUP))
+
+            royal = ["AS", "KS", "QS", "JS", "TS"]
+            hands = {1: royal, 2: ["2C", "7D", "9S", "JC", "4C"]}
+            awards = pot.apply(pot.table("CAR-1", 2, round_result=pot.commands.result(hands)))
+            for award in awards:  # the envy bonuses first (V3), then the royal
+                await pot.send(display.settings.awards_topic, award)
+            win = card.locator(".win", has_text="¡ESCALERA REAL! Mesa CAR-1")
+            await win.wait_for()
+            await page.wait_for_function(
+                "[...document.querySelectorAll('.win')].some(w => w.textContent.includes('nivel'))"
+            )
+            assert (await win.text_content() or "").endswith(" · nivel Escalera real")
+            await page.screenshot(path=str(artifacts / "floor-levels-winner.png"))
+            await assert_spanish(page, "a level's win on the floor", (*IDENTIFIERS, LEVELS_GROUP))
+    finally:
+        beat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beat

@@ -72,6 +72,7 @@ class Floor:
     device: Device
     url: str
     running: Running | None = None  # the payout instance running now (a test may replace it)
+    heartbeat: PotHeartbeat | None = None  # the group's pot updates (a test may give it levels)
 
     async def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """POST the page's API from another thread (the terminal runs on this event loop)."""
@@ -120,7 +121,9 @@ async def floor(kafka_bootstrap: str, unique: str, tmp_path: Path) -> AsyncItera
     stop = asyncio.Event()
     bound: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     task = asyncio.create_task(run_terminal(terminal, stop, bound))
-    under_test = Floor(payout, gateway, Device(gateway.target, TABLE, Game.CARIBBEAN), "")
+    under_test = Floor(
+        payout, gateway, Device(gateway.target, TABLE, Game.CARIBBEAN), "", heartbeat=heartbeat
+    )
     try:
         under_test.running = await Running(payout).__aenter__()
         under_test.url = await asyncio.wait_for(bound, 20)
@@ -525,7 +528,7 @@ async def test_V1_V2_V3_the_terminal_lists_the_winners_and_envy_bonuses_in_payme
         shown = await page.eval_on_selector_all(
             "#prizes tr",
             "rows => rows.map(r => [r.dataset.award, r.cells[1].textContent,"
-            " r.cells[2].textContent])",
+            " r.cells[2].firstChild.textContent])",  # the prize's name, above its level and hit
         )
         assert [award for award, _, _ in shown] == [a.award_id for a in here]
         assert [(int(seat), name) for _, seat, name in shown] == [
@@ -539,3 +542,89 @@ async def test_V1_V2_V3_the_terminal_lists_the_winners_and_envy_bonuses_in_payme
         ]
         await page.screenshot(path=str(artifacts / "terminal-envy.png"))
         await assert_spanish(page, "a winner and envy bonuses to pay", (*IDENTIFIERS, "R1"))
+
+
+# The levels of envy_floor_awards' group (royal, sf) and one more, as its pot updates name them.
+TERMINAL_LEVELS = [
+    pot_pb2.LevelValue(name="royal", label="Escalera real", sign_value=1_000_000, pot="main"),
+    pot_pb2.LevelValue(name="sf", label="Escalera de color", sign_value=120_540, pot="sf"),
+    pot_pb2.LevelValue(name="quads", label="Póker", sign_value=30_000, pot="quads"),
+]
+PRIZE_TEST_IDS = "ids => ids.map(b => b.dataset.testid)"
+
+
+async def test_L4_V1_the_pozo_shows_every_level_and_a_seat_paid_twice_has_unique_buttons(
+    floor: Floor, artifacts: Path
+) -> None:
+    """Issue 37 item 2 (L4, V1, V2, S5): a one-level pot shows one amount; once the group's
+    updates carry levels, the terminal's "Pozo" shows the main level's label and amount and every
+    other level's. Each prize names its level and an envy bonus the hit that earned it, as the
+    payout service wrote them (Payout.level, envy_of). A seat paid three times (two envy bonuses
+    and its full house) has three "Pagado" buttons with three test ids, the seat's first
+    ``paid-2``, then ``paid-2-2``, ``paid-2-3``; pressing ``paid-2-2`` pays the full house, once."""
+    assert floor.heartbeat is not None
+    awards = envy_floor_awards()
+    here = [a for a in awards if a.table_id == TABLE]
+    await locked_round(floor.device, "R1", {1: 1, 2: 1, 3: 1})
+    await publish(floor.payout, *awards)
+    async with chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1280, "height": 760})
+        await page.goto(floor.url)
+        await page.wait_for_selector(f"tr[data-award='{here[-1].award_id}']")
+        assert await page.evaluate("document.body.classList.contains('has-levels')") is False
+        assert await page.get_by_test_id("main-level").text_content() == ""
+
+        floor.heartbeat.levels = TERMINAL_LEVELS
+        await page.wait_for_function("document.body.classList.contains('has-levels')")
+        main = page.get_by_test_id("main-level")
+        assert (await main.text_content(), await main.get_attribute("data-level")) == (
+            "Escalera real",
+            "royal",
+        )
+        assert await page.get_attribute("[data-testid=pot]", "data-amount") == "1000000"
+        levels = page.get_by_test_id("level")
+        assert await levels.count() == 2
+        for n, level in enumerate(TERMINAL_LEVELS[1:]):
+            row = levels.nth(n)
+            assert await row.get_attribute("data-level") == level.name
+            assert await row.get_attribute("data-amount") == str(level.sign_value)
+            assert await row.locator(".label").text_content() == level.label
+            assert f"${level.sign_value:,}".replace(",", ".") in await row.inner_text()
+
+        shown = await page.eval_on_selector_all(
+            "#prizes tr",
+            "rows => rows.map(r => [r.dataset.award, r.dataset.level, r.cells[2].innerText])",
+        )
+        assert [award for award, _, _ in shown] == [a.award_id for a in here]  # S5
+        assert [level for _, level, _ in shown] == [a.level for a in here]
+        names = [" / ".join(text.split("\n")) for _, _, text in shown]
+        assert names == [  # the royal's envy bonus is paid from the sf level (its "level")
+            "ENVIDIA: ESCALERA REAL / nivel Escalera de color / por la mesa DRW-1, posición 1",
+            "ENVIDIA: ESCALERA REAL / nivel Escalera de color / por la mesa DRW-1, posición 1",
+            "ENVIDIA: ESCALERA REAL / nivel Escalera de color / por la mesa DRW-1, posición 1",
+            "FULL / nivel Escalera real",
+            "ENVIDIA: ESCALERA DE COLOR / nivel Escalera de color / por la posición 3",
+            "ENVIDIA: ESCALERA DE COLOR / nivel Escalera de color / por la posición 3",
+            "ESCALERA DE COLOR / nivel Escalera de color",
+        ]
+        buttons = await page.eval_on_selector_all("#prizes button", PRIZE_TEST_IDS)
+        assert len(buttons) == len(set(buttons)) == len(here)  # unique however often a seat wins
+        assert buttons == [  # seats 1, 2, 3, 2, 1, 2, 3 in payment order
+            "paid-1", "paid-2", "paid-3", "paid-2-2", "paid-1-2", "paid-2-3", "paid-3-2"
+        ]  # fmt: skip
+        full = next(a for a in here if a.prize == "FULL_HOUSE")
+        assert await page.get_attribute("[data-testid=paid-2-2]", "data-award") == full.award_id
+        await page.screenshot(path=str(artifacts / "terminal-levels.png"))
+        await assert_spanish(page, "every level and a seat paid three times", (*IDENTIFIERS, "R1"))
+
+        await page.click("[data-testid=paid-2-2]")
+        await page.wait_for_function(ANSWER_STARTS.format("Pagado"))
+        await page.wait_for_selector(f"tr[data-award='{full.award_id}']", state="detached")
+        assert await page.get_by_test_id("answer").get_attribute("data-award") == full.award_id
+        buttons = await page.eval_on_selector_all("#prizes button", PRIZE_TEST_IDS)
+        assert buttons == ["paid-1", "paid-2", "paid-3", "paid-1-2", "paid-2-2", "paid-3-2"]
+    assert await paid_entries(floor.payout, full.award_id, len(awards) + 1) == 1
+    async with grpc_channel(floor.payout.grpc_address) as stub:
+        listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest())
+    written = {p.award_id: (p.level, p.envy_of) for p in listing.payouts}
+    assert written == {a.award_id: (a.level, a.envy_of) for a in awards}  # as the pot awarded

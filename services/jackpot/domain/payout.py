@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from jackpot.domain.errors import DomainError, Reason
+from jackpot.domain.events import EnvyHit
 
 
 class PayoutState(Enum):
@@ -46,6 +47,8 @@ class Payout:
     cards: tuple[str, ...]
     order: int  # payment order (S5): the order the pot awarded the prizes
     history: tuple[Transition, ...]
+    level: str = ""  # L4: the level that pays it ("" in a one-level group, the mystery prize)
+    envy_of: EnvyHit | None = None  # V1, V2: the hit an envy bonus is paid for
 
     @property
     def state(self) -> PayoutState:
@@ -69,8 +72,11 @@ def order_payout(
     order: int,
     approval_threshold: int,
     at_ns: int,
+    level: str = "",
+    envy_of: EnvyHit | None = None,
 ) -> Payout:
-    """The payout for a new award; large prizes wait for a supervisor."""
+    """The payout for a new award; large prizes wait for a supervisor. It names the level that
+    pays the prize (L4) and, for an envy bonus, the hit that earned it (V1, V2), as its award."""
     if amount < 0:
         raise DomainError(Reason.MALFORMED, f"award {award_id} has a negative amount {amount}")
     state = PayoutState.AWAITING_APPROVAL if amount >= approval_threshold else PayoutState.ORDERED
@@ -85,6 +91,8 @@ def order_payout(
         cards,
         order,
         (Transition(state, "payout-service", at_ns),),
+        level,
+        envy_of,
     )
 
 

@@ -74,6 +74,9 @@ class PotView:
     limits: Limits
     sign_value: int
     seen_at: float  # time.monotonic() of the last update or heartbeat
+    # L4: (name, label, sign value) of every level, the main first; () for a one-level group.
+    # Shown on the dealer terminal (WatchTable), never used to judge a bet.
+    levels: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -528,12 +531,13 @@ class Gateway:
         if update.pot_group_id not in self._groups:
             return
         limits = Limits(update.min_bet, update.max_bet, update.credit_value)
-        if not _sane(limits) or update.sign_value < 0:
+        levels = tuple((level.name, level.label, level.sign_value) for level in update.levels)
+        if not _sane(limits) or update.sign_value < 0 or any(v < 0 for _, _, v in levels):
             metrics.REJECTS.labels("INVALID_POT_UPDATE").inc()
             log.warning("pot_update_refused", pot_group=update.pot_group_id, limits=limits)
             return
         previous = self.pots.get(update.pot_group_id)
-        self.pots[update.pot_group_id] = PotView(limits, update.sign_value, self._clock())
+        self.pots[update.pot_group_id] = PotView(limits, update.sign_value, self._clock(), levels)
         if previous is None or previous.sign_value != update.sign_value:
             value = device_pb2.ConnectResponse(
                 pot_value=device_pb2.PotValue(

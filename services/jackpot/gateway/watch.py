@@ -1,7 +1,8 @@
 """The read-only watch of one table for its dealer terminal (rule D3): ``WatchTable``.
 
 The view is computed from the gateway's own state (the table's round and seats, the pot group's
-sign value, progressive open or closed and why) and sent whenever it differs from the last one
+sign value and, for a group with several levels, every level's (L4), progressive open or closed
+and why) and sent whenever it differs from the last one
 sent. It is sampled on a short period instead of hooked into the device path: the watch must
 never slow down or change how a device event is accepted and spooled, and a dealer's screen
 needs no more than a few updates a second.
@@ -57,6 +58,10 @@ def table_view(gateway: Gateway, table_id: str) -> device_pb2.TableView:
         progressive_open=table.progressive_open,
         closed_reason="" if table.progressive_open else gateway.closed_reason.get(table_id, ""),
         device_connected=table_id in gateway.sessions,
+        levels=[
+            device_pb2.TableLevel(name=name, label=label, sign_value=value)
+            for name, label, value in (pot.levels if pot is not None else ())
+        ],
     )
 
 

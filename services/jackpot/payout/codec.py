@@ -1,7 +1,13 @@
-"""Payouts between the pure domain form and the protobuf contract (payout.proto)."""
+"""Payouts between the pure domain form and the protobuf contract (payout.proto).
+
+A payout carries its award's level (L4) and, for an envy bonus, the hit that earned it (V1,
+V2): ``payout_for_award`` copies them, and a payout written before they existed reads with no
+level and no hit.
+"""
 
 from __future__ import annotations
 
+from jackpot.domain.events import EnvyHit
 from jackpot.domain.payout import Payout, Transition, order_payout
 from jackpot.platform.codec import (
     payout_ledger_type,
@@ -23,7 +29,11 @@ def to_proto(payout: Payout) -> payout_pb2.Payout:
         cards=list(payout.cards),
         state=payout_state_to_proto(payout.state),
         order=payout.order,
+        level=payout.level,
     )
+    if payout.envy_of is not None:
+        table_id, round_id, seat = payout.envy_of
+        message.envy_of.CopyFrom(pot_pb2.EnvyHit(table_id=table_id, round_id=round_id, seat=seat))
     for step in payout.history:
         transition = message.history.add(
             state=payout_state_to_proto(step.state),
@@ -54,7 +64,14 @@ def from_proto(message: payout_pb2.Payout) -> Payout:
             )
             for t in message.history
         ),
+        level=message.level,
+        envy_of=envy_hit(message.envy_of) if message.HasField("envy_of") else None,
     )
+
+
+def envy_hit(hit: pot_pb2.EnvyHit) -> EnvyHit:
+    """The (table, round, seat) of the hit an envy bonus is paid for (V1, V2)."""
+    return (hit.table_id, hit.round_id, hit.seat)
 
 
 def ledger_entry(payout: Payout) -> pot_pb2.LedgerEntry:
@@ -82,8 +99,8 @@ def ledger_entry(payout: Payout) -> pot_pb2.LedgerEntry:
 def payout_for_award(
     award: pot_pb2.Award, order: int, approval_threshold: int, at_ns: int
 ) -> Payout:
-    """The payout a new award gets (``order_payout``): the payout service's, and the history
-    bench's synthesis of it."""
+    """The payout a new award gets (``order_payout``), with the award's level (L4) and envy hit
+    (V1, V2): the payout service's, and the history bench's synthesis of it."""
     return order_payout(
         award_id=award.award_id,
         pot_group_id=award.pot_group_id,
@@ -96,4 +113,6 @@ def payout_for_award(
         order=order,
         approval_threshold=approval_threshold,
         at_ns=at_ns,
+        level=award.level,
+        envy_of=envy_hit(award.envy_of) if award.HasField("envy_of") else None,
     )

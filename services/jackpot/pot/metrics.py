@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from jackpot.domain.engine import LevelFigures
 from jackpot.domain.money import floor_pesos
 from jackpot.platform.metrics import ProcessorMetrics
 from jackpot.pot.processor import IgnoreReason
@@ -58,9 +59,28 @@ class PotMetrics:
             registry=registry,
         )
         self._levels: dict[str, dict[str, str]] = {}  # pot group -> pot -> level, as exported
+        self._level_metrics(registry)
         self._takeover_metrics(registry)
         # Transactions, aborts, ownership and lag: the exactly-once processor's own metrics.
         self.processor = ProcessorMetrics(registry)
+
+    def _level_metrics(self, registry: CollectorRegistry) -> None:
+        """Each level's sign and base (L4, L3): a sign below its base is what an alert watches."""
+        self.level_sign_value = Gauge(
+            "jackpot_level_sign_value_pesos",
+            "What a level's sign shows: its pot floored to whole pesos (rules L4, M3); a "
+            "one-level group's one level is its main pot, level main",
+            ["pot_group", "level"],
+            registry=registry,
+        )
+        self.level_base = Gauge(
+            "jackpot_level_base_pesos",
+            "A level's base, floored to whole pesos (rules C4, L3): a round that leaves the level "
+            "below it tops it up (S8, L3); a one-level group's is its base, level main",
+            ["pot_group", "level"],
+            registry=registry,
+        )
+        self._level_names: dict[str, set[str]] = {}  # pot group -> level names exported
 
     def _takeover_metrics(self, registry: CollectorRegistry) -> None:
         """What the takeover check found (R14)."""
@@ -114,10 +134,35 @@ class PotMetrics:
                 floor_pesos(minor)
             )
 
+    def set_levels(self, pot_group: str, figures: Iterable[LevelFigures]) -> None:
+        """Each level's sign value and base (L4, L3), labelled by the level's name (a one-level
+        group's one level is "main": these series are new, unlike the balances' empty level);
+        a level the configuration no longer has (C7) loses its series."""
+        exported = self._level_names.setdefault(pot_group, set())
+        shown = set()
+        for level in figures:
+            shown.add(level.name)
+            self.level_sign_value.labels(pot_group=pot_group, level=level.name).set(
+                level.sign_value
+            )
+            self.level_base.labels(pot_group=pot_group, level=level.name).set(
+                floor_pesos(level.base)
+            )
+        for gone in exported - shown:
+            self._remove_level(pot_group, gone)
+        self._level_names[pot_group] = shown
+
+    def _remove_level(self, pot_group: str, level: str) -> None:
+        for gauge in (self.level_sign_value, self.level_base):
+            with contextlib.suppress(KeyError):
+                gauge.remove(pot_group, level)
+
     def envy_awarded(self, pot_group: str, level: str) -> None:
         self.envy_awards.labels(pot_group=pot_group, level=level).inc()
 
     def forget_group(self, pot_group: str, pots: Iterable[str]) -> None:
+        for level in self._level_names.pop(pot_group, set()):
+            self._remove_level(pot_group, level)
         exported = self._levels.pop(pot_group, {})
         for pot in pots:
             with contextlib.suppress(KeyError):

@@ -136,7 +136,8 @@ def linked_tables(group: PotGroup) -> list[pot_pb2.LinkedTable]:
 
 
 def pot_group_message(state: pot_pb2.PotGroupState, group: PotGroup) -> pot_pb2.PotGroup:
-    """What the query API shows of one group (never the hidden mystery trigger)."""
+    """What the query API shows of one group (never the hidden mystery trigger): every level of
+    a group with several as its last pot update gave them (L4, with that update's rises, D2)."""
     config = group.config
     return pot_pb2.PotGroup(
         pot_group_id=group.group_id,
@@ -161,6 +162,7 @@ def pot_group_message(state: pot_pb2.PotGroupState, group: PotGroup) -> pot_pb2.
         update_sequence=state.update_sequence,
         ledger_sequence=state.ledger_sequence,
         state_written_at=state.written_at,
+        levels=level_values(group, state.last_level_increments),
     )
 
 

@@ -5,7 +5,9 @@ service's DealerTerminal stream (already in payment order, rule S5: the order th
 them, envy bonuses among them where the engine paid them, V3; a linked table's envy bonus is
 a prize of that table's round and so on that table's screen, V2); each link says whether it is
 up and, when not, why. Nothing can be paid while either link is down: the page disables its
-buttons, and :meth:`Screen.payable` refuses on the server too.
+buttons, and :meth:`Screen.payable` refuses on the server too. The pot ("Pozo") shows every level
+of a group with several (L4, from the gateway's view: ``TableView.levels``); each prize names the
+level that pays it and an envy bonus the hit that earned it (``Payout.level``, ``envy_of``).
 
 The screen speaks one language, the Spanish of a Chilean casino floor (issue 29). The links, the
 services and this module's own refusals say what happened in English, the language of the log
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -308,6 +311,12 @@ def table_json(view: device_pb2.TableView) -> dict[str, Any]:
         "closed_reason": view.closed_reason,
         "closed_text": in_spanish(view.closed_reason),
         "device_connected": view.device_connected,
+        # L4: every level of a group with several, the main first (its amount is sign_value);
+        # none for a one-level group. The labels are the configuration's, shown as they are.
+        "levels": [
+            {"name": level.name, "label": level.label, "sign_value": level.sign_value}
+            for level in view.levels
+        ],
         "seats": [
             {
                 "seat": s.seat,
@@ -323,9 +332,26 @@ def table_json(view: device_pb2.TableView) -> dict[str, Any]:
     }
 
 
-def payout_json(payout: payout_pb2.Payout) -> dict[str, Any]:
+def envy_text(payout: payout_pb2.Payout) -> str:
+    """The hit an envy bonus is paid for (V1, V2) as the screen names it: ``por la posición 3``
+    at this table, ``por la mesa DRW-1, posición 1`` for a linked table's hit; "" for a prize."""
+    if not payout.HasField("envy_of"):
+        return ""
+    hit = payout.envy_of
+    if hit.table_id == payout.table_id:
+        return f"por la posición {hit.seat}"
+    return f"por la mesa {hit.table_id}, posición {hit.seat}"
+
+
+def payout_json(
+    payout: payout_pb2.Payout, labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """One prize to pay; ``labels`` (level name -> label, from the table's view) name its level
+    (L4) as the signs do. A level the view does not name (no view yet) is not shown: its name is
+    the configuration's identifier, not what the floor calls it."""
     awaiting = payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL
     state = PAYOUT_STATES.get(payout.state, "unknown")
+    hit = payout.envy_of
     return {
         "award_id": payout.award_id,
         "round_id": payout.round_id,
@@ -333,6 +359,12 @@ def payout_json(payout: payout_pb2.Payout) -> dict[str, Any]:
         "prize": payout.prize,
         "prize_text": prize_text(payout.prize),
         "envy": payout.prize.startswith(ENVY_PREFIX),  # V1: a bonus for another seat's hit
+        "level": payout.level,
+        "level_text": (labels or {}).get(payout.level, ""),
+        "envy_of": {"table_id": hit.table_id, "round_id": hit.round_id, "seat": hit.seat}
+        if payout.HasField("envy_of")
+        else None,
+        "envy_text": envy_text(payout),
         "amount": payout.amount,
         "cards": list(payout.cards),
         "state": state,
@@ -395,6 +427,11 @@ class Screen:
             return "no award named"
         return ""
 
+    def level_labels(self) -> dict[str, str]:
+        """Level name -> its label, from the table's view (L4); empty for one level."""
+        levels = self.table.levels if self.table is not None else ()
+        return {level.name: level.label for level in levels}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "table_id": self.table_id,
@@ -402,6 +439,6 @@ class Screen:
             "version": self.version,
             "links": {"gateway": self.gateway.to_json(), "payout": self.payout.to_json()},
             "table": None if self.table is None else table_json(self.table),
-            "payouts": [payout_json(p) for p in self.payouts],
+            "payouts": [payout_json(p, self.level_labels()) for p in self.payouts],
             "answers": [a.to_json() for a in self.answers],
         }
