@@ -515,6 +515,7 @@ class ExactlyOnceProcessor(Generic[H]):
         self._done = asyncio.Event()
         self.running = asyncio.Event()  # set once subscribed: the group may assign partitions
         self._log = log.bind(service=name, instance=settings.instance_id)
+        metrics.writable.set(1)  # owning nothing, it can write all it owns (a standby)
 
     # ----------------------------------------------------------------------------- life
 

@@ -106,6 +106,14 @@ class PotMetrics:
             registry=registry,
         )
 
+    def group_served(self, pot_group: str) -> None:
+        """The takeover series of a group this pot serves exist from then on, at 0 until a
+        takeover refuses or repairs it: an alert on them must be able to evaluate on a healthy
+        floor (tests/integration/test_prometheus_floor.py), and a counter born at 0 is one
+        whose first repair ``increase`` sees."""
+        self.groups_refused.labels(pot_group=pot_group)
+        self.states_repaired.labels(pot_group=pot_group)
+
     def record_outcomes(
         self, applied: int, ignored: Mapping[str, int], rejected: Mapping[str, int]
     ) -> None:

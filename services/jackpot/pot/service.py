@@ -294,6 +294,7 @@ class PotPartition:
 
     def _set_balances(self, group_id: str) -> None:
         group = self.processor.groups[group_id].group
+        self.metrics.group_served(group_id)
         self.metrics.set_balances(group_id, group.balances, pot_levels(group))
         self.metrics.set_levels(group_id, group.level_figures())
 
