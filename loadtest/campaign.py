@@ -73,8 +73,8 @@ from jackpot.platform.kafka import KafkaConnection
 from jackpot.platform.logging import configure_logging
 from jackpot.sim.books import finish_floor, judge
 from jackpot.sim.floor import Floor
-from jackpot.tools.demo import HTTP_PORT, METRICS, PORTS, sim_config
 from jackpot.tools.demo import report as demo_report
+from jackpot.tools.demo import sim_config
 from jackpot.topics import ALL_TOPICS
 from loadtest.chaos import (
     CLUSTER,
@@ -82,6 +82,7 @@ from loadtest.chaos import (
     ChaosDemo,
     Watches,
     cluster_down,
+    floor_ports,
     floor_whole,
     kafka_sh,
     open_floor,
@@ -292,9 +293,10 @@ async def delete_topics(topics: list[str]) -> None:
 
 
 def ports_taken() -> list[int]:
-    """The floor's fixed ports (gRPC, /metrics, the signs') that something else listens on."""
+    """The floor's ports (gRPC, /metrics, the signs'; ``JACKPOT_CHAOS_PORT_OFFSET`` moves them)
+    that something else listens on."""
     taken = []
-    for port in sorted({*PORTS.values(), *METRICS.values(), HTTP_PORT}):
+    for port in floor_ports():
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
             taken.append(port)
     return taken

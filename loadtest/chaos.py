@@ -90,8 +90,9 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -110,8 +111,10 @@ from jackpot.sim.device_faults import DeviceFaultRates
 from jackpot.sim.floor import Floor, FloorStats
 from jackpot.tools.demo import (
     BLACKJACK_GROUP,
+    HTTP_PORT,
     METRICS,
     POKER_GROUP,
+    PORTS,
     REPO,
     Demo,
     DemoTable,
@@ -154,6 +157,7 @@ BROKER_JVM_OPTS = "-XX:TieredStopAtLevel=1"
 # How long a broker may take to start (kafka.sh's default is 90 s: a restart under the floor's
 # load on a two-core machine shared with other work took longer).
 BROKER_READY_SECONDS = 240
+PORT_OFFSET_ENV = "JACKPOT_CHAOS_PORT_OFFSET"
 CLUSTER = "127.0.0.1:9192,127.0.0.1:9292,127.0.0.1:9392"
 BROKER_PORTS = (9192, 9292, 9392)
 GATEWAYS = {"A": "gateway-a", "B": "gateway-b"}
@@ -167,6 +171,24 @@ GIVE_UP_SECONDS = 120.0
 POLL_SECONDS = 0.1
 
 
+def port_offset() -> int:
+    """How far the floor's ports (gRPC, /metrics, the signs) are moved from the demo's own
+    (``JACKPOT_CHAOS_PORT_OFFSET``, default 0): a second floor on the same machine (a campaign
+    beside a test run) needs ports of its own. A second instance of a paused service keeps the
+    demo's twin ports."""
+    text = os.environ.get(PORT_OFFSET_ENV, "") or "0"
+    try:
+        return int(text)
+    except ValueError:
+        raise SystemExit(f"{PORT_OFFSET_ENV}={text!r}: a whole number of ports") from None
+
+
+def floor_ports() -> list[int]:
+    """Every port a floor of this suite listens on (at the offset)."""
+    offset = port_offset()
+    return sorted(p + offset for p in {*PORTS.values(), *METRICS.values(), HTTP_PORT})
+
+
 class ChaosDemo(Demo):
     """The demo floor with a probe table at each site (linked, configured, never played).
 
@@ -175,7 +197,16 @@ class ChaosDemo(Demo):
     stopped) is recorded as the suite's own."""
 
     def __init__(self, tables: int, state_dir: Path, run_id: str, replication: int) -> None:
-        super().__init__(tables, state_dir, run_id, replication)
+        offset = port_offset()
+        super().__init__(
+            tables,
+            state_dir,
+            run_id,
+            replication,
+            ports={name: port + offset for name, port in PORTS.items()},
+            metrics_ports={name: port + offset for name, port in METRICS.items()},
+            http_port=HTTP_PORT + offset,
+        )
         self.tables.extend(PROBES)
         self.exit_watch: ExitWatch | None = None
 
@@ -259,7 +290,7 @@ def gateways_closed(demo: ChaosDemo) -> dict[str, float | None]:
     """Each site gateway's count of tables closed (None when its /metrics does not answer)."""
     counts: dict[str, float | None] = {}
     for site, name in GATEWAYS.items():
-        samples = gateway_metrics("127.0.0.1", METRICS[name])
+        samples = gateway_metrics("127.0.0.1", demo.metrics_ports[name])
         counts[site] = samples.get("jackpot_gateway_tables_closed")
     return counts
 
@@ -335,10 +366,13 @@ async def floor_whole(
     return None
 
 
-async def kill_pot(demo: ChaosDemo, watch: PotWatch, rng: random.Random) -> float | None:
+async def kill_pot(
+    demo: ChaosDemo, watch: PotWatch, rng: random.Random, wait: bool = True
+) -> float | None:
     """Fault 1, once: SIGKILL the pot at a random moment, restart it; seconds until the floor is
     whole again with the restarted pot (None: never, within GIVE_UP_SECONDS)."""
-    await asyncio.sleep(rng.uniform(1.0, 4.0))
+    if wait:  # a random moment (the caller waits instead: ``wait=False``)
+        await asyncio.sleep(rng.uniform(1.0, 4.0))
     demo.kill("pot")
     killed = time.monotonic()
     demo.restart("pot")
@@ -350,9 +384,12 @@ async def kill_pot(demo: ChaosDemo, watch: PotWatch, rng: random.Random) -> floa
     return await floor_whole(demo, watch, killed, heard_after=time.monotonic())
 
 
-async def kill_gateway(demo: ChaosDemo, watch: PotWatch, rng: random.Random) -> float | None:
+async def kill_gateway(
+    demo: ChaosDemo, watch: PotWatch, rng: random.Random, wait: bool = True
+) -> float | None:
     """Fault 4: SIGKILL site A's gateway mid-round, restart it; seconds until the floor is whole."""
-    await asyncio.sleep(rng.uniform(1.0, 3.0))
+    if wait:  # a random moment (the caller waits instead: ``wait=False``)
+        await asyncio.sleep(rng.uniform(1.0, 3.0))
     demo.kill("gateway-a")
     killed = time.monotonic()
     demo.restart("gateway-a")
@@ -363,9 +400,10 @@ async def kill_gateway(demo: ChaosDemo, watch: PotWatch, rng: random.Random) -> 
     return await floor_whole(demo, watch, killed)
 
 
-async def kill_display(demo: ChaosDemo, rng: random.Random) -> float | None:
+async def kill_display(demo: ChaosDemo, rng: random.Random, wait: bool = True) -> float | None:
     """Fault 6, the display: SIGKILL, restart; seconds until it answers its health check."""
-    await asyncio.sleep(rng.uniform(1.0, 3.0))
+    if wait:  # a random moment (the caller waits instead: ``wait=False``)
+        await asyncio.sleep(rng.uniform(1.0, 3.0))
     demo.kill("display")
     killed = time.monotonic()
     demo.restart("display")
@@ -410,14 +448,17 @@ async def known_payouts(demo: Demo) -> list[payout_pb2.Payout] | None:
         return None
 
 
-async def kill_payout(demo: ChaosDemo, floor: Floor, rng: random.Random) -> dict[str, Any]:
+async def kill_payout(
+    demo: ChaosDemo, floor: Floor, rng: random.Random, wait: bool = True
+) -> dict[str, Any]:
     """Fault 6, the payout service once: SIGKILL it at a random moment and restart it.
 
     ``recovery_seconds``: until the restarted service knows every payout the killed one knew,
     every dealer terminal (on a new session) was shown its table's open payouts again and, if a
     payout was waiting to be paid, a payment confirmed again (a PAID transition stamped after the
     kill); None when that did not happen within GIVE_UP_SECONDS."""
-    await asyncio.sleep(rng.uniform(1.0, 3.0))
+    if wait:  # a random moment (the caller waits instead: ``wait=False``)
+        await asyncio.sleep(rng.uniform(1.0, 3.0))
     views = floor.stats.terminal_views
     settled_states = (payout_pb2.PAYOUT_STATE_PAID, payout_pb2.PAYOUT_STATE_VOIDED)
     known = await known_payouts(demo) or []
@@ -558,11 +599,17 @@ async def after_resume(
 
 
 async def pause_service(
-    demo: ChaosDemo, watch: PotWatch, service: str, seconds: float, rng: random.Random
+    demo: ChaosDemo,
+    watch: PotWatch,
+    service: str,
+    seconds: float,
+    rng: random.Random,
+    wait: bool = True,
 ) -> dict[str, Any]:
     """Fault 8, once: SIGSTOP ``service``, start its twin, SIGCONT after ``seconds``; the
     figures of the recovery from the resume, then the twin stopped gracefully."""
-    await asyncio.sleep(rng.uniform(1.0, 3.0))
+    if wait:  # a random moment (the caller waits instead: ``wait=False``)
+        await asyncio.sleep(rng.uniform(1.0, 3.0))
     process = demo.processes[PAUSABLE[service]]
     process.send_signal(signal.SIGSTOP)
     paused = time.monotonic()
@@ -604,11 +651,12 @@ async def handed_back(demo: ChaosDemo, watch: PotWatch, service: str) -> float |
 
 
 async def kill_broker(
-    demo: ChaosDemo, watch: PotWatch, node: int, rng: random.Random
+    demo: ChaosDemo, watch: PotWatch, node: int, rng: random.Random, wait: bool = True
 ) -> float | None:
     """Fault 2, once: SIGKILL one broker of the local cluster, restart it 3 s later; seconds from
     the kill until the floor is whole (updates heard after the broker is back)."""
-    await asyncio.sleep(rng.uniform(2.0, 5.0))
+    if wait:  # a random moment (the caller waits instead: ``wait=False``)
+        await asyncio.sleep(rng.uniform(2.0, 5.0))
     await asyncio.to_thread(kafka_sh, "kill", str(node))
     killed = time.monotonic()
     await asyncio.sleep(3)  # play on with two brokers for a moment
@@ -849,21 +897,34 @@ async def play_faults(
     payout_kills: list[dict[str, Any]] = []
     pauses: dict[str, list[dict[str, Any]]] = {}
     outage: dict[str, Any] = {}
+
+    async def at_random(low: float, high: float, fault: Callable[[], Awaitable[T]]) -> T:
+        """The fault after a random wait (armed: the floor must stay whole meanwhile)."""
+        await asyncio.sleep(rng.uniform(low, high))
+        return await w.during(fault())
+
     for _ in range(args.pot_kills if 1 in wanted else 0):
-        faults["pot_kill_9"].append(await w.during(kill_pot(demo, w.pot, rng)))
+        killed = await at_random(1.0, 4.0, lambda: kill_pot(demo, w.pot, rng, wait=False))
+        faults["pot_kill_9"].append(killed)
     if 4 in wanted:
-        faults["gateway_kill_9"].append(await w.during(kill_gateway(demo, w.pot, rng)))
+        killed = await at_random(1.0, 3.0, lambda: kill_gateway(demo, w.pot, rng, wait=False))
+        faults["gateway_kill_9"].append(killed)
     if 6 in wanted:
         for _ in range(args.payout_kills):
-            payout_kills.append(await w.during(kill_payout(demo, floor, rng)))
-            faults["payout_kill_9"].append(payout_kills[-1]["recovery_seconds"])
-        faults["display_kill_9"].append(await w.during(kill_display(demo, rng)))
+            kill = await at_random(1.0, 3.0, lambda: kill_payout(demo, floor, rng, wait=False))
+            payout_kills.append(kill)
+            faults["payout_kill_9"].append(kill["recovery_seconds"])
+        killed = await at_random(1.0, 3.0, lambda: kill_display(demo, rng, wait=False))
+        faults["display_kill_9"].append(killed)
     for service, seconds in args.pause if 8 in wanted else ():
-        figures = await w.during(pause_service(demo, w.pot, service, seconds, rng))
+        figures = await at_random(
+            1.0, 3.0, partial(pause_service, demo, w.pot, service, seconds, rng, wait=False)
+        )
         pauses.setdefault(f"{service}_pause", []).append(figures)
         faults[f"{service}_pause"].append(figures["recovery_seconds"])
     for node in (1, 2) if 2 in wanted else ():
-        faults["broker_kill_9"].append(await w.during(kill_broker(demo, w.pot, node, rng)))
+        killed = await at_random(2.0, 5.0, partial(kill_broker, demo, w.pot, node, rng, wait=False))
+        faults["broker_kill_9"].append(killed)
     if 3 in wanted:
         before = len(w.exits.exits)
         figures = await w.during(stop_cluster(demo, w.pot, floor, args.outage_seconds))
