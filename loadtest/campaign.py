@@ -42,7 +42,9 @@ After each fault the floor must be whole again (``loadtest.chaos.floor_whole``, 
 It prints and writes (``--out``) the runs, the faults injected by kind, the violations by kind
 and the seed of each failing run: ``campaign.txt`` and ``campaign.json`` (rewritten after every
 run, so a campaign cut short still has its figures), and each run's state (service logs) stays
-in ``.run/chaos-campaign/<run>/``. Exit status 0 only when no run showed a violation.
+in ``.run/chaos-campaign/<run>/``. Exit status 0 only when no run showed a violation. Ctrl-C
+stops the campaign after the run under way; a second Ctrl-C, or SIGTERM, stops it at once (the
+run's services and, unless ``--keep-cluster``, the cluster stopped).
 
 To run the campaign against another checkout's services (the code before a fix), put its
 ``services`` first on ``PYTHONPATH`` and run this module from here: the services, the floor and
@@ -415,13 +417,20 @@ async def campaign(args: argparse.Namespace) -> int:
     out = Path(args.out)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    assert main is not None
 
-    def stop_after_this_run() -> None:  # a second Ctrl-C stops at once
+    def stop_now() -> None:  # SIGTERM (a timeout, a CI stopping) or a second Ctrl-C
+        print("stopping now: the run under way is cut short, its services stopped", flush=True)
+        main.cancel()
+
+    def stop_after_this_run() -> None:
         print("stopping after this run (Ctrl-C again stops at once)", flush=True)
         stopping.set()
-        loop.remove_signal_handler(signal.SIGINT)
+        loop.add_signal_handler(signal.SIGINT, stop_now)
 
     loop.add_signal_handler(signal.SIGINT, stop_after_this_run)
+    loop.add_signal_handler(signal.SIGTERM, stop_now)
     try:
         for n in range(args.runs):
             if stopping.is_set():

@@ -471,7 +471,7 @@ case "$cmd" in
   cluster-status)
     for n in 1 2 3; do
       pid=$(node_pid "$cluster_dir/node$n")
-      echo "node$n ${pid:+running pid=$pid}${pid:-stopped} port=9${n}92"
+      if [ -n "$pid" ]; then echo "node$n running pid=$pid port=9${n}92"; else echo "node$n stopped port=9${n}92"; fi
     done
     ;;
   kill)
