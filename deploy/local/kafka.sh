@@ -134,7 +134,7 @@ start_node() {
   pid=$(node_pid "$dir")
   if [ -n "$pid" ]; then
     log "node in $dir already running (pid $pid)"
-    wait_ready "$dir" "$bport" "$pid" 0 "$host"
+    wait_ready "$dir" "$bport" "$pid" -1 "$host"  # its "started" line may be in a rolled log
     return 0
   fi
   if port_open "$bport" "$host"; then
@@ -151,8 +151,8 @@ start_node() {
       >"$dir/logs/format.log" 2>&1 \
       || { cat "$dir/logs/format.log" >&2; die "formatting $dir failed"; }
   fi
-  local start_line=0
-  [ -f "$dir/logs/server.log" ] && start_line=$(wc -l <"$dir/logs/server.log")
+  local start_at=0  # where this start's lines begin in server.log (bytes)
+  [ -f "$dir/logs/server.log" ] && start_at=$(stat -c %s "$dir/logs/server.log")
   # shellcheck disable=SC2086
   setsid nohup java $heap ${KAFKA_JVM_OPTS:-} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
     -Djackpot.kafka.node="$dir" \
@@ -160,19 +160,24 @@ start_node() {
     -cp "$(java_cp)" kafka.Kafka "$dir/server.properties" >"$dir/logs/stdout.log" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$dir/kafka.pid"
-  wait_ready "$dir" "$bport" "$pid" "$start_line" "$host"
+  wait_ready "$dir" "$bport" "$pid" "$start_at" "$host"
 }
 
-# wait_ready DIR PORT PID LOG_LINE [HOST]: poll the server log and the port, never a fixed sleep
+# wait_ready DIR PORT PID LOG_BYTE [HOST]: poll the server log from LOG_BYTE on and the port,
+# never a fixed sleep (LOG_BYTE -1: a node already running, the port alone). The log rolls over
+# at 50 MB (log4j2.xml): a log shorter than LOG_BYTE rolled over since, and is read from its start
+# (a start that waited on the old offset never saw its "started" line and failed after the ready
+# timeout; so did a node already running whose "started" line had rolled away).
 wait_ready() {
-  local dir=$1 port=$2 pid=$3 from=$4 host=${5:-127.0.0.1} t0=$SECONDS
+  local dir=$1 port=$2 pid=$3 from=$4 host=${5:-127.0.0.1} t0=$SECONDS log="$1/logs/server.log"
   while :; do
     if ! kill -0 "$pid" 2>/dev/null; then
-      tail -n 30 "$dir/logs/server.log" "$dir/logs/stdout.log" >&2 2>/dev/null || true
+      tail -n 30 "$log" "$dir/logs/stdout.log" >&2 2>/dev/null || true
       die "broker in $dir exited during start-up (logs above)"
     fi
-    if port_open "$port" "$host" && [ -f "$dir/logs/server.log" ] \
-      && tail -n "+$((from + 1))" "$dir/logs/server.log" | grep -c 'Kafka Server started' >/dev/null
+    if [ -f "$log" ] && [ "$(stat -c %s "$log")" -lt "$from" ]; then from=0; fi
+    if port_open "$port" "$host" && { [ "$from" -lt 0 ] || { [ -f "$log" ] \
+      && tail -c "+$((from + 1))" "$log" | grep -c 'Kafka Server started' >/dev/null; }; }
     then  # grep -c reads to the end: grep -q would SIGPIPE tail and fail under pipefail
       log "broker ready on $host:$port (pid $pid, $((SECONDS - t0)) s)"
       return 0
