@@ -15,6 +15,10 @@
    the simulator's own ceiling against a null gateway (a step counts only while the simulator
    has at least 2x headroom), the latency budget per hop (``jackpot.sim.hops``) at the counted
    rate, and (5') the cost per round of every service and the broker (``loadtest.cost``).
+6. What ``compression.type: zstd`` on the ledger and pot-state topics costs the broker's CPU and
+   saves on its disk, per round, against the same batches kept uncompressed, alternated in the
+   same run on the bench's own broker (``loadtest.bench_compression``; not with
+   ``--bootstrap-servers``: another's broker serves others too).
 5. Bounds, printed beside their figure: a gateway's resident memory over 18,000 hostile device
    inputs after a warm-up of 2,000, in a process of its own (``loadtest.bench_memory``), under
    8 MB. The bench exits 1 when a bound is exceeded.
@@ -40,7 +44,10 @@ issue 36: ``acknowledged_first_p50_ms``, ``..._p99_ms``, ``in_flight_baseline_p5
 ``per_event_protocol`` {the same keys, the per-event device protocol in the same run},
 ``hops_order``, ``hops`` {hop: p50_ms, p95_ms, p99_ms, count}, ``hops_check``, ``cost``
 {process: cpu_ms_per_1000_rounds, cores, rss_mb, rss_growth_mb_per_1000_rounds}, ``steps``,
-``lowest_step``), ``bounds``. The older flat keys (the printed row names) stay for comparison.
+``lowest_step``), ``compression.*`` (``loadtest.bench_compression``:
+``<topic>_<zstd|none>_bytes_per_round``, ``broker_cpu_<zstd|none>_ms_per_round``,
+``broker_cpu_ratio``, ``<topic>_ratio``, ``ledger_<zstd|none>_gb_a_year_300_tables``),
+``bounds``. The older flat keys (the printed row names) stay for comparison.
 """
 
 from __future__ import annotations
@@ -65,6 +72,8 @@ from jackpot.domain.engine import PotGroup
 from jackpot.platform.kafka import committed_consumer, ensure_topics, idempotent_producer
 from jackpot.topics import TopicSpec
 from loadtest import bench_memory
+from loadtest.bench_compression import compression_ab
+from loadtest.bench_compression import rows as compression_rows
 from loadtest.bench_pot import bench_pot, commit_order_ab
 
 DECK = [r + s for r in RANKS for s in SUITS]
@@ -223,6 +232,7 @@ class FreshBroker:
         self.state = Path("build/bench-kafka").resolve()
         self.kafka = Path(__file__).resolve().parents[1] / "deploy" / "local" / "kafka.sh"
         self.bootstrap = f"127.0.0.1:{port}"
+        self.dir = self.state / "kafka" / f"single-{port}"  # kafka.sh's: its kafka.pid, data/
 
     def _run(self, command: str) -> None:
         env = {**os.environ, "JACKPOT_STATE": str(self.state), "KAFKA_PORT": str(self.port)}
@@ -390,17 +400,21 @@ def main() -> None:
     if args.bootstrap_servers:
         failed = bench(args.bootstrap_servers, args.quick, args.json)
     else:
-        with FreshBroker() as bootstrap:
+        broker = FreshBroker()
+        with broker as bootstrap:
             os.environ["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap  # the load test's services too
             warm_up(bootstrap)
-            failed = bench(bootstrap, args.quick, args.json)
+            failed = bench(bootstrap, args.quick, args.json, broker.dir)
     if failed:
         raise SystemExit(1)
 
 
-def bench(bootstrap: str, quick: bool, json_path: str | None) -> bool:
+def bench(
+    bootstrap: str, quick: bool, json_path: str | None, broker_dir: Path | None = None
+) -> bool:
     """Every benchmark against ``bootstrap``, printed (and written to ``json_path``); whether a
-    bound failed."""
+    bound failed. The broker's CPU and disk (row 6) are measured only on a broker of the bench's
+    own (``broker_dir``): another's process serves others too."""
     memory = bench_memory.measure_in_own_process()
     single = bench_contributions(seats=1)
     full = bench_contributions(seats=7)
@@ -434,6 +448,12 @@ def bench(bootstrap: str, quick: bool, json_path: str | None) -> bool:
             order["in_flight_baseline_p99_ms"],
         ),
     ]
+    compression: dict[str, Any] = {}
+    if broker_dir is not None:
+        compression = asyncio.run(compression_ab(bootstrap, broker_dir))
+        rows += compression_rows(compression)
+    else:
+        print("6 zstd's broker CPU and disk: not measured (needs the bench's own broker)")
     pipeline: dict[str, Any] = {}
     if not quick:
         pipeline = both_protocols(pot["events"] / pot["rounds"])
@@ -460,6 +480,8 @@ def bench(bootstrap: str, quick: bool, json_path: str | None) -> bool:
                 pipeline["table_events_per_second"] / produced
             )
             figures["pipeline"] = pipeline
+        if compression:
+            figures["compression"] = compression
         with open(json_path, "w", encoding="utf-8") as out:
             json.dump(figures, out, indent=2)
     return bool(failed)

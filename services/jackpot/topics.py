@@ -21,10 +21,22 @@ class TopicSpec:
 FOREVER = {"retention.ms": "-1", "retention.bytes": "-1"}
 COMPACTED = {"cleanup.policy": "compact"}
 
-TABLE_EVENTS = TopicSpec("jackpot.table-events.v1", 6, {"retention.ms": str(7 * 86_400_000)})
-POT_UPDATES = TopicSpec("jackpot.pot-updates.v1", 6, {"retention.ms": str(86_400_000)})
+# The broker compresses what the producers send uncompressed: zstd keeps the ledger in 2.5x and a
+# pot-state in 2-3.4x less disk, for the broker CPU `make bench` prints (docs/capacity.md). Every
+# reader needs aiokafka's zstd codec (its "zstd" extra, in pyproject.toml).
+ZSTD = {"compression.type": "zstd"}
+# Kafka deletes whole segments, and a partition of these rolls long before 1 GiB: a segment a day
+# (an hour) keeps 7-8 days (a day) on disk, not the 14 (8) of Kafka's weekly roll.
+TABLE_EVENTS = TopicSpec(
+    "jackpot.table-events.v1",
+    6,
+    {"retention.ms": str(7 * 86_400_000), "segment.ms": str(86_400_000)},
+)
+POT_UPDATES = TopicSpec(
+    "jackpot.pot-updates.v1", 6, {"retention.ms": str(86_400_000), "segment.ms": str(3_600_000)}
+)
 AWARDS = TopicSpec("jackpot.awards.v1", 6, FOREVER)
-LEDGER = TopicSpec("jackpot.ledger.v1", 6, FOREVER)
+LEDGER = TopicSpec("jackpot.ledger.v1", 6, {**FOREVER, **ZSTD})
 # A takeover reads its pot-state partition whole (read_compacted), and the cleaner never compacts
 # the active segment: segments roll every 10 minutes or 64 MiB and are cleaned once a tenth is
 # dirty, so a takeover reads about the last segment's snapshots, not a week of them (every batch
@@ -37,6 +49,7 @@ POT_STATE = TopicSpec(
         "segment.ms": str(10 * 60_000),
         "segment.bytes": str(64 * 2**20),
         "min.cleanable.dirty.ratio": "0.1",
+        **ZSTD,
     },
 )
 POT_CONFIG = TopicSpec("jackpot.pot-config.v1", 6, COMPACTED)
