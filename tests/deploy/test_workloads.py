@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from jackpot.platform.settings import RuntimeSettings
+
 from tests.deploy.k8s import (
     LONG_RUNNING_KINDS,
     OVERLAYS,
@@ -114,6 +116,30 @@ def test_every_workload_uses_the_one_image(rendered: dict[str, list[Obj]]) -> No
         assert len(images) == 1, f"{overlay}: {images}"
         (image,) = images
         assert ":" in image.rsplit("/", 1)[-1], f"{overlay}: image {image} has no tag"
+
+
+# R6: the overlays a casino runs name the software the regulator approved; dev runs any build.
+APPROVED_DIGEST_REQUIRED = {"dev": False, "single-site": True, "multi-site": True}
+
+
+def test_R6_every_service_is_told_the_approved_software_digest(
+    rendered: dict[str, list[Obj]],
+) -> None:
+    """Every service container takes JACKPOT_APPROVED_SOFTWARE_DIGEST from the ConfigMap
+    "software"; the production overlays set it to a digest the services' own setting accepts,
+    so a build the regulator did not approve never starts there."""
+    for overlay, objects in rendered.items():
+        maps = {name(m): m.get("data", {}) for m in kind(objects, "ConfigMap")}
+        software = [n for n in maps if n == "software" or n.startswith("software-")]
+        assert len(software) == 1, f"{overlay}: ConfigMaps {sorted(maps)}"
+        digest = maps[software[0]]["JACKPOT_APPROVED_SOFTWARE_DIGEST"]
+        parsed = RuntimeSettings(JACKPOT_APPROVED_SOFTWARE_DIGEST=digest).approved_software_digest
+        assert bool(parsed) == APPROVED_DIGEST_REQUIRED[overlay], f"{overlay}: {digest!r}"
+        for workload in kind(objects, *LONG_RUNNING_KINDS):
+            for container in containers(workload, init=False):
+                refs = [e["configMapRef"]["name"] for e in container.get("envFrom", [])
+                        if "configMapRef" in e]  # fmt: skip
+                assert software[0] in refs, f"{overlay}/{name(workload)}: envFrom {refs}"
 
 
 def test_every_long_running_workload_has_a_disruption_budget(
