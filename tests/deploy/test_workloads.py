@@ -7,7 +7,6 @@ import json
 import pytest
 
 from jackpot.platform.settings import RuntimeSettings
-
 from tests.deploy.k8s import (
     LONG_RUNNING_KINDS,
     OVERLAYS,
