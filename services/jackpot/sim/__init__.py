@@ -10,5 +10,6 @@ It imports the domain, platform, clients and services, never ``jackpot.tools``, 
 - :mod:`~jackpot.sim.device_faults`: table controllers that duplicate, delay and reorder events.
 - :mod:`~jackpot.sim.hops`: the latency budget of a traced lock, hop by hop.
 - :mod:`~jackpot.sim.oracle`: the round oracle, every award predicted from the cards dealt.
+- :mod:`~jackpot.sim.ledger_oracle`: that oracle held against a whole ledger, award by award.
 - :mod:`~jackpot.sim.books`: the floor's books against the ledger and the payouts.
 """
