@@ -84,11 +84,11 @@ from loadtest.chaos import (
     ChaosDemo,
     Watches,
     cluster_down,
-    floor_ports,
     floor_whole,
     kafka_sh,
     open_floor,
 )
+from loadtest.floor_ports import floor_ports
 from loadtest.soak import log_events
 from loadtest.takeover import payout_records, takeover_check
 from loadtest.verdicts import VIOLATION_KINDS, campaign_summary, run_violations

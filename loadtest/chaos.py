@@ -111,10 +111,7 @@ from jackpot.sim.device_faults import DeviceFaultRates
 from jackpot.sim.floor import Floor, FloorStats
 from jackpot.tools.demo import (
     BLACKJACK_GROUP,
-    HTTP_PORT,
-    METRICS,
     POKER_GROUP,
-    PORTS,
     REPO,
     Demo,
     DemoTable,
@@ -128,6 +125,7 @@ from jackpot.tools.demo_status import OK, HealthProbe, probe_health
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
 from loadtest.exits import ExitWatch
 from loadtest.floor_held import FloorGuard
+from loadtest.floor_ports import offset_ports
 from loadtest.site_cutoff import gateway_metrics, probe_bet, run_site_cutoff
 from loadtest.verdicts import (
     OUTAGE_CLOSE_MARGIN_SECONDS,
@@ -157,7 +155,6 @@ BROKER_JVM_OPTS = "-XX:TieredStopAtLevel=1"
 # How long a broker may take to start (kafka.sh's default is 90 s: a restart under the floor's
 # load on a two-core machine shared with other work took longer).
 BROKER_READY_SECONDS = 240
-PORT_OFFSET_ENV = "JACKPOT_CHAOS_PORT_OFFSET"
 CLUSTER = "127.0.0.1:9192,127.0.0.1:9292,127.0.0.1:9392"
 BROKER_PORTS = (9192, 9292, 9392)
 GATEWAYS = {"A": "gateway-a", "B": "gateway-b"}
@@ -171,24 +168,6 @@ GIVE_UP_SECONDS = 120.0
 POLL_SECONDS = 0.1
 
 
-def port_offset() -> int:
-    """How far the floor's ports (gRPC, /metrics, the signs) are moved from the demo's own
-    (``JACKPOT_CHAOS_PORT_OFFSET``, default 0): a second floor on the same machine (a campaign
-    beside a test run) needs ports of its own. A second instance of a paused service keeps the
-    demo's twin ports."""
-    text = os.environ.get(PORT_OFFSET_ENV, "") or "0"
-    try:
-        return int(text)
-    except ValueError:
-        raise SystemExit(f"{PORT_OFFSET_ENV}={text!r}: a whole number of ports") from None
-
-
-def floor_ports() -> list[int]:
-    """Every port a floor of this suite listens on (at the offset)."""
-    offset = port_offset()
-    return sorted(p + offset for p in {*PORTS.values(), *METRICS.values(), HTTP_PORT})
-
-
 class ChaosDemo(Demo):
     """The demo floor with a probe table at each site (linked, configured, never played).
 
@@ -197,16 +176,7 @@ class ChaosDemo(Demo):
     stopped) is recorded as the suite's own."""
 
     def __init__(self, tables: int, state_dir: Path, run_id: str, replication: int) -> None:
-        offset = port_offset()
-        super().__init__(
-            tables,
-            state_dir,
-            run_id,
-            replication,
-            ports={name: port + offset for name, port in PORTS.items()},
-            metrics_ports={name: port + offset for name, port in METRICS.items()},
-            http_port=HTTP_PORT + offset,
-        )
+        super().__init__(tables, state_dir, run_id, replication, **offset_ports())
         self.tables.extend(PROBES)
         self.exit_watch: ExitWatch | None = None
 

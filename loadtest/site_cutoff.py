@@ -45,9 +45,7 @@ from jackpot.sim.floor import Floor
 from jackpot.tools.demo import (
     KAFKA_SH,
     LIMITS,
-    METRICS,
     POKER_GROUP,
-    PORTS,
     REPO,
     Demo,
     DemoTable,
@@ -57,6 +55,7 @@ from jackpot.tools.demo import (
 from jackpot.tools.demo import (
     report as demo_report,
 )
+from loadtest.floor_ports import offset_ports
 from loadtest.netns import NetnsUnavailable, SiteNetwork, clean_stale, unavailable_reason
 
 SITE = "B"
@@ -116,7 +115,7 @@ class SiteDemo(Demo):
         bootstrap: str,
         site_bootstrap: str = "",
     ) -> None:
-        super().__init__(tables, state_dir, run_id)
+        super().__init__(tables, state_dir, run_id, **offset_ports())
         self.tables.append(PROBE_TABLE)
         self.network = network
         self.bootstrap = bootstrap
@@ -125,7 +124,7 @@ class SiteDemo(Demo):
 
     def site_target(self, site: str) -> str:
         if site == SITE:
-            return f"{self.network.site_lan}:{PORTS[SITE_GATEWAY]}"
+            return f"{self.network.site_lan}:{self.ports[SITE_GATEWAY]}"
         return super().site_target(site)
 
     def target(self, name: str) -> str:
@@ -164,7 +163,7 @@ class SiteDemo(Demo):
         if name != SITE_GATEWAY:
             return await super().wait_serving(name, within_seconds)
         started = time.monotonic()
-        host, port = self.network.site_lan, PORTS[name]
+        host, port = self.network.site_lan, self.ports[name]
         while time.monotonic() - started < within_seconds:
             if self.processes[name].poll() is not None:
                 raise RuntimeError(f"{name} exited; see {self.state}/{name}.log")
@@ -231,10 +230,10 @@ async def play_through_cut(
         return network.reachable_from_site(central, BROKER_PORT)
 
     def gateway_from_devices() -> bool:
-        return network.reachable_from_host(lan, PORTS[SITE_GATEWAY])
+        return network.reachable_from_host(lan, demo.ports[SITE_GATEWAY])
 
     def metrics() -> dict[str, float]:
-        return gateway_metrics(lan, METRICS[SITE_GATEWAY])
+        return gateway_metrics(lan, demo.metrics_ports[SITE_GATEWAY])
 
     paths: dict[str, bool] = {
         "broker_reachable_from_site_before_cut": await asyncio.to_thread(broker_from_site),
