@@ -55,18 +55,34 @@ cluster_dir="$state/kafka/cluster"
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
+# install: the jars of deploy/local/pom.xml in the shared cache, once per pom content (its
+# SHA-256 is the marker). Fetched into a directory of its own and renamed into place under a lock:
+# every checkout on the machine (clones, worktrees) shares the cache, and brokers running from it
+# must never see their jars deleted by another checkout's first start (a pom merely newer on disk,
+# as a fresh clone's is, once made every checkout fetch again over the running brokers' jars).
 install() {
-  if [ -f "$libs/.complete" ] && [ "$libs/.complete" -nt "$here/pom.xml" ]; then
-    return 0
+  local want fresh
+  want=$(sha256sum "$here/pom.xml" | cut -d' ' -f1)
+  [ "$(cat "$libs/.complete" 2>/dev/null)" = "$want" ] && return 0
+  mkdir -p "$(dirname "$libs")"
+  exec 8>"$libs.lock"
+  flock 8
+  if [ "$(cat "$libs/.complete" 2>/dev/null)" != "$want" ]; then
+    command -v mvn >/dev/null || die "Maven (mvn) is required to fetch Kafka from Maven Central"
+    command -v java >/dev/null || die "a Java 17+ runtime is required to run Kafka"
+    log "fetching Apache Kafka $kafka_version from Maven Central into $libs"
+    fresh="$libs.fetching"
+    rm -rf "$fresh"
+    mkdir -p "$fresh"
+    mvn -q -B -Dstyle.color=never -f "$here/pom.xml" dependency:copy-dependencies \
+      -DoutputDirectory="$fresh" -DincludeScope=runtime
+    echo "$want" >"$fresh/.complete"
+    rm -rf "$libs.previous"
+    [ -d "$libs" ] && mv "$libs" "$libs.previous"  # a broker still running keeps its jars
+    mv "$fresh" "$libs"
   fi
-  command -v mvn >/dev/null || die "Maven (mvn) is required to fetch Kafka from Maven Central"
-  command -v java >/dev/null || die "a Java 17+ runtime is required to run Kafka"
-  log "fetching Apache Kafka $kafka_version from Maven Central into $libs"
-  rm -rf "$libs"
-  mkdir -p "$libs"
-  mvn -q -B -Dstyle.color=never -f "$here/pom.xml" dependency:copy-dependencies \
-    -DoutputDirectory="$libs" -DincludeScope=runtime
-  touch "$libs/.complete"
+  flock -u 8
+  exec 8>&-
 }
 
 java_cp() { printf '%s/*' "$libs"; }
