@@ -5,12 +5,14 @@ The judges: the cover is a page of its own and each pot group starts a page; the
 poppler reads equals the images it draws and every page's footer says "Página N de M"; nothing is
 wider than the paper (Chromium shrinks the whole document to fit a wider table, and past its
 limit also cuts it at the margin, so the cover's title printed smaller than its font size is the
-sign), shown refusing a page with such a table; every prize of the period is in the text; and
-the Spanish document says nothing in English.
+sign), shown refusing a page with such a table; the last 25 prizes are in the text and the
+earlier ones only in the annex, whose name, row count and SHA-256 (that of the file beside the
+PDF) the cover prints (R1); and the Spanish document says nothing in English.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 from pathlib import Path
@@ -108,13 +110,30 @@ def test_R1_the_pdf_has_a_cover_a_page_per_group_numbered_pages_and_no_table_cut
     assert title_scale(pdf) >= 1.0  # nothing wider than the paper (no table cut or shrunk)
     whole = "".join(texts)
     (group,) = report.groups
-    assert group.awards
-    for award in group.awards:
+    assert group.awards == group.last_awards  # fewer than 25: every one
+    for award in group.last_awards:
         assert award.round_id in whole
     assert "$250.000" in whole  # amounts as the floor writes them
     data = {"opening", "report-group", "reserve1", "scj-poker"}  # the ledger's own words
     words = {m.group(0).lower() for m in ENGLISH.finditer(whole)} - data
     assert words == set(), f"English on the Spanish document: {sorted(words)}"
+
+
+def test_R1_the_pdf_lists_the_last_25_prizes_and_prints_the_annexs_digest(tmp_path: Path) -> None:
+    """A period of more than 25 prizes: the last 25 are on paper, the earlier ones only in the
+    annex, whose rows and SHA-256 (that of the file beside the PDF) the cover prints."""
+    whole = compute(as_records(ledger(120)), Period(0, 2**62))
+    pdf = printed(tmp_path / "annex", whole)
+    (group,) = whole.groups
+    assert len(group.awards) > len(group.last_awards) == 25
+    text = "".join(text_of(pdf, n) for n in range(1, pages_of(pdf) + 1))
+    shown = [a for a in group.awards if re.search(rf"{re.escape(a.round_id)}\b", text)]
+    assert shown == group.last_awards
+    digest = hashlib.sha256((pdf.parent / "awards.csv").read_bytes()).hexdigest()
+    annex = re.search(r"awards\.csv: ([\d.]+) filas.*?SHA-256\s+([0-9a-f]{64})", text, re.S)
+    assert annex, "the cover does not name its annex"
+    assert annex.groups() == (str(len(group.awards)), digest)
+    assert title_scale(pdf) >= 1.0
 
 
 def test_the_judges_refuse_a_table_wider_than_the_page_and_an_english_document(

@@ -13,8 +13,10 @@ first record, streamed. ``records read`` in the summary says what it cost. It wr
 
 - one CSV file per section, for a spreadsheet: ``summary.csv`` (period figures and the M2
   reconciliation per group, where its books begin, the records read), ``pots.csv`` (opening,
-  received, closing per pot), ``prizes.csv`` (hits and amounts per category), ``awards.csv`` (each
-  award: table, seat, round, hand, time, who approved and who paid), ``configs.csv`` (versions in
+  received, closing per pot), ``prizes.csv`` (hits and amounts per category), ``awards.csv`` (the
+  annex: each award of the period, table, seat, round, hand, time, who approved and who paid;
+  spooled to disk as the ledger streams by and written in award order,
+  :mod:`jackpot.tools.report_annex`), ``configs.csv`` (versions in
   force: base, percentages, ceilings, paytable, when and by whom), ``last_awards.csv`` (the last
   25), ``contributions_by_hour.csv`` and ``main_pot.csv`` (the chart's points: the main pot at
   its last move of each minute), and, when a group has levels (rules L1-L4, V1), ``levels.csv``
@@ -26,7 +28,9 @@ first record, streamed. ``records read`` in the summary says what it cost. It wr
   ``not read (before T)``;
 - ``report.html`` and ``report.pdf``: the same as a document a regulator files, Spanish by
   default, amounts as the floor writes them and dates in the casino's time zone, for A4
-  landscape paper (:mod:`jackpot.tools.report_document`; ``JACKPOT_REPORT_*`` and the options).
+  landscape paper (:mod:`jackpot.tools.report_document`; ``JACKPOT_REPORT_*`` and the options):
+  a summary whose size follows the pot groups, not the prizes (the last 25 per group, R1), bound
+  to its annex by the annex's row count and SHA-256 printed on the cover.
 
 Exit 0 when every group reconciles, 1 when one does not or a ledger record cannot be read (the
 page and the CSV say so at the top), 2 on refused input (``--from`` not before ``--to``, an unknown
@@ -42,6 +46,7 @@ import csv
 import functools
 import json
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -55,9 +60,15 @@ from jackpot.domain.money import format_amount
 from jackpot.platform.kafka import KafkaConnection
 from jackpot.pot.settings import PotSettings
 from jackpot.tools.partitions import cost_line, map_shares
+from jackpot.tools.report_annex import (
+    ANNEX_NAME,
+    AWARD_HEADER,
+    AwardSpool,
+    award_cells,
+    write_annex,
+)
 from jackpot.tools.report_document import DocumentError, ReportSettings, write_document
 from jackpot.tools.report_figures import (
-    AwardRow,
     ConfigVersion,
     GroupReport,
     LedgerRecord,
@@ -66,7 +77,9 @@ from jackpot.tools.report_figures import (
     Report,
     ReportBuilder,
     ReportInputError,
+    SinkFactory,
     iso,
+    keep_awards,
     parse_period,
     written_by_the_pot,
 )
@@ -113,21 +126,22 @@ async def read_report(
     only_groups: Sequence[str] = (),
     checkpoint_interval_seconds: float = CHECKPOINT_INTERVAL_SECONDS,
     feed: Feed | None = None,
+    awards: SinkFactory = keep_awards,
 ) -> Report:
     """The report of ``period``: each partition read from a little before its groups' last
     checkpoints before ``--from`` to just after ``--to``, then what could not begin there read
     again from its first record (:meth:`ReportBuilder.replays`), both streamed, by ``feed``
-    (default: this reader, in this process)."""
+    (default: this reader, in this process); the award rows go to ``awards``' sinks."""
     feed = feed or functools.partial(_feed, reader)
     firsts, _ = await reader.bounds()
     end = await reader.offsets_for_time(period.end_ns // 10**6 + SEEK_MARGIN_MS)
     interval_ms = int(checkpoint_interval_seconds * 1000)
     start, windowed, probed = await _starts(reader, firsts, period, interval_ms)
-    builder = ReportBuilder(period, only_groups, windowed=windowed)
+    builder = ReportBuilder(period, only_groups, windowed=windowed, awards=awards)
     await feed(builder, start, end)
     again = _replays(builder, reader.partitions)
     if again:
-        replayed = ReportBuilder(period, only_groups, replaying=again)
+        replayed = ReportBuilder(period, only_groups, replaying=again, awards=awards)
         await feed(replayed, {p: firsts[p] for p in again}, end)
         builder.replace(replayed)
     report = builder.report()
@@ -249,25 +263,24 @@ async def report_from_kafka(
     only_groups: Sequence[str] = (),
     checkpoint_interval_seconds: float = CHECKPOINT_INTERVAL_SECONDS,
     jobs: int = 1,
+    awards: SinkFactory = keep_awards,
 ) -> Report:
     """The report of ``period`` from the ledger topic, its partitions read by ``jobs``
-    processes side by side (1: this one)."""
+    processes side by side (1: this one), the award rows to ``awards``' sinks."""
     async with KafkaConnection(kafka_options).reader(topic) as reader:
         if not reader.partitions:
             raise LookupError(f"topic {topic} does not exist")
         feed = None
         if jobs > 1:
             feed = functools.partial(_feed_side_by_side, reader, kafka_options, jobs)
-        return await read_report(reader, period, only_groups, checkpoint_interval_seconds, feed)
+        return await read_report(
+            reader, period, only_groups, checkpoint_interval_seconds, feed, awards
+        )
 
 
 # ------------------------------------------------------------------------------------- CSV
 
 
-AWARD_HEADER = [
-    *("pot_group", "award_id", "table", "seat", "round", "prize", "amount", "hand"),
-    *("occurred_at", "recorded_at", "approved_by", "paid_by", "paid_at"),
-]
 LEVEL_HEADER = [
     *("pot_group", "level", "label", "pot", "opening", "collected", "prizes_paid", "envy_paid"),
     *("refilled_from_reserves", "refilled_from_house", "closing"),
@@ -281,7 +294,8 @@ CONFIG_HEADER = [
 
 
 def sections(report: Report) -> dict[str, list[list[str]]]:
-    """Every CSV file's rows (header first), whole pesos where the boundary wants them."""
+    """Every CSV file's rows (header first), whole pesos where the boundary wants them; but the
+    annex, ``awards.csv``, which :func:`write_csv` streams (:mod:`jackpot.tools.report_annex`)."""
     verdict = "reconciles" if report.reconciles else "DOES NOT RECONCILE"
     summary = [
         ["pot_group", "figure", "value"],
@@ -294,7 +308,6 @@ def sections(report: Report) -> dict[str, list[list[str]]]:
         "summary": summary,
         "pots": [["pot_group", "pot", "opening", "received", "closing"]],
         "prizes": [["pot_group", "prize", "hits", "amount"]],
-        "awards": [AWARD_HEADER],
         "configs": [CONFIG_HEADER],
         "last_awards": [AWARD_HEADER],
         "contributions_by_hour": [["pot_group", "hour", "collected"]],
@@ -320,9 +333,8 @@ def _group_rows(group: GroupReport) -> dict[str, list[list[str]]]:
             for pot in sorted({*opening, *closing})
         ],
         "prizes": [[g, p, str(h), str(a)] for p, (h, a) in group.prizes.items()],
-        "awards": [_award_row(g, a) for a in group.awards],
         "configs": [_config_row(g, c) for c in group.configs],
-        "last_awards": [_award_row(g, a) for a in group.last_awards],
+        "last_awards": [award_cells(g, a) for a in group.last_awards],
         "contributions_by_hour": [
             [g, iso(hour), format_amount(amount)]
             for hour, amount in sorted(group.collected_by_hour.items())
@@ -352,19 +364,12 @@ def _summary_rows(group: GroupReport) -> list[list[str]]:
         [g, "house advances", format_amount(group.house_advances)],
         [g, "overflow", format_amount(group.overflow)],
         [g, "awarded", format_amount(group.awarded)],
-        [g, "awards", str(len(group.awards))],
+        [g, "awards", str(group.award_count)],
         [g, "reconciliation (M2)", group.reconciliation()[1]],
     ]
     if group.earlier_payments:
         rows.append([g, "settled awards made before the records read", _earlier(group)])
     return rows + [[g, "problem", p] for p in group.problems]
-
-
-def _award_row(g: str, a: AwardRow) -> list[str]:
-    return [
-        *(g, a.award_id, a.table_id, str(a.seat), a.round_id, a.prize, str(a.amount), a.cards),
-        *(a.occurred_at, a.recorded_at, a.approved_by, a.paid_by, a.paid_at),
-    ]
 
 
 def _config_row(g: str, c: ConfigVersion) -> list[str]:
@@ -388,7 +393,8 @@ def _paytable_name(paytable: Any) -> str:
     return str(paytable.get("name", "")) if isinstance(paytable, dict) else str(paytable)
 
 
-def write_csv(out: Path, report: Report) -> list[Path]:
+def write_sections(out: Path, report: Report) -> list[Path]:
+    """Every section's file but the annex."""
     written = []
     for name, rows in sections(report).items():
         path = out / f"{name}.csv"
@@ -396,6 +402,13 @@ def write_csv(out: Path, report: Report) -> list[Path]:
             csv.writer(handle).writerows(rows)
         written.append(path)
     return written
+
+
+def write_csv(out: Path, report: Report) -> list[Path]:
+    """Every section's file and the annex (``awards.csv``, :func:`write_annex`)."""
+    written = write_sections(out, report)
+    write_annex(out / ANNEX_NAME, report)
+    return [*written, out / ANNEX_NAME]
 
 
 def _group_problems(report: Report) -> list[str]:
@@ -423,7 +436,7 @@ def render_text(report: Report, out: Path) -> str:
         lines.append(
             f"pot group {group.group_id}: collected {format_amount(group.collected)}, commission "
             f"{format_amount(group.commission)}, awarded {format_amount(group.awarded)} in "
-            f"{len(group.awards)} awards, house advances {format_amount(group.house_advances)}"
+            f"{group.award_count} awards, house advances {format_amount(group.house_advances)}"
         )
         lines.append(f"  {group.reconciliation()[1]}")
         lines.append(f"  opening books from {group.opened_from}")
@@ -446,24 +459,27 @@ def run(
     or an unreadable topic (nothing written), 3 when the books reconcile but the PDF could not be
     printed (the CSV files and report.html are written)."""
     started = time.perf_counter()
-    try:
-        period = parse_period(start, end, time.time_ns())
-        report = asyncio.run(
-            report_from_kafka(
-                kafka_options, ledger_topic, period, only_groups, checkpoint_interval_seconds, jobs
+    with tempfile.TemporaryDirectory(prefix="jackpot-report-awards-") as spool:
+        try:
+            period = parse_period(start, end, time.time_ns())
+            report = asyncio.run(
+                report_from_kafka(
+                    *(kafka_options, ledger_topic, period, only_groups),
+                    *(checkpoint_interval_seconds, jobs, AwardSpool(Path(spool))),
+                )
             )
-        )
-    except ReportInputError as error:
-        print(f"jackpot report: {error}", file=sys.stderr)
-        return 2
-    except (LookupError, OSError, KafkaError) as error:
-        print(f"jackpot report: cannot read {ledger_topic}: {error}", file=sys.stderr)
-        return 2
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    write_csv(folder, report)
+        except ReportInputError as error:
+            print(f"jackpot report: {error}", file=sys.stderr)
+            return 2
+        except (LookupError, OSError, KafkaError) as error:
+            print(f"jackpot report: cannot read {ledger_topic}: {error}", file=sys.stderr)
+            return 2
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_sections(folder, report)
+        annex = write_annex(folder / ANNEX_NAME, report)  # the spools read: then removed
     try:
-        write_document(folder, report, document or ReportSettings(), pdf)
+        write_document(folder, report, document or ReportSettings(), pdf, annex)
         printed = True
     except DocumentError as error:
         print(f"jackpot report: {error}", file=sys.stderr)

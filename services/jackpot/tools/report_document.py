@@ -4,14 +4,18 @@
 machine's DejaVu Sans) laid out for A4 landscape paper, and ``report.pdf`` is that page printed by
 Chromium headless (:func:`print_pdf`; ``chromium --print-to-pdf`` honours the page's ``@page``
 size, margins and page numbers). The cover states the casino, the period and its time zone, the
-pot groups with their verdicts, the overall verdict, the records read and the digest of the
-software that wrote the document (R6). Each pot group then starts a page: its figures, the M2
-reconciliation written out, its pots, for a group with levels each level's figures as a table and
-a chart (L1-L4, V1: a one-level group's document has no such section), hits by hand (an envy
-bonus under its own name, "Envidia: Escalera real"), the configuration in force as tables (pots,
-shares, ceilings, paytable, C7), the main pot and the collections per hour as charts as wide as
-the page, and every prize of the period; a table longer than a page repeats its header on the
-next, and no table is wider than the page (fixed layouts, identifiers that wrap).
+pot groups with their verdicts, the overall verdict, the records read, the digest of the
+software that wrote the document (R6) and the annex's: ``awards.csv``, every prize of the period
+a row, named with its row count and SHA-256 (:mod:`jackpot.tools.report_annex`), so the annex is
+bound to the document. Each pot group then starts a page: its figures, the M2 reconciliation
+written out, its pots, for a group with levels each level's figures as a table and a chart (L1-L4,
+V1: a one-level group's document has no such section), hits by hand (an envy bonus under its own
+name, "Envidia: Escalera real"), the configuration in force as tables (pots, shares, ceilings,
+paytable, C7), the main pot and the collections per hour as charts as wide as the page (the main
+pot's line thinned to the chart's resolution), and the last 25 prizes (R1); a table longer than a
+page repeats its header on the next, and no table is wider than the page (fixed layouts,
+identifiers that wrap). The document's size follows the pot groups and their configurations,
+never the number of prizes: a casino's day prints a few pages per group, not one per 12 prizes.
 
 Words, amounts and dates come from :class:`~jackpot.tools.report_words.Style`: Spanish by default,
 amounts as the floor writes them, instants in the casino's zone. The CSV files are not this
@@ -38,6 +42,7 @@ from jackpot.domain.errors import DomainError
 from jackpot.domain.money import floor_pesos
 from jackpot.platform.manifest import Verification, package_root, verify
 from jackpot.platform.settings import Settings
+from jackpot.tools.report_annex import ANNEX_NAME, Annex, write_annex
 from jackpot.tools.report_figures import AwardRow, ConfigVersion, GroupReport, LevelRow, Report
 from jackpot.tools.report_words import Style
 
@@ -45,6 +50,7 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 PDF_TIMEOUT_SECONDS = 120.0
 CHART_WIDTH, CHART_HEIGHT, PAD = 1000, 250, 56  # the SVG's units; it is drawn page-wide
 TIME_TICKS = 6
+CHART_SPANS = 500  # a line chart keeps the lowest and highest point of each of this many spans
 HOUR_NS = 3600 * 10**9
 
 TITLE_PT = 22  # the cover's title: a PDF whose title is smaller was shrunk to fit its page
@@ -65,7 +71,8 @@ th, td { border: 0.3mm solid #888; padding: 1mm 1.5mm; text-align: left; vertica
 th { background: #e8ecef; font-weight: bold; }
 td.n { text-align: right; white-space: nowrap; }
 table.facts { break-inside: avoid; } table.facts th { width: 30%; } table.narrow { width: 60%; }
-table.awards, table.last-awards { font-size: 7.5pt; }
+table.last-awards { font-size: 7.5pt; }
+td.digest { font-family: "DejaVu Sans Mono", monospace; font-size: 8.5pt; }
 .verdict { font-size: 13pt; font-weight: bold; padding: 3mm 4mm; margin: 3mm 0;
   border-radius: 2mm; }
 .ok { background: #e3f2e5; color: #1b5e20; } .bad { background: #fde7e9; color: #b71c1c; }
@@ -113,9 +120,15 @@ class DocumentError(RuntimeError):
 
 
 def render_document(
-    report: Report, style: Style, casino: str, software: Verification, issued_ns: int
+    report: Report,
+    style: Style,
+    casino: str,
+    software: Verification,
+    issued_ns: int,
+    annex: Annex | None = None,
 ) -> str:
-    """The whole page: the cover, then one section per pot group."""
+    """The whole page: the cover (with ``annex``, the CSV of every prize, bound by its digest),
+    then one section per pot group."""
     footer = f"{style.words('title')} · {casino or ''} · {_period(report, style)}"
     parts = [
         f"<!doctype html><html lang='{style.lang}'><head><meta charset='utf-8'>",
@@ -123,15 +136,20 @@ def render_document(
         f"<style>{CSS}:root {{ --footer: {_css_string(footer)}; "
         f"--page-word: {_css_string(style.words('page'))}; "
         f"--of-word: {_css_string(style.words('of'))}; }}</style></head><body>",
-        _cover(report, style, casino, software, issued_ns),
-        *(_group_section(group, style) for group in report.groups),
+        _cover(report, style, casino, software, issued_ns, annex),
+        *(_group_section(group, style, annex) for group in report.groups),
         "</body></html>",
     ]
     return "\n".join(parts)
 
 
 def _cover(
-    report: Report, style: Style, casino: str, software: Verification, issued_ns: int
+    report: Report,
+    style: Style,
+    casino: str,
+    software: Verification,
+    issued_ns: int,
+    annex: Annex | None,
 ) -> str:
     w = style.words
     digest = (
@@ -152,7 +170,7 @@ def _cover(
             _e(group.group_id),
             _n(style.money(group.collected)),
             _n(style.money(group.awarded)),
-            _n(style.number(len(group.awards))),
+            _n(style.number(group.award_count)),
             _verdict_word(group, style),
         ]
         for group in report.groups
@@ -161,7 +179,21 @@ def _cover(
     groups = _table(head, rows, widths=(30, 18, 18, 14, 20)) if rows else f"<p>{w('no_groups')}</p>"
     return (
         f"<section class='cover'><h1>{_e(w('title'))}</h1>{_facts(facts)}"
+        f"{_annex(annex, style)}"
         f"{_verdict(report, style)}<h3>{_e(w('groups'))}</h3>{groups}</section>"
+    )
+
+
+def _annex(annex: Annex | None, style: Style) -> str:
+    """The annex's name, rows and SHA-256, on the cover (R1): what binds the CSV to the page."""
+    w = style.words
+    if annex is None:
+        text = f"{ANNEX_NAME}: {w('annex_missing')}"
+    else:
+        text = w("annex_text", name=annex.name, rows=style.number(annex.rows), digest=annex.sha256)
+    return (
+        f"<table class='facts annex'><tbody><tr><th>{_e(w('annex'))}</th>"
+        f"<td class='digest'>{_e(text)}</td></tr></tbody></table>"
     )
 
 
@@ -182,7 +214,7 @@ def _verdict_word(group: GroupReport, style: Style) -> str:
     return f"<span class='bad'>{_e(style.words('does_not_reconcile'))}</span>"
 
 
-def _group_section(group: GroupReport, style: Style) -> str:
+def _group_section(group: GroupReport, style: Style, annex: Annex | None) -> str:
     w = style.words
     g = _e(group.group_id)
     parts = [
@@ -197,9 +229,14 @@ def _group_section(group: GroupReport, style: Style) -> str:
     parts += [_pots(group, style), *_levels(group.levels, style), _prizes(group, style)]
     parts.append(_configs(group.configs, style))
     parts += _charts(group, style)
+    in_annex = w(
+        "awards_in_annex",
+        count=style.number(group.award_count),
+        name=annex.name if annex else ANNEX_NAME,
+    )
     parts += [
-        f"<h3>{_e(w('awards'))}</h3>{_awards(group.awards, style, 'awards')}",
-        f"<h3>{_e(w('last_awards'))}</h3>{_awards(group.last_awards, style, 'last-awards')}",
+        f"<h3>{_e(w('last_awards'))}</h3><p class='in-annex'>{_e(in_annex)}</p>",
+        _awards(group.last_awards, style, "last-awards"),
         "</section>",
     ]
     return "".join(parts)
@@ -217,7 +254,7 @@ def _figures(group: GroupReport, style: Style) -> list[tuple[str, str]]:
         (w("house_advances"), money(group.house_advances)),
         (w("overflow"), money(group.overflow)),
         (w("awarded"), money(group.awarded)),
-        (w("award_count"), style.number(len(group.awards))),
+        (w("award_count"), style.number(group.award_count)),
         (w("opening_from"), opened),
     ]
     if group.earlier_payments:
@@ -427,28 +464,21 @@ def _paytable(config: PotGroupConfig, style: Style) -> str:
 
 
 def _awards(awards: Sequence[AwardRow], style: Style, css: str) -> str:
+    """The last prizes, a line each (an award's id is its group, table, round, seat and
+    prize, all shown; the annex has it as a column)."""
     if not awards:
         return _none(style.words("no_awards"))
     w = style.words
     head = [
-        w("award_id"),
-        w("table"),
-        w("seat"),
-        w("round"),
-        w("hand"),
-        w("amount"),
-        w("occurred"),
-        w("approved_by"),
-        w("paid_by"),
-        w("paid_at"),
+        *(w("table"), w("seat"), w("round"), w("hand"), w("amount")),
+        *(w("occurred"), w("approved_by"), w("paid_by"), w("paid_at")),
     ]
     rows = [
         [
-            _e(a.award_id),
             _e(a.table_id),
             _n(str(a.seat)),
             _e(a.round_id),
-            f"{_e(style.hand(a.prize))}<br>{_e(a.cards)}",
+            _e(f"{style.hand(a.prize)} ({a.cards})" if a.cards else style.hand(a.prize)),
             _n(style.pesos(a.amount)),
             _e(style.when_text(a.occurred_at)),
             _e(a.approved_by),
@@ -457,7 +487,7 @@ def _awards(awards: Sequence[AwardRow], style: Style, css: str) -> str:
         ]
         for a in awards
     ]
-    return _table(head, rows, widths=(15, 11, 7, 10, 12, 9, 9, 9, 9, 9), css=css)
+    return _table(head, rows, widths=(7, 6, 14, 19, 7, 12, 11, 12, 12), css=css)
 
 
 # ---------------------------------------------------------------------------------- charts
@@ -478,6 +508,8 @@ def _chart(title: str, points: Sequence[tuple[int, int]], bar_ns: int, style: St
     caption = f"<figcaption>{_e(title)}</figcaption>"
     if not points:
         return f"<figure>{caption}{_none(style.words('nothing'))}</figure>"
+    if not bar_ns:
+        points = thin(points)
     xs = [x for x, _ in points]
     ys = [floor_pesos(y) for _, y in points]
     left, right = min(xs), max(max(xs) + bar_ns, min(xs) + 1)
@@ -503,6 +535,35 @@ def _chart(title: str, points: Sequence[tuple[int, int]], bar_ns: int, style: St
         f'font-size="14" font-family="DejaVu Sans, sans-serif">'
         f"{_axes(left, right, top, inner_w, inner_h, style)}{shapes}</svg></figure>"
     )
+
+
+def thin(points: Sequence[tuple[int, int]], spans: int = CHART_SPANS) -> list[tuple[int, int]]:
+    """A line's points at the chart's resolution: of each of ``spans`` equal spans of time, its
+    lowest and highest point in time order (a pot's climbs and resets stay where they are), and
+    the last point; a line of no more points than that is kept whole."""
+    if len(points) <= 2 * spans:
+        return list(points)
+    left, width = points[0][0], max(1, points[-1][0] - points[0][0])
+    kept: list[tuple[int, int]] = []
+    span: list[tuple[int, int]] = []
+    current = 0
+    for point in points:
+        at = min(spans - 1, (point[0] - left) * spans // width)
+        if at != current and span:
+            kept += _extremes(span)
+            span = []
+        current = at
+        span.append(point)
+    kept += _extremes(span)
+    if kept[-1] != points[-1]:
+        kept.append(points[-1])
+    return kept
+
+
+def _extremes(span: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    low = min(span, key=lambda p: p[1])
+    high = max(span, key=lambda p: p[1])
+    return sorted({low, high})
 
 
 def _axes(left: int, right: int, top: int, inner_w: int, inner_h: int, style: Style) -> str:
@@ -580,13 +641,22 @@ def _period(report: Report, style: Style) -> str:
 # ------------------------------------------------------------------------------------- PDF
 
 
-def write_document(folder: Path, report: Report, settings: ReportSettings, pdf: bool) -> None:
+def write_document(
+    folder: Path,
+    report: Report,
+    settings: ReportSettings,
+    pdf: bool,
+    annex: Annex | None = None,
+) -> None:
     """``report.html`` into ``folder`` and, when ``pdf``, ``report.pdf`` printed from it (a
-    :class:`DocumentError` when it cannot be: the page is written first and stays)."""
+    :class:`DocumentError` when it cannot be: the page is written first and stays); bound to
+    ``annex``, or to the ``awards.csv`` it writes there first from the report's rows."""
     style = Style(settings.lang, ZoneInfo(settings.time_zone))
     software = verify(package_root())
+    if annex is None:
+        annex = write_annex(folder / ANNEX_NAME, report)
     page = folder / "report.html"
-    text = render_document(report, style, settings.casino, software, time.time_ns())
+    text = render_document(report, style, settings.casino, software, time.time_ns(), annex)
     page.write_text(text, encoding="utf-8")
     target = folder / "report.pdf"
     target.unlink(missing_ok=True)  # never a PDF of an earlier run beside this page

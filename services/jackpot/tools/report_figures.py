@@ -3,10 +3,12 @@
 Pure, no I/O: it is given ledger records (partition, offset, bytes) in offset order per partition
 and a period, so tests feed it entries. The records stream through a :class:`ReportBuilder` that
 folds each into its group's :class:`GroupBooks`, which stay bounded whatever the ledger's length:
-the books at the two cuts, the configuration versions, the period's awards and the 25 before it,
-and the period's chart points. Each group's ledger is cut at the period's edges by
-``recorded_at`` (an entry recorded before ``--from`` is in the opening books, the first recorded at
-or after ``--to`` ends the group's period); the opening and closing books are
+the books at the two cuts, the configuration versions, the period's awards not yet paid or
+voided, the last 25 awards, and the period's chart points. A period's award row, once complete,
+goes to its group's :class:`AwardSink` (kept in memory by default; `jackpot report` spools it to
+disk for its CSV annex), so a month of prizes is not held. Each group's ledger is cut at the
+period's edges by ``recorded_at`` (an entry recorded before ``--from`` is in the opening books, the
+first recorded at or after ``--to`` ends the group's period); the opening and closing books are
 :class:`~jackpot.pot.ledger_audit.GroupAudit` replays, exactly as `jackpot audit` replays the
 ledger, so the report's figures and the audit's agree by construction. The period's figures are
 the differences, and its reconciliation line is rule M2 for the period::
@@ -33,11 +35,11 @@ claim to reconcile.
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from google.protobuf.message import DecodeError
 
@@ -140,6 +142,47 @@ class AwardRow:
     in_period: bool = False
 
 
+class AwardSink(Protocol):
+    """Where one group's award rows of the period go once complete (paid, voided, or still open
+    at ``--to``), each with its place in award order (``ordinal``, from 0): the report holds
+    only the awards still open and the last 25, so a month of prizes costs it no memory.
+    :class:`KeptAwards` keeps them (tests, the default); `jackpot report` spools them to disk
+    for the CSV annex (:class:`jackpot.tools.report.AwardSpool`)."""
+
+    def add(self, ordinal: int, row: AwardRow) -> None: ...
+
+    def close(self) -> None: ...
+
+    def rows(self) -> Iterator[AwardRow]:
+        """Every row added, in award order (by ``ordinal``)."""
+        ...
+
+
+# A group id -> its sink (picklable: builders travel to `--jobs` worker processes and back)
+SinkFactory = Callable[[str], AwardSink]
+
+
+@dataclass
+class KeptAwards:
+    """Every row kept in memory: a ledger of a test, a small report."""
+
+    kept: dict[int, AwardRow] = field(default_factory=dict)
+
+    def add(self, ordinal: int, row: AwardRow) -> None:
+        self.kept[ordinal] = row
+
+    def close(self) -> None:
+        return None
+
+    def rows(self) -> Iterator[AwardRow]:
+        return (self.kept[ordinal] for ordinal in sorted(self.kept))
+
+
+def keep_awards(group_id: str) -> AwardSink:
+    """The default :data:`SinkFactory`: every group's rows kept in memory."""
+    return KeptAwards()
+
+
 @dataclass
 class ConfigVersion:
     version: int
@@ -220,7 +263,8 @@ class GroupReport:
     closing: GroupAudit
     received: Counter[str] = field(default_factory=Counter)  # pot -> picopesos from bets
     overflow: int = 0
-    awards: list[AwardRow] = field(default_factory=list)
+    award_count: int = 0  # the period's awards (rows of the annex)
+    annex: AwardSink = field(default_factory=KeptAwards)  # where their rows went
     last_awards: list[AwardRow] = field(default_factory=list)
     configs: list[ConfigVersion] = field(default_factory=list)
     # (ns, main picopesos): the opening value, then the value at its last move of each minute
@@ -235,6 +279,12 @@ class GroupReport:
 
     def delta(self, account: str) -> int:
         return self.closing.accounts[account] - self.opening.accounts[account]
+
+    @property
+    def awards(self) -> list[AwardRow]:
+        """Every award of the period in award order, read back from :attr:`annex` (from disk
+        when spooled): for tests and small reports; the document and the CSV never hold them."""
+        return list(self.annex.rows())
 
     @property
     def collected(self) -> int:
@@ -381,8 +431,16 @@ class GroupBooks:
     with the group's first entry); else when the read began: the books then begin at the group's
     first checkpoint or its opening entry, and :attr:`replay_because` says why they cannot."""
 
-    def __init__(self, group_id: str, period: Period, read_since_ns: int | None = None) -> None:
-        self.report = GroupReport(group_id, GroupAudit(group_id), GroupAudit(group_id))
+    def __init__(
+        self,
+        group_id: str,
+        period: Period,
+        read_since_ns: int | None = None,
+        sink: SinkFactory = keep_awards,
+    ) -> None:
+        self.report = GroupReport(
+            group_id, GroupAudit(group_id), GroupAudit(group_id), annex=sink(group_id)
+        )
         self.period = period
         self.read_since_ns = read_since_ns
         self.started = read_since_ns is None
@@ -391,7 +449,10 @@ class GroupBooks:
         self.replay_because = ""
         self.configs: dict[int, ConfigVersion] = {}
         self.before: dict[str, AwardRow] = {}  # the last LAST_AWARDS awards before the period
-        self.during: dict[str, AwardRow] = {}  # the period's awards
+        # The period's awards not paid or voided yet (their row may still change), with their
+        # place in award order; a complete row goes to the annex and is dropped from here.
+        self.during: dict[str, tuple[int, AwardRow]] = {}
+        self.recent: deque[AwardRow] = deque(maxlen=LAST_AWARDS)  # the period's last ones
         self.notes: dict[str, AwardRow] = {}  # payout steps read before the start, award unread
         self.settled: set[str] = set()  # awards paid or voided in the records read (windowed)
         self.in_force_at_start = 0
@@ -527,7 +588,12 @@ class GroupBooks:
         """Awards, and who approved and paid each (the payout service's ledger entries)."""
         if entry.type in AWARD_TYPES:
             row = _award_row(entry, in_period)
-            (self.during if in_period else self.before)[row.award_id] = row
+            if in_period:
+                self.during[row.award_id] = (self.report.award_count, row)
+                self.report.award_count += 1
+                self.recent.append(row)
+                return
+            self.before[row.award_id] = row
             if len(self.before) > LAST_AWARDS:
                 del self.before[next(iter(self.before))]
             return
@@ -536,13 +602,17 @@ class GroupBooks:
         award_id = entry.source_event_id
         if self.read_since_ns is not None and entry.type in SETTLING:
             self.settled.add(award_id)
-        target = self.during.get(award_id) or self.before.get(award_id)
+        pending = self.during.get(award_id)
+        target = pending[1] if pending else self.before.get(award_id)
         if target is None and not self.started:
             target = self.notes.setdefault(award_id, AwardRow(award_id, "", 0, "", "", 0, "", ""))
             if len(self.notes) > PAYOUT_NOTES:
                 del self.notes[next(iter(self.notes))]
         if target is not None:
             _payout_step(target, entry)
+        if pending and entry.type in SETTLING:  # its row is complete: to the annex
+            del self.during[award_id]
+            self.report.annex.add(*pending)
 
     def finish(self) -> GroupReport:
         report = self.report
@@ -564,8 +634,11 @@ class GroupBooks:
             for account, amount in report.closing.from_bets.items():
                 if account.startswith("pot:") and amount != at_start[account]:
                     report.received[account.removeprefix("pot:")] = amount - at_start[account]
-        report.awards = list(self.during.values())
-        report.last_awards = [*self.before.values(), *self.during.values()][-LAST_AWARDS:]
+        for pending in sorted(self.during.values(), key=lambda p: p[0]):  # open at --to
+            report.annex.add(*pending)
+        self.during.clear()
+        report.annex.close()
+        report.last_awards = [*self.before.values(), *self.recent][-LAST_AWARDS:]
         return report
 
 
@@ -577,7 +650,8 @@ class ReportBuilder:
 
     ``windowed``: partitions read from a later point than their first record, with when that
     read began (ns); the others are read from their first record. ``replaying``: only these
-    partitions and, per partition, these groups (None: all), read from their first record."""
+    partitions and, per partition, these groups (None: all), read from their first record.
+    ``awards``: where each group's award rows go (:class:`AwardSink`; default: kept)."""
 
     def __init__(
         self,
@@ -586,8 +660,10 @@ class ReportBuilder:
         *,
         windowed: Mapping[int, int] | None = None,
         replaying: Mapping[int, frozenset[str] | None] | None = None,
+        awards: SinkFactory = keep_awards,
     ) -> None:
         self.period = period
+        self.awards = awards
         self.only = frozenset(only_groups)
         self.windowed = dict(windowed or {})
         self.replaying = replaying
@@ -620,7 +696,8 @@ class ReportBuilder:
         books = self.books.get(group_id)
         if books is None:
             since = self.windowed.get(record.partition)
-            books = self.books[group_id] = GroupBooks(group_id, self.period, since)
+            books = GroupBooks(group_id, self.period, since, self.awards)
+            self.books[group_id] = books
             self.partition_of[group_id] = record.partition
         books.add(entry, record.value)
 
@@ -682,11 +759,14 @@ class ReportBuilder:
 
 
 def compute(
-    records: Iterable[LedgerRecord], period: Period, only_groups: Sequence[str] = ()
+    records: Iterable[LedgerRecord],
+    period: Period,
+    only_groups: Sequence[str] = (),
+    awards: SinkFactory = keep_awards,
 ) -> Report:
     """The report of ``period`` for every group in the ledger (or only the named ones), from
     records read from each partition's first one, streamed: each group's books stay bounded."""
-    builder = ReportBuilder(period, only_groups)
+    builder = ReportBuilder(period, only_groups, awards=awards)
     for record in records:
         builder.add(record)
     return builder.report()

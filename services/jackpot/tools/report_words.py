@@ -130,7 +130,18 @@ WORDS: dict[str, tuple[str, str]] = {
     "main_chart": ("Pozo principal durante el período", "The main pot over the period"),
     "hourly_chart": ("Recaudación por hora", "Collected per hour"),
     "nothing": ("nada en el período", "nothing in the period"),
-    "awards": ("Premios del período", "The period's prizes"),
+    "annex": ("Anexo (R1)", "Annex (R1)"),
+    "annex_text": (
+        "{name}: {rows} filas, una por premio del período, más la cabecera; SHA-256 {digest}",
+        "{name}: {rows} rows, one per prize of the period, and its header; SHA-256 {digest}",
+    ),
+    "annex_missing": ("no escrito", "not written"),
+    "awards_in_annex": (
+        "Los {count} premios del período están, uno por fila, en el anexo {name}, ligado a este "
+        "documento por su SHA-256 (portada); aquí, los últimos 25.",
+        "The period's {count} prizes are, one a row, in the annex {name}, bound to this document "
+        "by its SHA-256 (cover); here, the last 25.",
+    ),
     "last_awards": ("Últimos 25 premios (R1)", "The last 25 prizes (R1)"),
     "no_awards": ("ningún premio", "no prize"),
     "table": ("Mesa", "Table"),
@@ -140,7 +151,6 @@ WORDS: dict[str, tuple[str, str]] = {
     "approved_by": ("Aprobado por", "Approved by"),
     "paid_by": ("Pagado por", "Paid by"),
     "paid_at": ("Pagado", "Paid"),
-    "award_id": ("Premio n.º", "Award"),
     "not_read": ("no leído (antes de {at})", "not read (before {at})"),
     "page": ("Página", "Page"),
     "of": ("de", "of"),
