@@ -12,7 +12,10 @@ untouched), then times the real services and tools on it (``loadtest.history_mea
 - ``service_start_seconds``: payout, display and gateway, process start -> gRPC health SERVING
   (the payout: its PayoutService), the slowest of the three;
 - ``audit_resume_seconds``: an audit writer's start -> its chain's head found;
-- ``report_one_day_seconds`` (and ``_rss_mb``): ``jackpot report`` of the last day;
+- ``report_one_day_seconds`` (and ``_rss_mb``, ``_pdf_pages``, ``_pdf_bytes``): ``jackpot
+  report`` of the last day, its PDF included;
+- ``report_month_seconds`` (and the same): ``jackpot report`` of the last 30 days, or of the
+  whole history when it is shorter (``report_month_days``);
 - ``audit_entries_per_second``, ``audit_rss_mb``: ``jackpot audit`` of the whole ledger;
 - ``restore_seconds`` (and ``_rss_mb``): ``jackpot restore --from-ledger`` (last: it rewrites
   the state, so the history is written again by the next run).
@@ -39,7 +42,7 @@ from typing import Any
 
 from loadtest import history_measure as measure
 from loadtest.history_kafka import MANIFESTS, delete_topics, manifest_path, topics_exist
-from loadtest.history_measure import Code, Run
+from loadtest.history_measure import MONTH_DAYS, Code, Run
 
 LOGS = Path("build/history/logs")
 # Keys written even when their measurement failed (null), at the largest size and at 0 days
@@ -52,6 +55,10 @@ REQUIRED = (
     "audit_resume_seconds",
     "report_one_day_seconds",
     "report_one_day_rss_mb",
+    "report_one_day_pdf_pages",
+    "report_month_days",
+    "report_month_seconds",
+    "report_month_pdf_pages",
     "audit_entries_per_second",
     "audit_rss_mb",
     "restore_seconds",
@@ -75,6 +82,13 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("  first resume s", "audit_resume_first_seconds", "{:.3f}"),
     ("report last day s", "report_one_day_seconds", "{:.2f}"),
     ("report last day peak RSS MB", "report_one_day_rss_mb", "{:.0f}"),
+    ("report last day PDF pages", "report_one_day_pdf_pages", "{:,.0f}"),
+    ("report last day PDF bytes", "report_one_day_pdf_bytes", "{:,.0f}"),
+    ("report month (days of it)", "report_month_days", "{:g}"),
+    ("report month s", "report_month_seconds", "{:.2f}"),
+    ("report month peak RSS MB", "report_month_rss_mb", "{:.0f}"),
+    ("report month PDF pages", "report_month_pdf_pages", "{:,.0f}"),
+    ("report month PDF bytes", "report_month_pdf_bytes", "{:,.0f}"),
     ("audit all s", "audit_seconds", "{:.2f}"),
     ("audit entries/s", "audit_entries_per_second", "{:,.0f}"),
     ("audit peak RSS MB", "audit_rss_mb", "{:.0f}"),
@@ -226,7 +240,7 @@ def targets(sizes: Mapping[float, Mapping[str, Any]]) -> list[tuple[str, bool | 
     if one is largest:
         one = None
     take, rss = largest.get("pot_takeover_seconds"), largest.get("pot_takeover_rss_mb")
-    report = largest.get("report_one_day_seconds")
+    report, report_rss = largest.get("report_one_day_seconds"), largest.get("report_one_day_rss_mb")
     rate, audit_rss = largest.get("audit_entries_per_second"), largest.get("audit_rss_mb")
     take_ratio = _ratio(take, zero, "pot_takeover_seconds")
     report_ratio = _ratio(report, one, "report_one_day_seconds")
@@ -240,14 +254,34 @@ def targets(sizes: Mapping[float, Mapping[str, Any]]) -> list[tuple[str, bool | 
         ("one-day report <= 10 s", _at_most(report, 10), _shown(report, "{:.2f} s")),
         ("one-day report <= 2x of 1 day",
          None if one is None else _at_most(report_ratio, 2), _shown(report_ratio, "{:.2f}x")),
+        ("one-day report peak RSS <= 512 MB", _at_most(report_rss, 512),
+         _shown(report_rss, "{:.0f} MB")),
+        *_report_targets(largest),
         ("full audit >= 100,000 entries/s", rate is not None and rate >= 100_000,
          _shown(rate, "{:,.0f}/s")),
         ("full audit peak RSS <= 512 MB", _at_most(audit_rss, 512), _shown(audit_rss, "{:.0f} MB")),
         ("every service SERVING <= 3 s (any size)",
          all(_at_most(s, 3) for s in slowest), _shown(max((s or 0) for s in slowest), "{:.2f} s")),
         ("report, audit and restore exit 0 (books match)",
-         all(f.get("exits") == "0/0/0" for f in sizes.values()), ""),
+         all(f.get("exits") == "0/0/0" and f.get("report_month_exit", 0) == 0
+             for f in sizes.values()), ""),
         ("every measurement ran", not errors, errors[:300]),
+    ]  # fmt: skip
+
+
+def _report_targets(largest: Mapping[str, Any]) -> list[tuple[str, bool | None, str]]:
+    """Issue 37: the report stays a document (at most ~40 pages, a day's or a month's) and a
+    month's report takes at most 60 s (n/a on a history shorter than a month)."""
+    pages = largest.get("report_one_day_pdf_pages")
+    month_pages, month = largest.get("report_month_pdf_pages"), largest.get("report_month_seconds")
+    days = largest.get("report_month_days") or 0
+    return [
+        ("one-day report PDF <= 40 pages", _at_most(pages, 40), _shown(pages, "{} pages")),
+        ("month report <= 60 s (a history of 30 days)",
+         _at_most(month, 60) if days >= MONTH_DAYS else None,
+         _shown(month, "{:.2f} s") + (f" for {days:g} days" if month is not None else "")),
+        ("month report PDF <= 40 pages", None if days < 2 else _at_most(month_pages, 40),
+         _shown(month_pages, "{} pages") + (f" for {days:g} days" if days else "")),
     ]  # fmt: skip
 
 

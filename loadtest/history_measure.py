@@ -17,8 +17,11 @@ a :class:`Code` (today's tree, or an old copy on ``PYTHONPATH`` for the 'before'
   chain in a process of its own, from ``start()`` to ``ready`` (its chain's head found); the
   process then dies without a clean stop, as a crash would, and the second such start is the
   figure.
-- **tools**: ``jackpot report`` of the history's last day, ``jackpot audit`` of everything and
-  ``jackpot restore --from-ledger``: wall time of the process and its peak RSS (``wait4``).
+- **tools**: ``jackpot report`` of the history's last day and of its last 30 days (a month, or
+  the whole history when it is shorter: ``report_month_days`` says which), each with its PDF,
+  ``jackpot audit`` of everything and ``jackpot restore --from-ledger``: wall time of the process
+  and its peak RSS (``wait4``); of each report's PDF, its pages (the ``/Type /Page`` objects
+  Chromium writes) and bytes.
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ TAKEOVER_TIMEOUT_SECONDS = 900.0
 WORK_SECONDS = 3.0  # the first pot instance works this long before it is killed
 # what jackpot audit and jackpot report say their worker processes peaked at (--jobs)
 WORKERS_RSS = re.compile(r"workers' peak RSS (\d+) MB")
+PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")  # a page object, not /Pages
+MONTH_DAYS = 30
 RESUME_SNIPPET = """
 import asyncio, json, os, sys, time
 from jackpot.platform.access_log import AuditLog
@@ -483,20 +488,40 @@ async def ledger_entries(run: Run) -> int:
     return sum(ends[p] - firsts[p] for p in ends)
 
 
+def pdf_pages(pdf: Path) -> int | None:
+    """The pages of a PDF Chromium printed (its page objects; None when there is no PDF)."""
+    if not pdf.exists():
+        return None
+    return len(PDF_PAGE.findall(pdf.read_bytes()))
+
+
+def timed_report(run: Run, name: str, days: float) -> dict[str, Any]:
+    """``jackpot report`` of the history's last ``days`` (PDF included), timed; its PDF's pages
+    and bytes."""
+    end, out = run.end_ns, run.logs / name
+    period = ["--from", iso(end - int(days * DAY_NS)), "--to", iso(end)]
+    done = timed_tool(run, name, ["report", *period, "--out", str(out)])
+    pdf = out / "report.pdf"
+    done["pdf_pages"] = pdf_pages(pdf)
+    done["pdf_bytes"] = pdf.stat().st_size if pdf.exists() else None
+    return done
+
+
 def tools(run: Run, entries: int) -> dict[str, Any]:
-    """The last day's report, the full audit and the restore from the ledger (last: it
-    rewrites the state), each a process timed to its end."""
-    end = run.end_ns
-    out = run.logs / "report"
-    report = timed_tool(
-        run, "report", ["report", "--from", iso(end - DAY_NS), "--to", iso(end), "--out", str(out)]
-    )
+    """The last day's and the last month's report, the full audit and the restore from the
+    ledger (last: it rewrites the state), each a process timed to its end."""
+    report = timed_report(run, "report", 1)
+    month_days = min(MONTH_DAYS, float(run.manifest["plan"]["days"]))
+    month = timed_report(run, "report-month", month_days) if month_days > 1 else None
     audit = timed_tool(run, "audit", ["audit"])
     restore = timed_tool(run, "restore", ["restore", "--from-ledger"])
     return {
         "report_one_day_seconds": report["seconds"],
         "report_one_day_rss_mb": report["rss_mb"],
+        "report_one_day_pdf_pages": report["pdf_pages"],
+        "report_one_day_pdf_bytes": report["pdf_bytes"],
         "report_exit": report["exit"],
+        **(_month_figures(month, month_days) if month else {}),
         "audit_seconds": audit["seconds"],
         "audit_entries_per_second": round(entries / max(audit["seconds"], 1e-9)),
         "audit_rss_mb": audit["rss_mb"],
@@ -504,4 +529,15 @@ def tools(run: Run, entries: int) -> dict[str, Any]:
         "restore_seconds": restore["seconds"],
         "restore_rss_mb": restore["rss_mb"],
         "restore_exit": restore["exit"],
+    }
+
+
+def _month_figures(month: dict[str, Any], days: float) -> dict[str, Any]:
+    return {
+        "report_month_days": days,
+        "report_month_seconds": month["seconds"],
+        "report_month_rss_mb": month["rss_mb"],
+        "report_month_pdf_pages": month["pdf_pages"],
+        "report_month_pdf_bytes": month["pdf_bytes"],
+        "report_month_exit": month["exit"],
     }
