@@ -71,7 +71,6 @@ from jackpot.tools.report_document import DocumentError, ReportSettings, write_d
 from jackpot.tools.report_figures import (
     ConfigVersion,
     GroupReport,
-    LedgerRecord,
     LevelRow,
     Period,
     Report,
@@ -197,7 +196,7 @@ async def _feed(
 ) -> None:
     async for record in reader.records(start, end, partitions=partitions):
         if record.value is not None:
-            builder.add(LedgerRecord(record.partition, record.offset, record.value))
+            builder.add_value(record.partition, record.offset, record.value)
 
 
 async def _feed_side_by_side(

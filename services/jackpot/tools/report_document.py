@@ -72,7 +72,6 @@ th { background: #e8ecef; font-weight: bold; }
 td.n { text-align: right; white-space: nowrap; }
 table.facts { break-inside: avoid; } table.facts th { width: 30%; } table.narrow { width: 60%; }
 table.last-awards { font-size: 7.5pt; }
-td.digest { font-family: "DejaVu Sans Mono", monospace; font-size: 8.5pt; }
 .verdict { font-size: 13pt; font-weight: bold; padding: 3mm 4mm; margin: 3mm 0;
   border-radius: 2mm; }
 .ok { background: #e3f2e5; color: #1b5e20; } .bad { background: #fde7e9; color: #b71c1c; }
@@ -164,6 +163,7 @@ def _cover(
         (w("source"), w("source_text", records=style.number(report.records_read))),
         (w("software"), digest),
         (w("generated"), style.when(issued_ns)),
+        (w("annex"), _annex(annex, style)),
     ]
     rows = [
         [
@@ -179,7 +179,6 @@ def _cover(
     groups = _table(head, rows, widths=(30, 18, 18, 14, 20)) if rows else f"<p>{w('no_groups')}</p>"
     return (
         f"<section class='cover'><h1>{_e(w('title'))}</h1>{_facts(facts)}"
-        f"{_annex(annex, style)}"
         f"{_verdict(report, style)}<h3>{_e(w('groups'))}</h3>{groups}</section>"
     )
 
@@ -188,13 +187,8 @@ def _annex(annex: Annex | None, style: Style) -> str:
     """The annex's name, rows and SHA-256, on the cover (R1): what binds the CSV to the page."""
     w = style.words
     if annex is None:
-        text = f"{ANNEX_NAME}: {w('annex_missing')}"
-    else:
-        text = w("annex_text", name=annex.name, rows=style.number(annex.rows), digest=annex.sha256)
-    return (
-        f"<table class='facts annex'><tbody><tr><th>{_e(w('annex'))}</th>"
-        f"<td class='digest'>{_e(text)}</td></tr></tbody></table>"
-    )
+        return f"{ANNEX_NAME}: {w('annex_missing')}"
+    return w("annex_text", name=annex.name, rows=style.number(annex.rows), digest=annex.sha256)
 
 
 def _verdict(report: Report, style: Style) -> str:
@@ -487,7 +481,7 @@ def _awards(awards: Sequence[AwardRow], style: Style, css: str) -> str:
         ]
         for a in awards
     ]
-    return _table(head, rows, widths=(7, 6, 14, 19, 7, 12, 11, 12, 12), css=css)
+    return _table(head, rows, widths=(7, 6, 17, 16, 7, 12, 11, 12, 12), css=css)
 
 
 # ---------------------------------------------------------------------------------- charts

@@ -676,30 +676,33 @@ class ReportBuilder:
         self.workers_rss_mb = 0.0  # what other processes that fed it cost (their peak RSS)
 
     def add(self, record: LedgerRecord) -> None:
+        self.add_value(record.partition, record.offset, record.value)
+
+    def add_value(self, partition: int, offset: int, value: bytes) -> None:
+        """One record (what :meth:`add` takes, without a :class:`LedgerRecord` made for each of
+        a day's million records)."""
         self.records += 1
         try:
-            entry = pot_pb2.LedgerEntry.FromString(record.value)
+            entry = pot_pb2.LedgerEntry.FromString(value)
         except DecodeError as error:
             self.unreadable.append(
-                f"ledger partition {record.partition} offset {record.offset} cannot be read "
+                f"ledger partition {partition} offset {offset} cannot be read "
                 f"({error}); the books cannot be reconciled past it"
             )
             return
         group_id = entry.pot_group_id
         self.seen.add(group_id)
         if entry.type == CHECKPOINT and _stamp(entry.recorded_at) < self.period.start_ns:
-            self.checkpointed.add(record.partition)
-        if (self.only or self.replaying is not None) and not self.wanted(
-            record.partition, group_id
-        ):
+            self.checkpointed.add(partition)
+        if (self.only or self.replaying is not None) and not self.wanted(partition, group_id):
             return
         books = self.books.get(group_id)
         if books is None:
-            since = self.windowed.get(record.partition)
+            since = self.windowed.get(partition)
             books = GroupBooks(group_id, self.period, since, self.awards)
             self.books[group_id] = books
-            self.partition_of[group_id] = record.partition
-        books.add(entry, record.value)
+            self.partition_of[group_id] = partition
+        books.add(entry, value)
 
     def wanted(self, partition: int, group_id: str) -> bool:
         if self.only and group_id not in self.only:
