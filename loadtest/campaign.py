@@ -75,8 +75,8 @@ from jackpot.platform.kafka import KafkaConnection
 from jackpot.platform.logging import configure_logging
 from jackpot.sim.books import finish_floor, judge
 from jackpot.sim.floor import Floor
-from jackpot.tools.demo import report as demo_report
-from jackpot.tools.demo import sim_config
+from jackpot.tools.demo_floor import sim_config
+from jackpot.tools.demo_report import report as demo_report
 from jackpot.topics import ALL_TOPICS
 from loadtest.chaos import (
     CLUSTER,

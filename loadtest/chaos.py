@@ -109,19 +109,19 @@ from jackpot.platform.tls import secure_channel
 from jackpot.sim.books import finish_floor, judge, list_payouts
 from jackpot.sim.device_faults import DeviceFaultRates
 from jackpot.sim.floor import Floor, FloorStats
-from jackpot.tools.demo import (
-    BLACKJACK_GROUP,
-    POKER_GROUP,
+from jackpot.tools.demo_floor import (
     REPO,
     Demo,
-    DemoTable,
     sim_config,
     wait_progressive_open,
 )
-from jackpot.tools.demo import (
-    report as demo_report,
-)
+from jackpot.tools.demo_report import report as demo_report
 from jackpot.tools.demo_status import OK, HealthProbe, probe_health
+from jackpot.tools.demo_tables import (
+    BLACKJACK_GROUP,
+    POKER_GROUP,
+    DemoTable,
+)
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
 from loadtest.exits import ExitWatch
 from loadtest.floor_held import FloorGuard

@@ -11,13 +11,17 @@ from __future__ import annotations
 import os
 from typing import TypedDict
 
-from jackpot.tools.demo import HTTP_PORT, METRICS, PORTS
+from jackpot.tools.demo_floor import (
+    HTTP_PORT,
+    METRICS,
+    PORTS,
+)
 
 PORT_OFFSET_ENV = "JACKPOT_CHAOS_PORT_OFFSET"
 
 
 class DemoPorts(TypedDict):
-    """The port arguments of ``jackpot.tools.demo.Demo``."""
+    """The port arguments of ``jackpot.tools.demo_floor.Demo``."""
 
     ports: dict[str, int]
     metrics_ports: dict[str, int]
@@ -34,7 +38,7 @@ def port_offset() -> int:
 
 
 def offset_ports() -> DemoPorts:
-    """The keyword arguments of ``jackpot.tools.demo.Demo`` that put a floor at the offset."""
+    """The keyword arguments of ``jackpot.tools.demo_floor.Demo`` that put a floor at the offset."""
     offset = port_offset()
     return {
         "ports": {name: port + offset for name, port in PORTS.items()},

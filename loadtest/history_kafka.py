@@ -61,7 +61,15 @@ from loadtest.history_synth import (
 BATCH_BYTES = 512 * 1024
 MANIFESTS = Path("build/history")
 # The code whose output the history is (a change to any of these writes a new history).
-CODE = ("pot", "domain", "payout/codec.py", "platform/codec.py", "v1", "topics.py", "tools/demo.py")
+CODE = (
+    "pot",
+    "domain",
+    "payout/codec.py",
+    "platform/codec.py",
+    "v1",
+    "topics.py",
+    "tools/demo_tables.py",
+)
 
 
 def kind(spec: TopicSpec) -> str:

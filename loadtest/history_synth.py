@@ -1,6 +1,6 @@
 """The history of a casino floor, synthesized with the pot's own engine (`make bench-history`).
 
-A T-table floor laid out as the demo lays it out (``jackpot.tools.demo.floor_tables``: poker
+A T-table floor laid out as the demo lays it out (``jackpot.tools.demo_tables.floor_tables``: poker
 tables of three games and one table in five blackjack, at sites A and B), with one pot group per
 table-events partition (``jackpot.topics``: 6): the demo's ``scl-blackjack`` configuration for the
 blackjack tables, the demo's ``scl-poker`` configuration (mystery prize included) for the poker
@@ -64,7 +64,7 @@ from jackpot.pot.ledger_audit import AWARD_TYPES
 from jackpot.pot.partitions import key_partition
 from jackpot.pot.processor import InputRecord, Outputs, PotProcessor, sequence_mark_key, state_key
 from jackpot.pot.settings import PotSettings
-from jackpot.tools.demo import (
+from jackpot.tools.demo_tables import (
     BLACKJACK_CONFIG,
     BLACKJACK_GROUP,
     LIMITS,

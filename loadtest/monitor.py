@@ -4,10 +4,10 @@
                                [--scrape-interval 5s]
 
 Stages ``deploy/monitoring/prometheus.yml`` in ``--dir`` with what it names: ``targets.json``, the
-demo's metrics ports (``jackpot.tools.demo.METRICS``) labelled as Kubernetes labels its pods, and
-``jackpot-rules.yaml``, the groups of the PrometheusRule of deploy/k8s (the same alerts run here).
-Then runs Debian's ``prometheus`` (``make monitoring-tools``) in the foreground until Ctrl-C; its
-data is kept in ``--dir``/data. Start ``make demo`` beside it and open http://127.0.0.1:9090/.
+demo's metrics ports (``jackpot.tools.demo_floor.METRICS``) labelled as Kubernetes labels its
+pods, and ``jackpot-rules.yaml``, the groups of the PrometheusRule of deploy/k8s (the same alerts
+run here). Then runs Debian's ``prometheus`` (``make monitoring-tools``) in the foreground until
+Ctrl-C; its data is kept in ``--dir``/data. Start ``make demo`` beside it and open http://127.0.0.1:9090/.
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ from typing import Any
 
 import yaml
 
-from jackpot.tools.demo import METRICS, REPO
+from jackpot.tools.demo_floor import (
+    METRICS,
+    REPO,
+)
 
 CONFIG = REPO / "deploy" / "monitoring" / "prometheus.yml"
 PROMETHEUS_RULE = REPO / "deploy" / "k8s" / "base" / "monitoring" / "prometheusrule.yaml"

@@ -26,7 +26,13 @@ from typing import Any
 
 from jackpot.sim.floor import FloorStats
 from jackpot.sim.hops import HOPS_ORDER
-from jackpot.tools.demo import REPO, Demo, report, sim_config, wait_progressive_open
+from jackpot.tools.demo_floor import (
+    REPO,
+    Demo,
+    sim_config,
+    wait_progressive_open,
+)
+from jackpot.tools.demo_report import report
 from loadtest.cost import CostMeter, service_pids
 from loadtest.multifloor import MultiFloor, simulator_ceiling
 from loadtest.report import render

@@ -42,18 +42,18 @@ from jackpot.platform.settings import load
 from jackpot.sim.books import finish_floor, judge
 from jackpot.sim.device_faults import answer
 from jackpot.sim.floor import Floor
-from jackpot.tools.demo import (
+from jackpot.tools.demo_floor import (
     KAFKA_SH,
-    LIMITS,
-    POKER_GROUP,
     REPO,
     Demo,
-    DemoTable,
     sim_config,
     wait_progressive_open,
 )
-from jackpot.tools.demo import (
-    report as demo_report,
+from jackpot.tools.demo_report import report as demo_report
+from jackpot.tools.demo_tables import (
+    LIMITS,
+    POKER_GROUP,
+    DemoTable,
 )
 from loadtest.floor_ports import offset_ports
 from loadtest.netns import NetnsUnavailable, SiteNetwork, clean_stale, unavailable_reason

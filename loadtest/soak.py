@@ -60,8 +60,11 @@ from typing import Any
 
 from jackpot.sim.books import EXAMPLES, LedgerBooks, add_entry, finish_floor, judge, read_topic
 from jackpot.sim.floor import Floor
-from jackpot.tools.demo import KAFKA_SH, sim_config
-from jackpot.tools.demo import report as demo_report
+from jackpot.tools.demo_floor import (
+    KAFKA_SH,
+    sim_config,
+)
+from jackpot.tools.demo_report import report as demo_report
 from jackpot.topics import AWARDS
 from jackpot.v1 import payout_pb2, pot_pb2
 from loadtest.chaos import (

@@ -63,8 +63,12 @@ from jackpot.platform.kafka import KafkaConnection
 from jackpot.platform.settings import load
 from jackpot.sim.books import finish_floor, judge
 from jackpot.sim.floor import Floor, FloorStats
-from jackpot.tools.demo import METRICS, REPO, sim_config
-from jackpot.tools.demo import report as demo_report
+from jackpot.tools.demo_floor import (
+    METRICS,
+    REPO,
+    sim_config,
+)
+from jackpot.tools.demo_report import report as demo_report
 from jackpot.v1 import pot_pb2
 from loadtest.netns import NetnsUnavailable, SiteNetwork
 from loadtest.site_cutoff import (

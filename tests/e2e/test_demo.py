@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from jackpot.tools.demo import DEMO_TERMINALS, floor_tables
+from jackpot.tools.demo_floor import DEMO_TERMINALS
+from jackpot.tools.demo_tables import floor_tables
 
 pytestmark = pytest.mark.e2e
 

@@ -24,15 +24,15 @@ from pathlib import Path
 import pytest
 
 from jackpot.sim.floor import Floor
-from jackpot.tools.demo import (
+from jackpot.tools.demo_floor import (
     METRICS,
     PORTS,
     REPO,
     Demo,
-    report,
     sim_config,
     wait_progressive_open,
 )
+from jackpot.tools.demo_report import report
 from tests.containers import ContainerProcess, Engine, NoEngine, Ran, run_to_end
 
 pytestmark = pytest.mark.image

@@ -25,7 +25,7 @@ from jackpot.display.settings import DisplaySettings
 from jackpot.platform.kafka import ensure_topics, idempotent_producer
 from jackpot.pot import commands
 from jackpot.pot.processor import InputRecord, PotProcessor
-from jackpot.tools.demo import LEVELS_POKER_CONFIG
+from jackpot.tools.demo_tables import LEVELS_POKER_CONFIG
 from jackpot.topics import TopicSpec
 from jackpot.v1 import (
     common_pb2,

@@ -15,7 +15,7 @@ import pytest
 from loadtest.rounds import CONFIG
 
 from jackpot.pot import commands
-from jackpot.tools.demo import LEVELS_POKER_CONFIG
+from jackpot.tools.demo_tables import LEVELS_POKER_CONFIG
 from jackpot.v1 import common_pb2, pot_pb2, pot_pb2_grpc, table_events_pb2
 from tests.integration.in_process import pot_in_process
 from tests.integration.test_pot_service import pot_settings, produce, until

@@ -30,15 +30,15 @@ from loadtest.monitor import NAMESPACE, command, rule_groups, stage
 
 from jackpot.platform.kafka import idempotent_producer
 from jackpot.sim.floor import Floor
-from jackpot.tools.demo import (
+from jackpot.tools.demo_floor import (
     METRICS,
-    POKER_GROUP,
     PORTS,
     REPO,
     Demo,
     sim_config,
     wait_progressive_open,
 )
+from jackpot.tools.demo_tables import POKER_GROUP
 from tests.polling import eventually
 
 pytestmark = pytest.mark.integration

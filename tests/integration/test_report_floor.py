@@ -1,10 +1,10 @@
 """`jackpot report` on a real floor (R1, D4, M2): every figure equals `jackpot audit`'s and the
 simulator's books; and every service put the software digest it verified on its chain (R6).
 
-Real Kafka, every service as its own process (``jackpot.tools.demo.Demo``, 5 tables, mutual TLS),
-simulated tables playing for a few seconds; then the books are judged as the fault suite judges
-them (``jackpot.sim.books``: bet by bet, award by award), and the report of the whole run, read from
-the ledger alone, must say the same to the picopeso.
+Real Kafka, every service as its own process (``jackpot.tools.demo_floor.Demo``, 5 tables,
+mutual TLS), simulated tables playing for a few seconds; then the books are judged as the fault
+suite judges them (``jackpot.sim.books``: bet by bet, award by award), and the report of the whole
+run, read from the ledger alone, must say the same to the picopeso.
 """
 
 from __future__ import annotations
@@ -25,8 +25,13 @@ from jackpot.sim.books import judge
 from jackpot.sim.floor import Floor
 from jackpot.tools import report as report_tool
 from jackpot.tools.audit import audit
-from jackpot.tools.demo import REPO, Demo, sim_config, wait_progressive_open
-from jackpot.tools.demo import report as demo_report
+from jackpot.tools.demo_floor import (
+    REPO,
+    Demo,
+    sim_config,
+    wait_progressive_open,
+)
+from jackpot.tools.demo_report import report as demo_report
 from jackpot.tools.report_figures import Period, compute
 from tests.report_ledgers import read_whole_ledger
 

@@ -25,8 +25,13 @@ from aiokafka.admin import AIOKafkaAdminClient
 from jackpot.platform.kafka import ensure_topics
 from jackpot.sim.books import judge
 from jackpot.sim.floor import Floor, FloorStats
-from jackpot.tools.demo import REPO, Demo, sim_config, wait_progressive_open
-from jackpot.tools.demo import report as demo_report
+from jackpot.tools.demo_floor import (
+    REPO,
+    Demo,
+    sim_config,
+    wait_progressive_open,
+)
+from jackpot.tools.demo_report import report as demo_report
 from jackpot.tools.report_figures import Period, compute
 from jackpot.topics import POT_STATE, TopicSpec
 from tests.polling import eventually

@@ -34,7 +34,7 @@ from jackpot.platform.settings import AccessSettings
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.platform.tracing import from_traceparent
 from jackpot.pot.settings import PotSettings
-from jackpot.tools.demo import POKER_CONFIG
+from jackpot.tools.demo_tables import POKER_CONFIG
 from jackpot.v1 import (
     common_pb2,
     display_pb2,

@@ -303,7 +303,7 @@ def test_a_ledger_entry_gives_its_bets_by_seat() -> None:
 
 
 def sum_books(accepted: int, collected: int) -> dict[str, Any]:
-    """What ``jackpot.tools.demo.report`` gives: totals only."""
+    """What ``jackpot.tools.demo_report.report`` gives: totals only."""
     return {
         "rounds": 3,
         "bets_accepted": accepted,

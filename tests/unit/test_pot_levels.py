@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.pot import commands, records
 from jackpot.pot.metrics import PotMetrics
-from jackpot.tools.demo import LEVELS_POKER_CONFIG
+from jackpot.tools.demo_tables import LEVELS_POKER_CONFIG
 from jackpot.v1 import pot_pb2
 from tests.unit.test_pot_processor import (
     GROUP,

@@ -47,8 +47,9 @@ SETTLED = (payout_pb2.PAYOUT_STATE_PAID, payout_pb2.PAYOUT_STATE_VOIDED)
 
 
 class FloorServices(Protocol):
-    """What the books need to know of the floor's services (``jackpot.tools.demo.Demo`` is one):
-    the broker, the run's topics and consumer groups, the payout addresses and a certificate."""
+    """What the books need to know of the floor's services (``jackpot.tools.demo_floor.Demo`` is
+    one): the broker, the run's topics and consumer groups, the payout addresses and a
+    certificate."""
 
     bootstrap: str
     prefix: str  # the run's topics are ``<prefix>.<name>``, the pot's group ``<prefix>-pot``
@@ -283,8 +284,8 @@ async def judge(
     """The books of one floor: rounds, pesos accepted and collected, lost and duplicated bet by
     bet per pot group, awards and payouts per award id (with ``require_paid``: each paid or
     voided, after :func:`finish_floor`), every award against the round oracle, the audit and the
-    audit chain. ``totals``: the demo's report of the floor (``jackpot.tools.demo.report``, which
-    waits until the ledger caught up with the devices' collections and audits it)."""
+    audit chain. ``totals``: the demo's report of the floor (``jackpot.tools.demo_report.report``,
+    which waits until the ledger caught up with the devices' collections and audits it)."""
     books = totals
     # the oracle needs every result applied too (a round settled after the last collection)
     await events_applied(demo)
