@@ -12,6 +12,7 @@ from jackpot.display.board import Board, Sign
 from jackpot.display.fanout import Subscription
 from jackpot.domain.access import Action
 from jackpot.platform.authz import Authorizer
+from jackpot.platform.codec import timestamp_ns
 from jackpot.platform.grpc_edge import Call, answered
 from jackpot.platform.tracing import start_span_under, traceparent
 from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc
@@ -47,7 +48,7 @@ def to_proto(sign: Sign) -> display_pb2.SignState:
         ],
     )
     if sign.updated_at:
-        state.updated_at.FromNanoseconds(int(sign.updated_at * 1e9))
+        state.updated_at.CopyFrom(timestamp_ns(int(sign.updated_at * 1e9)))
     if sign.winner is not None:
         w = sign.winner
         state.winner.CopyFrom(

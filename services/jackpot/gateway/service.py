@@ -683,9 +683,7 @@ def _restored(state: dict[str, object], table: Table) -> Table:
 
 
 def _now() -> Timestamp:
-    stamp = Timestamp()
-    stamp.FromNanoseconds(time.time_ns())
-    return stamp
+    return codec.timestamp_ns(time.time_ns())
 
 
 def _reply(

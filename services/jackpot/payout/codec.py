@@ -13,6 +13,7 @@ from jackpot.platform.codec import (
     payout_ledger_type,
     payout_state_from_proto,
     payout_state_to_proto,
+    timestamp_ns,
 )
 from jackpot.v1 import payout_pb2, pot_pb2
 
@@ -35,12 +36,12 @@ def to_proto(payout: Payout) -> payout_pb2.Payout:
         table_id, round_id, seat = payout.envy_of
         message.envy_of.CopyFrom(pot_pb2.EnvyHit(table_id=table_id, round_id=round_id, seat=seat))
     for step in payout.history:
-        transition = message.history.add(
+        message.history.add(
             state=payout_state_to_proto(step.state),
             by=step.by,
             reason=step.reason,
+            at=timestamp_ns(step.at_ns),
         )
-        transition.at.FromNanoseconds(step.at_ns)
     return message
 
 
@@ -90,9 +91,9 @@ def ledger_entry(payout: Payout) -> pot_pb2.LedgerEntry:
         changed_by=step.by,
         reason=step.reason,
         source_event_id=payout.award_id,
+        occurred_at=timestamp_ns(step.at_ns),
+        recorded_at=timestamp_ns(step.at_ns),
     )
-    entry.occurred_at.FromNanoseconds(step.at_ns)
-    entry.recorded_at.FromNanoseconds(step.at_ns)
     return entry
 
 

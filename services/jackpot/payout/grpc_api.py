@@ -23,6 +23,7 @@ from jackpot.payout.codec import to_proto
 from jackpot.payout.codes import ApprovalCodes
 from jackpot.payout.service import NotServedHere, PayoutService
 from jackpot.platform.authz import Authorizer
+from jackpot.platform.codec import timestamp_ns
 from jackpot.platform.grpc_edge import Call, Unavailable, answer_for, answered
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
@@ -119,11 +120,12 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         code, expires_ns = self._codes.issue(award_id, supervisor, time.time_ns())
         seconds = self._service.settings.approval_code_seconds
         call.applied(f"code issued to {supervisor}, valid {seconds} s")
-        response = payout_pb2.IssueApprovalCodeResponse(
-            award_id=award_id, code=code, supervisor=supervisor
+        return payout_pb2.IssueApprovalCodeResponse(
+            award_id=award_id,
+            code=code,
+            supervisor=supervisor,
+            expires_at=timestamp_ns(expires_ns),
         )
-        response.expires_at.FromNanoseconds(expires_ns)
-        return response
 
     @staticmethod
     def _named(principal: Principal, claimed: str) -> str:

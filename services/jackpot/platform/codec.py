@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import TypeVar, cast
 
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from jackpot.domain.cards import Game
 from jackpot.domain.engine import FORFEIT_REASONS
@@ -200,3 +201,9 @@ _LEDGER_TYPES: dict[type[Event], pot_pb2.LedgerEntryType] = {
 def ledger_type(event: Event) -> pot_pb2.LedgerEntryType:
     """The ledger entry type that records a pot group's domain event."""
     return _LEDGER_TYPES[type(event)]
+
+
+def timestamp_ns(nanoseconds: int) -> Timestamp:
+    """The protobuf Timestamp of ``nanoseconds`` since the epoch: every service's one conversion."""
+    seconds, nanos = divmod(nanoseconds, 1_000_000_000)
+    return Timestamp(seconds=seconds, nanos=nanos)

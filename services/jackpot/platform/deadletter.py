@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import time
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from jackpot.domain.errors import Reason
-from jackpot.platform.codec import reason_to_proto
+from jackpot.platform.codec import reason_to_proto, timestamp_ns
 from jackpot.v1 import dead_letter_pb2
 
 
@@ -28,8 +26,7 @@ def dead_letter(
     at_ns: int | None = None,
 ) -> dead_letter_pb2.DeadLetter:
     """The letter for ``original`` refused for ``reason``, rejected at ``at_ns`` (default: now)."""
-    now = Timestamp()
-    now.FromNanoseconds(time.time_ns() if at_ns is None else at_ns)
+    now = timestamp_ns(time.time_ns() if at_ns is None else at_ns)
     return dead_letter_pb2.DeadLetter(
         source=source,
         reason=reason_to_proto(reason),

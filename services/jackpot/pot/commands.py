@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jackpot.pot import records
+from jackpot.platform import codec
 from jackpot.v1 import common_pb2, table_events_pb2
 
 
@@ -37,7 +37,7 @@ def _event(
         table_id=table_id,
         round_id=round_id,
         sequence=sequence,
-        occurred_at=records.timestamp_ns(
+        occurred_at=codec.timestamp_ns(
             time.time_ns() if occurred_at_ns is None else occurred_at_ns
         ),
         pot_group_id=pot_group_id,

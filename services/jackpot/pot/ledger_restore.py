@@ -227,7 +227,7 @@ def _state(
         events_ignored=start.events_ignored,
         input_partition=partition,
         input_offset=0,  # the pot resumes from its committed consumer offset
-        written_at=records.timestamp_ns(now_ns),
+        written_at=codec.timestamp_ns(now_ns),
         ledger_chain=chain,  # the pot writes a first checkpoint at its first heartbeat
         table_sequences=start.table_sequences,
     )
@@ -256,8 +256,8 @@ def _entry(
         changed_by=by,
         reason="state rebuilt from the ledger; the hidden mystery trigger is not on the ledger, "
         "so a new one was drawn",
-        occurred_at=records.timestamp_ns(now_ns),
-        recorded_at=records.timestamp_ns(now_ns),
+        occurred_at=codec.timestamp_ns(now_ns),
+        recorded_at=codec.timestamp_ns(now_ns),
     )
 
 

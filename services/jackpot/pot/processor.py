@@ -290,10 +290,10 @@ class PotProcessor:
             events_ignored=runtime.events_ignored,
             input_partition=self.partition,
             input_offset=self.next_offset,
-            written_at=records.timestamp_ns(self._clock_ns()),
+            written_at=codec.timestamp_ns(self._clock_ns()),
             ledger_chain=runtime.ledger_chain,
             checkpoint_sequence=runtime.checkpoint_sequence,
-            checkpoint_at=records.timestamp_ns(runtime.checkpoint_at_ns),
+            checkpoint_at=codec.timestamp_ns(runtime.checkpoint_at_ns),
             last_level_sign_values=runtime.last_level_sign_values,
             last_level_increments=runtime.last_level_increments,
         ).SerializeToString(deterministic=True)  # map entries sorted: same state, same bytes
@@ -306,7 +306,7 @@ class PotProcessor:
             update_sequence=self._groups[group_id].update_sequence,
             input_partition=self.partition,
             input_offset=self.next_offset,
-            written_at=records.timestamp_ns(self._clock_ns()),
+            written_at=codec.timestamp_ns(self._clock_ns()),
         ).SerializeToString()
 
     def commit(self, outputs: Outputs) -> None:
@@ -436,8 +436,8 @@ class PotProcessor:
             pending_config_versions=[c.version for c, _, _ in group.pending],
             detail_json=records.canonical_json(detail),
             source_event_id=source,
-            occurred_at=records.timestamp_ns(now_ns),
-            recorded_at=records.timestamp_ns(now_ns),
+            occurred_at=codec.timestamp_ns(now_ns),
+            recorded_at=codec.timestamp_ns(now_ns),
         )
         runtime.ledger_chain = chain_next(runtime.ledger_chain, entry.SerializeToString())
         runtime.checkpoint_sequence = runtime.ledger_sequence
@@ -694,7 +694,7 @@ class PotProcessor:
     ) -> None:
         """One ledger entry per domain event; one award per prize."""
         group = runtime.group
-        recorded_at = records.timestamp_ns(self._clock_ns())
+        recorded_at = codec.timestamp_ns(self._clock_ns())
         # Each entry states the configuration versions in force after it, not after the command.
         version, pending_before = context.config_before
         pending = list(pending_before)
@@ -782,7 +782,7 @@ class PotProcessor:
             config_version=config.version,
             table_ids=sorted(group.tables),
             heartbeat=heartbeat,
-            produced_at=records.timestamp_ns(self._clock_ns()),
+            produced_at=codec.timestamp_ns(self._clock_ns()),
             update_sequence=runtime.update_sequence,
             levels=levels,
         )

@@ -12,8 +12,6 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from jackpot.domain.config import MAIN
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.events import Transfer
@@ -58,11 +56,6 @@ def minor_units(amount: common_pb2.ExactAmount) -> int:
     if remainder:
         raise ValueError(f"{amount.numerator}/{amount.denominator} pesos is finer than a picopeso")
     return minor
-
-
-def timestamp_ns(nanoseconds: int) -> Timestamp:
-    seconds, nanos = divmod(nanoseconds, 1_000_000_000)
-    return Timestamp(seconds=seconds, nanos=nanos)
 
 
 def transfers(items: Iterable[Transfer]) -> list[pot_pb2.Transfer]:
