@@ -26,12 +26,13 @@ from typing import Any
 
 from loadtest.rounds import CONFIG, interleaved_rounds, simulated_tables
 
+from jackpot.domain.canonical import canonical_json
 from jackpot.domain.cards import Game
+from jackpot.platform.codec import timestamp_ns
 from jackpot.platform.kafka import KafkaConnection, read_records
 from jackpot.pot import commands
 from jackpot.pot.ledger_audit import AWARD_TYPES
 from jackpot.pot.processor import InputRecord, PotProcessor
-from jackpot.pot.records import canonical_json, timestamp_ns
 from jackpot.tools.report_figures import LedgerRecord
 from jackpot.v1 import pot_pb2, table_events_pb2
 

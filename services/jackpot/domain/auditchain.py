@@ -12,9 +12,10 @@ the hash is lowercase hex. Any implementation that writes the same bytes verifie
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+
+from jackpot.domain.canonical import canonical_json
 
 GENESIS = "0" * 64
 
@@ -51,7 +52,7 @@ class AuditEntry:
             "detail": self.detail,
             "prev_hash": self.prev_hash,
         }
-        return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        return canonical_json(body, utf8=True).encode()
 
     def computed_hash(self) -> str:
         return hashlib.sha256(self.canonical()).hexdigest()

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jackpot.domain.canonical import canonical_json
 from jackpot.domain.cards import (
     CARD_NAMES,
     GAME_RULES,
@@ -271,7 +272,7 @@ class PotGroup:
             if self.mystery is None or public
             else [self.mystery.trigger_pesos, self.mystery.salt.hex(), self.mystery.commitment],
         }
-        return json.dumps(state, sort_keys=True, separators=(",", ":")).encode()
+        return canonical_json(state).encode()
 
     @classmethod
     def from_snapshot(cls, data: bytes, trigger_source: TriggerSource = secure_trigger) -> PotGroup:

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jackpot.domain.canonical import canonical_json
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.money import MINOR_PER_PESO, floor_pesos, format_amount
 from jackpot.pot import records
@@ -432,7 +433,7 @@ def checkpoint_detail(
 
 def checkpoint_state(entry: pot_pb2.LedgerEntry) -> bytes:
     """The public engine snapshot a checkpoint holds (``PotGroup.from_ledger(start=...)``)."""
-    return records.canonical_json(json.loads(entry.detail_json)["state"]).encode()
+    return canonical_json(json.loads(entry.detail_json)["state"]).encode()
 
 
 def audit_to_dict(audit: GroupAudit) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jackpot.domain.canonical import canonical_json
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.events import Event
 from jackpot.domain.mystery import TriggerSource, secure_trigger
@@ -251,7 +252,7 @@ def _entry(
         type=codec.ledger_type(event),
         config_version=group.config.version,
         pending_config_versions=[c.version for c, _, _ in group.pending],
-        detail_json=records.canonical_json(event.to_dict()),
+        detail_json=canonical_json(event.to_dict()),
         source_event_id=source,
         changed_by=by,
         reason="state rebuilt from the ledger; the hidden mystery trigger is not on the ledger, "

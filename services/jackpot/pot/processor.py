@@ -38,6 +38,7 @@ import structlog
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from jackpot.domain.canonical import canonical_json
 from jackpot.domain.config import PotGroupConfig, load_config
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.errors import DomainError, Reason
@@ -434,7 +435,7 @@ class PotProcessor:
             type=CHECKPOINT,
             config_version=group.config.version,
             pending_config_versions=[c.version for c, _, _ in group.pending],
-            detail_json=records.canonical_json(detail),
+            detail_json=canonical_json(detail),
             source_event_id=source,
             occurred_at=codec.timestamp_ns(now_ns),
             recorded_at=codec.timestamp_ns(now_ns),
@@ -717,7 +718,7 @@ class PotProcessor:
                 transfers=records.transfers(moved),
                 config_version=version,
                 pending_config_versions=pending,
-                detail_json=records.canonical_json(detail),
+                detail_json=canonical_json(detail),
                 source_event_id=context.event_id,
                 table_id=detail.get("table_id", context.table_id),
                 round_id=detail.get("round_id", context.round_id),

@@ -7,11 +7,11 @@ Pure functions, no I/O: used by the processor (pot updates, awards, ledger entri
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from jackpot.domain.canonical import canonical_json
 from jackpot.domain.config import MAIN
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.events import Transfer
@@ -63,15 +63,6 @@ def transfers(items: Iterable[Transfer]) -> list[pot_pb2.Transfer]:
         pot_pb2.Transfer(source=source, target=target, amount=exact_amount(amount))
         for source, target, amount in items
     ]
-
-
-# One encoder for every call: ``json.dumps`` with arguments builds a new one each time.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
-
-
-def canonical_json(data: Any) -> str:
-    """Sorted keys, no spaces: the same bytes for the same data (hash chains depend on it)."""
-    return _CANONICAL.encode(data)
 
 
 def pot_balances(group: PotGroup) -> list[pot_pb2.PotBalance]:
