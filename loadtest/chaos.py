@@ -103,7 +103,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from jackpot.domain.cards import Game
 from jackpot.gateway.settings import GatewaySettings
 from jackpot.payout.grpc_api import SERVICE_NAME as PAYOUT_API
-from jackpot.platform.kafka import follow_latest
+from jackpot.platform.kafka import KafkaConnection, follow_latest
 from jackpot.platform.settings import load
 from jackpot.platform.tls import secure_channel
 from jackpot.sim.books import finish_floor, judge, list_payouts
@@ -235,10 +235,9 @@ class PotWatch:
     def start(self) -> None:
         self._task = asyncio.create_task(
             follow_latest(
-                self.demo.bootstrap,
+                KafkaConnection({"bootstrap_servers": self.demo.bootstrap}),
                 [self.demo.topic("pot-updates")],
                 self._on_record,
-                {},
                 retry_seconds=1.0,
                 # heartbeats come at least once a second per group: a consumer silent for 3 s is
                 # rebuilt (one stuck after a broker's restart would delay what the suite sees)

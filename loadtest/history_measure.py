@@ -301,7 +301,11 @@ async def pot_takeover(run: Run) -> dict[str, Any]:
     record_manifest(run)
     watch = UpdateWatch(list(run.manifest["groups"]))
     follower = asyncio.create_task(
-        follow_latest(run.bootstrap, [run.topics["pot-updates"]], watch.on_record, {})
+        follow_latest(
+            KafkaConnection({"bootstrap_servers": run.bootstrap}),
+            [run.topics["pot-updates"]],
+            watch.on_record,
+        )
     )
     await asyncio.sleep(2.0)  # the follower is positioned at the end
     try:

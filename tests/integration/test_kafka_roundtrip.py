@@ -14,6 +14,7 @@ from aiokafka import TopicPartition
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from jackpot.platform.kafka import (
+    KafkaConnection,
     committed_consumer,
     follow_latest,
     group_offsets,
@@ -126,10 +127,9 @@ async def test_a_silent_follower_is_rebuilt_and_still_hears_what_comes_next(
     heard: list[bytes] = []
     follower = asyncio.create_task(
         follow_latest(
-            kafka_bootstrap,
+            KafkaConnection({"bootstrap_servers": kafka_bootstrap}),
             [topic],
             lambda record: heard.append(record.value or b""),
-            {},
             idle_restart_seconds=IDLE_RESTART_SECONDS,
         )
     )
@@ -171,7 +171,8 @@ async def test_group_offsets_tell_what_a_group_has_not_consumed_yet(
     """What the fault suite waits on before judging the books (the pot applied every event)."""
     topic = await make_topic("lag", partitions=2)
     group = f"g-{unique}"
-    assert await group_offsets(kafka_bootstrap, group, topic, {}) == {0: (0, 0), 1: (0, 0)}
+    connection = KafkaConnection({"bootstrap_servers": kafka_bootstrap})
+    assert await group_offsets(connection, group, topic) == {0: (0, 0), 1: (0, 0)}
     producer = idempotent_producer(kafka_bootstrap)
     await producer.start()
     try:
@@ -186,4 +187,4 @@ async def test_group_offsets_tell_what_a_group_has_not_consumed_yet(
         await consumer.commit({TopicPartition(topic, 0): 2})
     finally:
         await consumer.stop()
-    assert await group_offsets(kafka_bootstrap, group, topic, {}) == {0: (2, 3), 1: (0, 0)}
+    assert await group_offsets(connection, group, topic) == {0: (2, 3), 1: (0, 0)}

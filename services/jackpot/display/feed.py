@@ -160,12 +160,11 @@ def pending_prize(payout: payout_pb2.Payout) -> tuple[str, PendingPrize, bool] |
 async def follow(board: Board, settings: DisplaySettings) -> None:
     """Follow pot updates and awards from their end (the display keeps no state of its own)."""
     await follow_latest(
-        settings.bootstrap_servers,
+        KafkaConnection.of(settings),
         [settings.pot_updates_topic, settings.awards_topic],
         lambda record: apply_record(
             board, record.topic, record.value or b"", settings, record.headers
         ),
-        settings.kafka_security.client_options(),
         idle_restart_seconds=2 * settings.stale_seconds,
         request_timeout_ms=settings.kafka_request_timeout_ms,
     )

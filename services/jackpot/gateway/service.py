@@ -56,7 +56,7 @@ from jackpot.gateway.spool import OutboxRecord, Spool, SpoolWrite
 from jackpot.platform import codec
 from jackpot.platform.access_log import AuditLog
 from jackpot.platform.deadletter import dead_letter
-from jackpot.platform.kafka import follow_latest, idempotent_producer, stop_client
+from jackpot.platform.kafka import KafkaConnection, follow_latest, stop_client
 from jackpot.platform.tracing import TRACER, traceparent
 from jackpot.v1 import device_pb2, pot_pb2, table_events_pb2
 
@@ -561,10 +561,9 @@ class Gateway:
                 log.warning("pot_update_malformed", offset=record.offset)
 
         await follow_latest(
-            self.settings.bootstrap_servers,
+            KafkaConnection.of(self.settings),
             [self.settings.topics.pot_updates],
             on_record,
-            self.settings.kafka_security.client_options(),
             # Every pot group beats twice a second: silence this long means a stuck client too.
             idle_restart_seconds=2 * self.settings.heartbeat_timeout_seconds,
             request_timeout_ms=self.settings.kafka_request_timeout_ms,
@@ -588,13 +587,11 @@ class Gateway:
         while True:
             try:
                 if producer is None:
-                    producer = idempotent_producer(
-                        self.settings.bootstrap_servers,
+                    producer = KafkaConnection.of(self.settings).producer(
                         request_timeout_ms=self.settings.kafka_request_timeout_ms,
                         # what waits in the spool goes in one round, so it batches without a
                         # linger; 2 ms added 2.3 ms to every lock's path (issue 26)
                         linger_ms=0,
-                        **self.settings.kafka_security.client_options(),
                     )
                     await producer.start()
                 pending = self.spool.pending(after_id=acks.through)

@@ -279,21 +279,17 @@ async def read_records(
 
 
 async def group_offsets(
-    bootstrap_servers: str, group_id: str, topic: str, client_options: Mapping[str, Any]
+    connection: KafkaConnection, group_id: str, topic: str
 ) -> dict[int, tuple[int, int]]:
     """Each partition of ``topic``: (the offset consumer group ``group_id`` committed, 0 if none;
     the partition's end offset). For a topic without transactions the group has consumed a
     partition exactly when the two are equal."""
-    counts = await topic_partitions(
-        {"bootstrap_servers": bootstrap_servers, **client_options}, [topic]
-    )
+    counts = await topic_partitions(connection.options, [topic])
     partitions = [TopicPartition(topic, p) for p in range(counts.get(topic, 0))]
     if not partitions:
         return {}
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap_servers, group_id=None, **client_options
-    )
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, **client_options)
+    consumer = connection.consumer()
+    admin = connection.admin()
     await consumer.start()
     try:
         ends = await consumer.end_offsets(partitions)
@@ -373,10 +369,9 @@ FOLLOW_REQUEST_TIMEOUT_MS = 5000
 
 
 async def follow_latest(
-    bootstrap_servers: str,
+    connection: KafkaConnection,
     topics: Sequence[str],
     on_record: Callable[[ConsumerRecord[bytes, bytes]], None],
-    client_options: Mapping[str, Any],
     retry_seconds: float = 1.0,
     idle_restart_seconds: float | None = None,
     from_beginning: bool = False,
@@ -396,15 +391,10 @@ async def follow_latest(
     """
     loop = asyncio.get_running_loop()
     while True:
-        consumer = AIOKafkaConsumer(
+        consumer = connection.consumer(
             *topics,
-            bootstrap_servers=bootstrap_servers,
-            group_id=None,
-            isolation_level="read_committed",
-            enable_auto_commit=False,
             auto_offset_reset="earliest" if from_beginning else "latest",
             request_timeout_ms=request_timeout_ms,
-            **client_options,
         )
         try:
             await consumer.start()

@@ -265,7 +265,9 @@ async def events_applied(demo: FloorServices) -> bool:
     before: dict[int, int] | None = None
     while loop.time() < deadline:
         offsets = await group_offsets(
-            demo.bootstrap, f"{demo.prefix}-pot", demo.topic("table-events"), {}
+            KafkaConnection({"bootstrap_servers": demo.bootstrap}),
+            f"{demo.prefix}-pot",
+            demo.topic("table-events"),
         )
         ends = {partition: end for partition, (_, end) in offsets.items()}
         if ends == before and all(done == end for done, end in offsets.values()):

@@ -36,7 +36,6 @@ from jackpot.platform.kafka import (
     KafkaConnection,
     TopicReader,
     ensure_topics,
-    idempotent_producer,
     stop_client,
     topic_partitions,
 )
@@ -206,7 +205,7 @@ async def _write(
     """The new ledger entries first (acknowledged), then the states."""
     spec = TopicSpec(settings.state_topic, POT_STATE.partitions, POT_STATE.config)
     await ensure_topics(bootstrap, [spec], settings.replication_factor, **options)
-    producer = idempotent_producer(bootstrap, **options)
+    producer = KafkaConnection({"bootstrap_servers": bootstrap, **options}).producer()
     await producer.start()
     try:
         for group in rebuilt:
