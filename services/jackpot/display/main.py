@@ -16,9 +16,7 @@ from jackpot.display.grpc_api import SignServicer
 from jackpot.display.settings import DisplaySettings
 from jackpot.display.web import build_app
 from jackpot.platform.grpc_edge import audited_grpc_edge
-from jackpot.platform.logging import configure_logging
-from jackpot.platform.metrics import serve_metrics
-from jackpot.platform.runtime import Supervisor, run_service, serve
+from jackpot.platform.runtime import Supervisor, serve, service_main
 from jackpot.platform.settings import load
 
 log = structlog.get_logger("jackpot.display")
@@ -63,9 +61,4 @@ async def run_display(settings: DisplaySettings, stop: asyncio.Event) -> int:
 
 def main() -> int:
     settings = load(DisplaySettings)
-    configure_logging()
-    serve_metrics(settings.metrics_port, settings.metrics_host)
-
-    return run_service(
-        "display", partial(compose_display, settings), settings.tracing, settings.runtime
-    )
+    return service_main("display", settings, partial(compose_display, settings))

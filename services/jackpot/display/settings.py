@@ -41,7 +41,6 @@ class DisplaySettings(ServiceSettings):
     web_tls: Bool = Field(
         True, description="with JACKPOT_TLS_*: serve the web signs over HTTPS too"
     )
-    metrics_host: str = Field("127.0.0.1", description="/metrics address (0.0.0.0 in a container)")
     metrics_port: Port = Field(9104, description="/metrics port (0 disables it)")
     stale_seconds: float = Field(
         5.0,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from functools import partial
 
 import structlog
@@ -13,10 +12,8 @@ from jackpot.gateway.service import Gateway
 from jackpot.gateway.settings import GatewaySettings
 from jackpot.gateway.spool import Spool
 from jackpot.platform.grpc_edge import audited_grpc_edge
-from jackpot.platform.kafka import ensure_topics
-from jackpot.platform.logging import configure_logging
-from jackpot.platform.metrics import serve_metrics
-from jackpot.platform.runtime import Supervisor, run_service, serve
+from jackpot.platform.kafka import ensure_service_topics
+from jackpot.platform.runtime import Supervisor, serve, service_main
 from jackpot.platform.settings import load
 
 log = structlog.get_logger("jackpot.gateway")
@@ -25,16 +22,8 @@ log = structlog.get_logger("jackpot.gateway")
 async def compose_gateway(settings: GatewaySettings, supervisor: Supervisor) -> None:
     """Build and start one gateway's parts under ``supervisor``; on stop it takes no more
     calls, flushes what can be flushed and closes the spool."""
-    if settings.create_topics:
-        with contextlib.suppress(Exception):  # the broker may be away: the spool covers for it
-            await asyncio.wait_for(
-                ensure_topics(
-                    settings.bootstrap_servers,
-                    settings.topic_specs(),
-                    **settings.kafka_security.client_options(),
-                ),
-                10,
-            )
+    # the broker may be away: the spool covers for it
+    await ensure_service_topics(settings, within_seconds=10)
     spool = Spool(settings.spool_path)
     edge = await audited_grpc_edge(
         supervisor, settings, f"gateway:{settings.name}", audit_drain_seconds=2
@@ -63,12 +52,4 @@ async def run_gateway(settings: GatewaySettings, stop: asyncio.Event) -> int:
 
 def main(config_path: str) -> int:
     settings = load(GatewaySettings, file=config_path)
-    configure_logging()
-    serve_metrics(settings.metrics_port, settings.metrics_host)
-
-    return run_service(
-        f"gateway:{settings.name}",
-        partial(compose_gateway, settings),
-        settings.tracing,
-        settings.runtime,
-    )
+    return service_main(f"gateway:{settings.name}", settings, partial(compose_gateway, settings))

@@ -104,7 +104,6 @@ class GatewaySettings(ServiceSettings):
     )
     grpc_address: str = Field("127.0.0.1:50051", description="TableDevice address (host:port)")
     metrics_port: Port = Field(0, description="/metrics port (0 disables it)")
-    metrics_host: str = Field("127.0.0.1", description="/metrics address (0.0.0.0 in a container)")
     create_topics: Bool = Field(
         True, description="create missing topics at start (false when its Kafka user may not)"
     )

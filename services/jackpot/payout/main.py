@@ -15,10 +15,9 @@ from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.grpc_edge import audited_grpc_edge
-from jackpot.platform.kafka import ensure_topics
-from jackpot.platform.logging import configure_logging
-from jackpot.platform.metrics import ProcessorMetrics, serve_metrics
-from jackpot.platform.runtime import Supervisor, run_service, serve
+from jackpot.platform.kafka import ensure_service_topics
+from jackpot.platform.metrics import ProcessorMetrics
+from jackpot.platform.runtime import Supervisor, serve, service_main
 from jackpot.platform.settings import load
 
 log = structlog.get_logger("jackpot.payout")
@@ -28,12 +27,7 @@ async def compose_payout(
     settings: PayoutSettings, supervisor: Supervisor, registry: CollectorRegistry = REGISTRY
 ) -> None:
     """Build and start the payout service's parts under ``supervisor``."""
-    if settings.create_topics:
-        await ensure_topics(
-            settings.bootstrap_servers,
-            settings.topic_specs(),
-            **settings.kafka_security.client_options(),
-        )
+    await ensure_service_topics(settings)
     service = PayoutService(settings, processor_metrics=ProcessorMetrics(registry))
     edge = await audited_grpc_edge(
         supervisor, settings, f"payout:{socket.gethostname()}-{os.getpid()}"
@@ -60,9 +54,4 @@ async def run_payout(settings: PayoutSettings, stop: asyncio.Event) -> int:
 
 def main() -> int:
     settings = load(PayoutSettings)
-    configure_logging()
-    serve_metrics(settings.metrics_port, settings.metrics_host)
-
-    return run_service(
-        "payout", partial(compose_payout, settings), settings.tracing, settings.runtime
-    )
+    return service_main("payout", settings, partial(compose_payout, settings))

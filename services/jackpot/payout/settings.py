@@ -58,7 +58,6 @@ class PayoutSettings(ServiceSettings):
         "instances, so a standby sends terminals to the owner (empty: the gRPC address's; set it "
         "to the pod IP in Kubernetes)",
     )
-    metrics_host: str = Field("127.0.0.1", description="/metrics address (0.0.0.0 in a container)")
     metrics_port: Port = Field(9103, description="/metrics port (0 disables it)")
     approval_threshold: int = Field(
         1_000_000, ge=0, description="prizes of at least this many pesos wait for a supervisor"

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
@@ -51,6 +51,37 @@ async def ensure_topics(
                         raise for_code(code)(f"cannot create topic {topic}: {message}")
     finally:
         await admin.close()
+
+
+class TopicOwner(Protocol):
+    """The settings of a service that creates its topics at start (``create_topics``)."""
+
+    @property
+    def create_topics(self) -> bool: ...
+
+    def topic_specs(self) -> list[TopicSpec]: ...
+    def kafka_options(self) -> dict[str, Any]: ...
+
+
+async def ensure_service_topics(
+    settings: TopicOwner, replication_factor: int = 1, within_seconds: float | None = None
+) -> None:
+    """A service's topics at its start, when its settings ask for them. ``within_seconds``: for a
+    service that works without the brokers (the gateway spools): a creation that has not ended
+    by then, or failed, is logged and left; the topics are made by whoever starts next."""
+    if not settings.create_topics:
+        return
+    options = settings.kafka_options()
+    made = ensure_topics(
+        options.pop("bootstrap_servers"), settings.topic_specs(), replication_factor, **options
+    )
+    if within_seconds is None:
+        await made
+        return
+    try:
+        await asyncio.wait_for(made, within_seconds)
+    except Exception as error:  # the broker away or refusing: the service starts all the same
+        log.warning("topics_not_created", error=repr(error), within_seconds=within_seconds)
 
 
 async def topic_partitions(

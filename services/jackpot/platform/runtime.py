@@ -31,7 +31,14 @@ from typing import Any, Protocol
 
 import structlog
 
-from jackpot.platform.settings import RuntimeSettings, TracingSettings, default_instance_id
+from jackpot.platform.logging import configure_logging
+from jackpot.platform.metrics import serve_metrics
+from jackpot.platform.settings import (
+    RuntimeSettings,
+    ServiceSettings,
+    TracingSettings,
+    default_instance_id,
+)
 from jackpot.platform.tracing import configure_tracing, shutdown_tracing
 
 log = structlog.get_logger("jackpot.runtime")
@@ -235,6 +242,14 @@ def run_service(
             return runner.run(main())
     finally:
         shutdown_tracing()
+
+
+def service_main(service: str, settings: ServiceSettings, compose: Compose) -> int:
+    """Every service's entry point once its settings are loaded: logging as they say, /metrics on
+    their port (0: none), then :func:`run_service`. The exit status."""
+    configure_logging(settings.log_level, settings.log_json)
+    serve_metrics(settings.metrics_port, settings.metrics_host)
+    return run_service(service, compose, settings.tracing, settings.runtime)
 
 
 def loop_factory(runtime: RuntimeSettings) -> Callable[[], asyncio.AbstractEventLoop] | None:

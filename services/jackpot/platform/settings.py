@@ -386,6 +386,11 @@ class ServiceSettings(Settings):
     access: AccessSettings = AccessSettings()
     tracing: TracingSettings = TracingSettings()
     runtime: RuntimeSettings = RuntimeSettings()
+    metrics_host: str = Field("127.0.0.1", description="/metrics address (0.0.0.0 in a container)")
+    # each service sets its own default port
+    metrics_port: Port = Field(0, description="/metrics port (0 disables it)")
+    log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
+    log_json: Bool = Field(True, description="JSON log lines (false: for a terminal)")
 
     def kafka_options(self) -> dict[str, Any]:
         """Connection options every Kafka client of the service is built with."""

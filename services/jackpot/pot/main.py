@@ -18,10 +18,8 @@ import structlog
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from jackpot.platform.grpc_edge import audited_grpc_edge
-from jackpot.platform.kafka import ensure_topics
-from jackpot.platform.logging import configure_logging
-from jackpot.platform.metrics import serve_metrics
-from jackpot.platform.runtime import Supervisor, run_service
+from jackpot.platform.kafka import ensure_service_topics
+from jackpot.platform.runtime import Supervisor, service_main
 from jackpot.platform.settings import load
 from jackpot.pot.api import SERVICE_NAME, CommandPublisher, PotApi
 from jackpot.pot.metrics import PotMetrics
@@ -37,14 +35,7 @@ async def compose_pot(
 ) -> None:
     """Build and start the pot service's parts under ``supervisor``: the processing service, the
     state view, the admin commands' publisher and the PotService API."""
-    if settings.create_topics:
-        options = settings.kafka_options()
-        await ensure_topics(
-            options.pop("bootstrap_servers"),
-            settings.topic_specs(),
-            settings.replication_factor,
-            **options,
-        )
+    await ensure_service_topics(settings, settings.replication_factor)
     view = PotStateView(settings)
     publisher = CommandPublisher(settings)
     edge = await audited_grpc_edge(
@@ -80,6 +71,4 @@ async def compose_pot(
 
 def main() -> int:
     settings = load(PotSettings)
-    configure_logging(settings.log_level, settings.log_json)
-    serve_metrics(settings.metrics_port, settings.metrics_host)
-    return run_service("pot", partial(compose_pot, settings), settings.tracing, settings.runtime)
+    return service_main("pot", settings, partial(compose_pot, settings))

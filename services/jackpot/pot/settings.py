@@ -61,7 +61,6 @@ class PotSettings(ServiceSettings):
     )
     replication_factor: int = Field(1, ge=1, description="replicas of the topics it creates")
     grpc_address: str = Field("127.0.0.1:50052", description="PotService address (host:port)")
-    metrics_host: str = Field("127.0.0.1", description="/metrics address (0.0.0.0 in a container)")
     metrics_port: Port = Field(9102, description="/metrics port (0 disables it)")
     heartbeat_interval_ms: int = Field(
         500,
@@ -96,8 +95,6 @@ class PotSettings(ServiceSettings):
         "correctness, depends on it)",
     )
     grpc_grace_seconds: float = Field(5.0, description="calls in flight may finish this long")
-    log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
-    log_json: Bool = Field(True, description="JSON log lines (false: for a terminal)")
 
     @field_validator("heartbeat_interval_ms")
     @classmethod

@@ -9,8 +9,7 @@ from functools import partial
 import structlog
 from aiohttp import web
 
-from jackpot.platform.logging import configure_logging
-from jackpot.platform.runtime import Supervisor, run_service, serve
+from jackpot.platform.runtime import Supervisor, serve, service_main
 from jackpot.platform.settings import load
 from jackpot.terminal.links import PayoutLink, follow_gateway
 from jackpot.terminal.screen import Screen
@@ -61,10 +60,6 @@ def main(table_id: str | None = None) -> int:
     if table_id is not None:
         environ["JACKPOT_TERMINAL_TABLE"] = table_id
     settings = load(TerminalSettings, environ)
-    configure_logging()
-    return run_service(
-        f"terminal:{settings.table_id}",
-        partial(compose_terminal, settings),
-        settings.tracing,
-        settings.runtime,
+    return service_main(
+        f"terminal:{settings.table_id}", settings, partial(compose_terminal, settings)
     )
