@@ -15,6 +15,7 @@ import csv
 import hashlib
 import html
 import itertools
+import pickle
 import re
 from pathlib import Path
 
@@ -221,3 +222,22 @@ def test_a_line_chart_is_thinned_to_its_resolution_keeping_each_spans_extremes()
     assert [x for x, _ in thinned] == sorted({x for x, _ in thinned})
     few = points[:300]
     assert thin(few, spans=500) == few
+
+
+def test_a_fed_builder_sheds_its_windows_of_ids_and_reports_the_same(
+    records: list[LedgerRecord],
+) -> None:
+    """What a `--jobs` worker sends back: without the audits' windows of recent ids (some
+    100,000 a busy group), a fraction of the size, and the same report."""
+    period = Period(day(1), day(2))
+    whole, shed = ReportBuilder(period), ReportBuilder(period)
+    for record in records:
+        whole.add(record)
+        shed.add(record)
+    shed.shed()
+    assert len(pickle.dumps(shed)) < len(pickle.dumps(whole)) / 2
+    assert all(not b.report.closing.recent_ids for b in shed.books.values())
+    mine, theirs = shed.report(), whole.report()
+    assert [(g.closing.figures(), g.awards, g.problems) for g in mine.groups] == [
+        (g.closing.figures(), g.awards, g.problems) for g in theirs.groups
+    ]

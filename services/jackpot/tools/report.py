@@ -238,6 +238,7 @@ def report_partitions(
     async def share() -> ReportBuilder:
         async with KafkaConnection(kafka_options).reader(topic) as reader:
             await _feed(reader, builder, start, end, partitions)
+        builder.shed()
         return builder
 
     return asyncio.run(share())

@@ -45,7 +45,7 @@ from google.protobuf.message import DecodeError
 
 from jackpot.domain.money import MINOR_PER_PESO, format_amount
 from jackpot.pot import records
-from jackpot.pot.ledger_audit import AWARD_TYPES, CHECKPOINT, PAYOUT_TYPES, GroupAudit
+from jackpot.pot.ledger_audit import AWARD_TYPES, CHECKPOINT, PAYOUT_TYPES, GroupAudit, RecentIds
 from jackpot.pot.level_books import LevelBooks
 from jackpot.v1 import pot_pb2
 
@@ -740,6 +740,14 @@ class ReportBuilder:
         self.unreadable += [u for u in replayed.unreadable if u not in self.unreadable]
         self.records += replayed.records
         self.workers_rss_mb += replayed.workers_rss_mb
+
+    def shed(self) -> None:
+        """Once fed every record: drop what only further records need, the audits' windows of
+        recent entry ids (a replayed entry is seen among them), some 100,000 ids a busy group;
+        a worker's builder then travels back small (``--jobs``)."""
+        for books in self.books.values():
+            for audit in (books.report.opening, books.report.closing):
+                audit.recent_ids = RecentIds()
 
     def absorb(self, other: ReportBuilder) -> None:
         """The books another builder computed from other partitions (so of other groups)."""
