@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import functools
+import itertools
 import json
 import sys
 import tempfile
@@ -296,6 +297,12 @@ CONFIG_HEADER = [
 def sections(report: Report) -> dict[str, list[list[str]]]:
     """Every CSV file's rows (header first), whole pesos where the boundary wants them; but the
     annex, ``awards.csv``, which :func:`write_csv` streams (:mod:`jackpot.tools.report_annex`)."""
+    return {name: list(rows) for name, rows in _sections(report).items()}
+
+
+def _sections(report: Report) -> dict[str, Iterable[list[str]]]:
+    """:func:`sections`, each file's rows made as they are written (a month's main pot is
+    a quarter of a million rows)."""
     verdict = "reconciles" if report.reconciles else "DOES NOT RECONCILE"
     summary = [
         ["pot_group", "figure", "value"],
@@ -315,14 +322,15 @@ def sections(report: Report) -> dict[str, list[list[str]]]:
     }
     if any(group.levels for group in report.groups):  # L1: only when a group has levels
         tables["levels"] = [LEVEL_HEADER]
+    parts: dict[str, list[Iterable[list[str]]]] = {name: [rows] for name, rows in tables.items()}
     for group in report.groups:
         for name, rows in _group_rows(group).items():
-            if name in tables:
-                tables[name] += rows
-    return tables
+            if name in parts:
+                parts[name].append(rows)
+    return {name: itertools.chain.from_iterable(rows) for name, rows in parts.items()}
 
 
-def _group_rows(group: GroupReport) -> dict[str, list[list[str]]]:
+def _group_rows(group: GroupReport) -> dict[str, Iterable[list[str]]]:
     """One group's rows of each section."""
     g = group.group_id
     opening, received, closing = group.opening.pots, group.received, group.closing.pots
@@ -339,7 +347,7 @@ def _group_rows(group: GroupReport) -> dict[str, list[list[str]]]:
             [g, iso(hour), format_amount(amount)]
             for hour, amount in sorted(group.collected_by_hour.items())
         ],
-        "main_pot": [[g, iso(at), format_amount(main)] for at, main in group.main_series],
+        "main_pot": ([g, iso(at), format_amount(main)] for at, main in group.main_series),
         "levels": [_level_row(g, level) for level in group.levels],
     }
 
@@ -396,7 +404,7 @@ def _paytable_name(paytable: Any) -> str:
 def write_sections(out: Path, report: Report) -> list[Path]:
     """Every section's file but the annex."""
     written = []
-    for name, rows in sections(report).items():
+    for name, rows in _sections(report).items():
         path = out / f"{name}.csv"
         with path.open("w", newline="", encoding="utf-8") as handle:
             csv.writer(handle).writerows(rows)

@@ -147,7 +147,7 @@ class AwardSink(Protocol):
     at ``--to``), each with its place in award order (``ordinal``, from 0): the report holds
     only the awards still open and the last 25, so a month of prizes costs it no memory.
     :class:`KeptAwards` keeps them (tests, the default); `jackpot report` spools them to disk
-    for the CSV annex (:class:`jackpot.tools.report.AwardSpool`)."""
+    for the CSV annex (:class:`jackpot.tools.report_annex.AwardSpool`)."""
 
     def add(self, ordinal: int, row: AwardRow) -> None: ...
 
