@@ -71,7 +71,7 @@ th, td { border: 0.3mm solid #888; padding: 1mm 1.5mm; text-align: left; vertica
 th { background: #e8ecef; font-weight: bold; }
 td.n { text-align: right; white-space: nowrap; }
 table.facts { break-inside: avoid; } table.facts th { width: 30%; } table.narrow { width: 60%; }
-table.last-awards { font-size: 7.5pt; }
+table.last-awards { font-size: 7pt; }
 .verdict { font-size: 13pt; font-weight: bold; padding: 3mm 4mm; margin: 3mm 0;
   border-radius: 2mm; }
 .ok { background: #e3f2e5; color: #1b5e20; } .bad { background: #fde7e9; color: #b71c1c; }
@@ -481,7 +481,7 @@ def _awards(awards: Sequence[AwardRow], style: Style, css: str) -> str:
         ]
         for a in awards
     ]
-    return _table(head, rows, widths=(7, 6, 17, 16, 7, 12, 11, 12, 12), css=css)
+    return _table(head, rows, widths=(7, 6, 17, 18, 7, 12, 9, 12, 12), css=css)
 
 
 # ---------------------------------------------------------------------------------- charts
