@@ -33,15 +33,14 @@ from jackpot.tools.report_annex import (
 from jackpot.tools.report_document import render_document, thin
 from jackpot.tools.report_figures import (
     LAST_AWARDS,
-    AwardRow,
     GroupReport,
-    KeptAwards,
     LedgerRecord,
     Period,
     Report,
     ReportBuilder,
     compute,
 )
+from jackpot.tools.report_rows import AwardRow, KeptAwards
 from jackpot.tools.report_words import Style
 from tests.report_ledgers import casino, day
 from tests.unit.test_report import START_NS, VERIFIED

@@ -77,12 +77,11 @@ from jackpot.tools.report_figures import (
     Report,
     ReportBuilder,
     ReportInputError,
-    SinkFactory,
     iso,
-    keep_awards,
     parse_period,
     written_by_the_pot,
 )
+from jackpot.tools.report_rows import SinkFactory, keep_awards
 
 # How often the pot checkpoints every group at least: its default (run() takes the setting). A
 # pot set to checkpoint less often only costs the report a read from the beginning.

@@ -6,7 +6,7 @@ its digest, so a regulator checks that the CSV beside the PDF is the one it was 
 byte changed after the fact changes the digest). A day of 300 tables is 8,000 prizes and a month
 a quarter of a million: the rows never sit in memory together. Each group's complete rows are
 spooled to a file of its own as the ledger streams by (:class:`AwardSpool`, an
-:class:`~jackpot.tools.report_figures.AwardSink` per group, picklable for ``--jobs`` workers),
+:class:`~jackpot.tools.report_rows.AwardSink` per group, picklable for ``--jobs`` workers),
 with only each row's place in award order kept (8 bytes a prize); :func:`write_annex` then
 writes ``awards.csv`` from the spools, group by group in award order, and :meth:`Annex.of` reads
 the written file back for its digest.
@@ -24,7 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jackpot.tools.report_figures import AwardRow, Report
+from jackpot.tools.report_figures import Report
+from jackpot.tools.report_rows import AwardRow
 
 ANNEX_NAME = "awards.csv"
 AWARD_HEADER = [
@@ -108,7 +109,7 @@ class SpooledAwards:
 
 @dataclass(frozen=True)
 class AwardSpool:
-    """The :data:`~jackpot.tools.report_figures.SinkFactory` of `jackpot report`: a spool file
+    """The :data:`~jackpot.tools.report_rows.SinkFactory` of `jackpot report`: a spool file
     per group (and per read of it: a replayed group spools afresh) in ``folder``."""
 
     folder: Path

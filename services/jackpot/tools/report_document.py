@@ -43,7 +43,8 @@ from jackpot.domain.money import floor_pesos
 from jackpot.platform.manifest import Verification, package_root, verify
 from jackpot.platform.settings import Settings
 from jackpot.tools.report_annex import ANNEX_NAME, Annex, write_annex
-from jackpot.tools.report_figures import AwardRow, ConfigVersion, GroupReport, LevelRow, Report
+from jackpot.tools.report_figures import ConfigVersion, GroupReport, LevelRow, Report
+from jackpot.tools.report_rows import AwardRow
 from jackpot.tools.report_words import Style
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
@@ -458,8 +459,7 @@ def _paytable(config: PotGroupConfig, style: Style) -> str:
 
 
 def _awards(awards: Sequence[AwardRow], style: Style, css: str) -> str:
-    """The last prizes, a line each (an award's id is its group, table, round, seat and
-    prize, all shown; the annex has it as a column)."""
+    """The last prizes, a line each (an award's id is group/table/round/seat/prize: shown)."""
     if not awards:
         return _none(style.words("no_awards"))
     w = style.words

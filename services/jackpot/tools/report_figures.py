@@ -5,8 +5,9 @@ and a period, so tests feed it entries. The records stream through a :class:`Rep
 folds each into its group's :class:`GroupBooks`, which stay bounded whatever the ledger's length:
 the books at the two cuts, the configuration versions, the period's awards not yet paid or
 voided, the last 25 awards, and the period's chart points. A period's award row, once complete,
-goes to its group's :class:`AwardSink` (kept in memory by default; `jackpot report` spools it to
-disk for its CSV annex), so a month of prizes is not held. Each group's ledger is cut at the
+goes to its group's sink (:mod:`jackpot.tools.report_rows`: kept in memory by default; `jackpot
+report` spools it to disk for its CSV annex), so a month of prizes is not held. Each group's
+ledger is cut at the
 period's edges by ``recorded_at`` (an entry recorded before ``--from`` is in the opening books, the
 first recorded at or after ``--to`` ends the group's period); the opening and closing books are
 :class:`~jackpot.pot.ledger_audit.GroupAudit` replays, exactly as `jackpot audit` replays the
@@ -36,10 +37,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from google.protobuf.message import DecodeError
 
@@ -47,6 +48,7 @@ from jackpot.domain.money import MINOR_PER_PESO, format_amount
 from jackpot.pot import records
 from jackpot.pot.ledger_audit import AWARD_TYPES, CHECKPOINT, PAYOUT_TYPES, GroupAudit, RecentIds
 from jackpot.pot.level_books import LevelBooks
+from jackpot.tools.report_rows import AwardRow, AwardSink, KeptAwards, SinkFactory, keep_awards
 from jackpot.v1 import pot_pb2
 
 LAST_AWARDS = 25  # R1: the last 25 hits
@@ -123,64 +125,6 @@ def parse_period(start: str | None, end: str | None, now_ns: int) -> Period:
             f"--from {iso(start_ns)} is not before --to {iso(end_ns)}: the period is empty"
         )
     return Period(start_ns, end_ns)
-
-
-@dataclass
-class AwardRow:
-    award_id: str
-    table_id: str
-    seat: int
-    round_id: str
-    prize: str
-    amount: int  # whole pesos
-    occurred_at: str
-    recorded_at: str
-    cards: str = ""  # the winning hand
-    approved_by: str = ""
-    paid_by: str = ""
-    paid_at: str = ""
-    in_period: bool = False
-
-
-class AwardSink(Protocol):
-    """Where one group's award rows of the period go once complete (paid, voided, or still open
-    at ``--to``), each with its place in award order (``ordinal``, from 0): the report holds
-    only the awards still open and the last 25, so a month of prizes costs it no memory.
-    :class:`KeptAwards` keeps them (tests, the default); `jackpot report` spools them to disk
-    for the CSV annex (:class:`jackpot.tools.report_annex.AwardSpool`)."""
-
-    def add(self, ordinal: int, row: AwardRow) -> None: ...
-
-    def close(self) -> None: ...
-
-    def rows(self) -> Iterator[AwardRow]:
-        """Every row added, in award order (by ``ordinal``)."""
-        ...
-
-
-# A group id -> its sink (picklable: builders travel to `--jobs` worker processes and back)
-SinkFactory = Callable[[str], AwardSink]
-
-
-@dataclass
-class KeptAwards:
-    """Every row kept in memory: a ledger of a test, a small report."""
-
-    kept: dict[int, AwardRow] = field(default_factory=dict)
-
-    def add(self, ordinal: int, row: AwardRow) -> None:
-        self.kept[ordinal] = row
-
-    def close(self) -> None:
-        return None
-
-    def rows(self) -> Iterator[AwardRow]:
-        return (self.kept[ordinal] for ordinal in sorted(self.kept))
-
-
-def keep_awards(group_id: str) -> AwardSink:
-    """The default :data:`SinkFactory`: every group's rows kept in memory."""
-    return KeptAwards()
 
 
 @dataclass
@@ -651,7 +595,7 @@ class ReportBuilder:
     ``windowed``: partitions read from a later point than their first record, with when that
     read began (ns); the others are read from their first record. ``replaying``: only these
     partitions and, per partition, these groups (None: all), read from their first record.
-    ``awards``: where each group's award rows go (:class:`AwardSink`; default: kept)."""
+    ``awards``: where each group's award rows go (an ``AwardSink`` each; default: kept)."""
 
     def __init__(
         self,
