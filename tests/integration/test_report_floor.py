@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import socket
 import uuid
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from jackpot.sim.floor import Floor
 from jackpot.tools import report as report_tool
 from jackpot.tools.audit import audit
 from jackpot.tools.demo_floor import (
+    METRICS,
+    PORTS,
     REPO,
     Demo,
     sim_config,
@@ -40,12 +43,26 @@ pytestmark = pytest.mark.integration
 PLAY_SECONDS = 12
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 async def test_R1_the_report_of_a_floor_equals_the_audit_and_the_books(
     kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", kafka_bootstrap)
     run_id = uuid.uuid4().hex[:8]
-    demo = Demo(5, REPO / ".run" / "test-report" / run_id, run_id)
+    demo = Demo(  # free ports, not the demo's fixed ones: other floors may run on this machine
+        5,
+        REPO / ".run" / "test-report" / run_id,
+        run_id,
+        ports={name: free_port() for name in PORTS},
+        metrics_ports={name: free_port() for name in METRICS},
+        http_port=free_port(),
+    )
     demo.state.mkdir(parents=True, exist_ok=True)
     demo.start_kafka()
     await demo.create_topics()
