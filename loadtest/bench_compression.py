@@ -36,6 +36,7 @@ from jackpot.platform.kafka import KafkaConnection, ensure_topics, stop_client
 from jackpot.platform.logging import configure_logging
 from jackpot.pot.processor import Outputs
 from jackpot.topics import LEDGER, POT_STATE, TopicSpec
+from loadtest.history_kafka import Writer
 from loadtest.history_synth import GroupHistory, Plan, Record, group_plans, state_key
 
 KINDS = {"ledger": LEDGER, "pot-state": POT_STATE}
@@ -93,22 +94,6 @@ def _slices(batches: Sequence[list[Record]]) -> Iterator[Sequence[list[Record]]]
         yield batches[start : start + SLICE_BATCHES]
 
 
-async def _send(client: Any, names: dict[str, str], transaction: list[Record]) -> None:
-    """One transaction's records: one batch per topic and partition, all acknowledged."""
-    sent = []
-    for kind in KINDS:
-        by_partition: dict[int, Any] = {}
-        for record in (r for r in transaction if r.kind == kind):
-            batch = by_partition.get(record.partition) or client.create_batch()
-            by_partition[record.partition] = batch
-            if batch.append(key=record.key, value=record.value, timestamp=record.time_ms) is None:
-                raise ValueError(f"a {kind} record of {len(record.value)} bytes fits no batch")
-        for partition, batch in by_partition.items():
-            batch.close()
-            sent.append(await client.send_batch(batch, names[kind], partition=partition))
-    await asyncio.gather(*sent)
-
-
 async def compression_ab(
     bootstrap: str, broker_dir: Path, tables: int = 24, hours: float = 3.0
 ) -> dict[str, Any]:
@@ -132,13 +117,15 @@ async def compression_ab(
         max_batch_size=4 * 2**20, max_request_size=16 * 2**20
     )
     await client.start()
+    # one batch per topic and partition for each transaction, as the pot's transaction sends it
+    writers = {codec: Writer(client, named) for codec, named in names.items()}
     cpu = {"zstd": 0.0, "none": 0.0}
     try:
         for part in _slices(batches):
             for codec in ("zstd", "none"):
                 before = broker_cpu_seconds(pid)
                 for transaction in part:
-                    await _send(client, names[codec], transaction)
+                    await writers[codec].write(transaction)
                 cpu[codec] += broker_cpu_seconds(pid) - before
     finally:
         await stop_client(client)

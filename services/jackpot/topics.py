@@ -21,9 +21,9 @@ class TopicSpec:
 FOREVER = {"retention.ms": "-1", "retention.bytes": "-1"}
 COMPACTED = {"cleanup.policy": "compact"}
 
-# The broker compresses what the producers send uncompressed: zstd keeps the ledger in 2.5x and a
-# pot-state in 2-3.4x less disk, for the broker CPU `make bench` prints (docs/capacity.md). Every
-# reader needs aiokafka's zstd codec (its "zstd" extra, in pyproject.toml).
+# The broker compresses what the producers send uncompressed: zstd keeps the ledger and a
+# pot-state in about a third of the disk, for the broker CPU `make bench` row 6 prints
+# (docs/capacity.md). Every reader needs aiokafka's zstd codec (its "zstd" extra, pyproject.toml).
 ZSTD = {"compression.type": "zstd"}
 # Kafka deletes whole segments, and a partition of these rolls long before 1 GiB: a segment a day
 # (an hour) keeps 7-8 days (a day) on disk, not the 14 (8) of Kafka's weekly roll.
