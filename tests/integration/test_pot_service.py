@@ -30,7 +30,7 @@ from loadtest.rounds import CONFIG, ROYAL_FLUSH, interleaved_rounds, simulated_t
 from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
 from jackpot.platform.authz import AccessSettings
-from jackpot.platform.exactly_once import ExactlyOnceSettings
+from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, idempotent_producer
 from jackpot.pot import commands, records
 from jackpot.pot.ledger_audit import GroupAudit

@@ -1,6 +1,9 @@
 """Brokers gone is not fatal (issue 36 item 4): the pot and the payout turn NOT_SERVING while
 their broker is stopped, keep trying, and go on when it returns, with nothing lost or repeated.
 
+An idle payout (nothing to write) notices the outage too, through the processor's broker probe
+(platform/broker_probe.py): before the probe, it reported SERVING until its next write.
+
 Before, a whole-cluster outage made the pot exit: an abort that could not reach the brokers
 halted a partition and stopped the service ("pot cannot continue"), and in Kubernetes each exit
 while the brokers stayed down lengthened the restart back-off. Uses its own local broker on port
@@ -10,13 +13,19 @@ disturb the session's broker.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from jackpot.domain.errors import DomainError
 from jackpot.payout.service import PayoutService
+from jackpot.platform.broker_probe import BrokerProbe
 from jackpot.platform.exactly_once import NotCommitted, NotOwned
+from jackpot.platform.kafka import KafkaConnection
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.service import PotService
 from jackpot.v1 import pot_pb2
@@ -40,6 +49,7 @@ PORT = 9592
 # Tries seen failing while the broker is down: the service kept trying, and did not exit.
 FAILED_TAKEOVERS_WANTED = 3
 OUTAGE_BOUND_SECONDS = 60.0  # a stop and a restart of a broker on a loaded two-core machine
+IDLE_SECONDS = 3.0  # three of the payout's ticks without a transaction
 FAST_RECOVERY = {"transaction_deadline_ms": 2_000, "recovery_backoff_max_ms": 1_000}
 
 
@@ -134,3 +144,84 @@ async def test_the_payout_waits_out_a_broker_outage_not_serving_and_orders_each_
             (before.award_id, pot_pb2.LedgerEntryType.Name(pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID)),
         ]
     )
+
+
+async def test_an_idle_payout_reports_not_serving_through_an_outage_and_serving_after(
+    broker: dict[str, str], unique: str
+) -> None:
+    """No award, no dealer call, no write during the outage: the probe alone turns it
+    NOT_SERVING, and SERVING again once the broker is back. Before the probe it stayed
+    SERVING for the whole outage."""
+    settings = await payout_settings(f"127.0.0.1:{PORT}", unique)
+    settings = settings.replace(processor=FAST_RECOVERY)
+    service = PayoutService(settings)
+    async with stopped_at_the_end(service.run()) as payout:
+        await eventually(lambda: service.serving, "the payout never served", within=30)
+        await eventually(idle_for(service, IDLE_SECONDS), "the payout never fell idle", 60)
+        await kafka_sh("down", broker)
+        await eventually(
+            lambda: not service.serving or payout.done(),
+            "an idle payout went on reporting SERVING with its broker stopped",
+            within=OUTAGE_BOUND_SECONDS,
+        )
+        assert not payout.done(), f"the payout exited: {payout.exception()!r}"
+        assert service.processor.metrics.writable._value.get() == 0
+        await kafka_sh("up", broker)
+        await eventually(lambda: service.serving, "the payout never served again", within=60)
+        assert not payout.done(), f"the payout exited: {payout.exception()!r}"
+        assert service.processor.metrics.writable._value.get() == 1
+
+
+def idle_for(service: PayoutService, seconds: float) -> Callable[[], bool]:
+    """A check that holds once no transaction committed for ``seconds`` (after a takeover a
+    payout writes its mark; then, with no award and no dealer call, nothing)."""
+    histogram = service.processor.metrics.transaction_seconds
+    last = [-1.0, time.monotonic()]
+
+    def check() -> bool:
+        count = sum(
+            sample.value
+            for metric in histogram.collect()
+            for sample in metric.samples
+            if sample.name.endswith("_count")
+        )
+        if count != last[0]:
+            last[:] = [count, time.monotonic()]
+        return time.monotonic() - last[1] >= seconds
+
+    return check
+
+
+def broker_pid(env: dict[str, str]) -> int:
+    pid_file = Path(env["JACKPOT_STATE"]) / "kafka" / f"single-{PORT}" / "kafka.pid"
+    return int(pid_file.read_text().strip())
+
+
+async def test_the_probe_hears_a_broker_that_answers_and_not_one_paused_or_stopped(
+    broker: dict[str, str],
+) -> None:
+    """What the probe relies on from aiokafka, on the real broker: a request to a SIGSTOPped
+    broker does not answer (it would hang for the client's 40 s request timeout; the probe's
+    deadline cuts it), one to a stopped broker fails, and the client reconnects after both."""
+    heard: list[bool] = []
+    connection = KafkaConnection({"bootstrap_servers": f"127.0.0.1:{PORT}"})
+    probe = BrokerProbe(connection.client(), interval=3600, deadline=2.0, on_change=heard.append)
+    await probe.start()
+    try:
+        assert await probe.ask()
+        pid = broker_pid(broker)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            assert not await probe.ask(), "a paused broker was heard"
+            assert time.monotonic() - started < 10, "the deadline did not cut the request"
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        await eventually(probe.ask, "the resumed broker was never heard", within=30)
+        await kafka_sh("down", broker)
+        assert not await probe.ask(), "a stopped broker was heard"
+        await kafka_sh("up", broker)
+        await eventually(probe.ask, "the restarted broker was never heard", within=60)
+    finally:
+        await probe.stop()
+    assert heard == []  # ask() answers; only the probe's own loop (and heard()) tell on_change

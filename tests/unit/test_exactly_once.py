@@ -52,7 +52,6 @@ from jackpot.platform.exactly_once import (
     CONSUMER_COORDINATOR_ATTRIBUTE,
     TXN_MANAGER_ATTRIBUTE,
     ExactlyOnceProcessor,
-    ExactlyOnceSettings,
     NotCommitted,
     NotOwned,
     OutputRecord,
@@ -63,6 +62,7 @@ from jackpot.platform.exactly_once import (
     retire_producer,
     settle_failures,
 )
+from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
 from jackpot.platform.metrics import ProcessorMetrics
 from jackpot.topics import CHANGELOG_OFFSET_KEY
 from tests.polling import eventually

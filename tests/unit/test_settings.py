@@ -15,7 +15,7 @@ import pytest
 from jackpot.display.settings import DisplaySettings
 from jackpot.gateway.settings import GatewaySettings
 from jackpot.payout.settings import PayoutSettings
-from jackpot.platform.exactly_once import ExactlyOnceSettings
+from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
 from jackpot.platform.settings import (
     FALSE_WORDS,
     TRUE_WORDS,

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from jackpot.platform.exactly_once import ExactlyOnceSettings
+from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
 from jackpot.platform.settings import (
     Bool,
     Port,

@@ -27,10 +27,11 @@ group it does, in this order:
    restored again (a renewal fences like a takeover, so it restores like one); while the brokers
    cannot be reached for that either, the partition is *recovering* (not served, health
    NOT_SERVING, retried with a back-off), and a takeover that fails the same way is retried by
-   rejoining the group. A fenced producer halts the partition and makes the consumer rejoin its
-   group, which gives the partition back (fenced and restored anew) only if this instance still
-   owns it. Only a bug (a handler that raises, a worker that dies) makes :meth:`run` raise:
-   waiting cures everything else, so the service does not exit for it.
+   rejoining the group (an idle instance hears of the brokers' loss from its broker probe). A
+   fenced producer halts the partition and makes the consumer rejoin its group, which gives the
+   partition back (fenced and restored anew) only if this instance still owns it. Only a bug
+   (a handler that raises, a worker that dies) makes :meth:`run` raise: waiting cures
+   everything else, so the service does not exit for it.
 
 aiokafka has no KIP-447 consumer-group fencing, so this is the classic pre-KIP-447 scheme: one
 transactional id per input partition, shape of aiokafka ``docs/examples/transaction_example.rst``
@@ -88,8 +89,9 @@ from aiokafka.errors import (
     UnknownProducerId,
 )
 from aiokafka.structs import ConsumerRecord
-from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from jackpot.platform.broker_probe import BrokerProbe
+from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
 from jackpot.platform.kafka import (
     STARTUP_TOPIC_WAIT_SECONDS,
     KafkaConnection,
@@ -97,7 +99,6 @@ from jackpot.platform.kafka import (
     topic_partitions,
 )
 from jackpot.platform.metrics import ProcessorMetrics
-from jackpot.platform.settings import Settings, default_instance_id
 from jackpot.platform.tracing import batch_span, child_span, failed, kafka_headers
 from jackpot.topics import CHANGELOG_OFFSET_KEY
 
@@ -285,144 +286,6 @@ RESTORE_TIMEOUT_SECONDS = 120.0  # a takeover's changelog read at most
 BOUND_RECHECK_MS = 5  # the longest fetch while a partition is left out at its bound
 
 
-class ExactlyOnceSettings(Settings):
-    """How a service's exactly-once processor joins its consumer group and paces its
-    transactions. A section of the pot's and the payout's settings, read under the service's own
-    prefix (``JACKPOT_CONSUMER_GROUP``, ``JACKPOT_PAYOUT_CONSUMER_GROUP``), each with its own
-    default group and transactional ids.
-
-    Batches are sized by load, not by a linger (issue 26): a partition's worker takes what
-    arrived during its previous transaction, so that transaction is the linger. Hence
-    ``batch_linger_ms`` 0: at low load a batch never reaches ``batch_min_records``, so a linger
-    adds its whole length to every record; under load (600 records/s over 6 partitions,
-    measured on a 2-core machine with other work running) 2 or 5 ms did not beat 0 beyond the
-    run-to-run noise (p50 21-30 ms against 19-38 ms).
-
-    A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS on its first
-    AddPartitionsToTxn while the coordinator still writes the previous one's markers (1-3 ms on
-    an idle broker). aiokafka retries that after a fixed 20 ms whatever ``retry_backoff_ms``
-    says (Java's client takes the smaller of ``retry.backoff.ms`` and 20 ms), and that wait was
-    most of every back-to-back transaction: p50 25-29 ms against 4-8 ms with it at 1-3 ms
-    (2026-12-03, one idle broker, begin/send/offsets/commit in a loop). Hence
-    ``concurrent_transactions_backoff_ms`` 2. ``producer_retry_backoff_ms`` 20 paces every other
-    retry (AddOffsetsToTxn met the same error with aiokafka's default 100 ms).
-    """
-
-    consumer_group: str = Field(
-        description="consumer group of every instance; its offsets commit in transactions"
-    )
-    transactional_id_prefix: str = Field(
-        description="transactional ids are `<prefix>-<partition>`: one per input partition "
-        "fences a zombie"
-    )
-    instance_id: str = Field(
-        default_factory=default_instance_id,
-        description="names this instance in logs, client ids and the audit log (the pod name in "
-        "Kubernetes)",
-        json_schema_extra={"shown_default": "<hostname>-<pid>"},
-    )
-    session_timeout_ms: int = Field(
-        3_000,
-        description="consumer group session: a killed instance's partitions move after this "
-        "long (brokers need group.min.session.timeout.ms at most this; fencing keeps it safe)",
-    )
-    heartbeat_ms: int = Field(500, description="the consumer group's heartbeat")
-    max_poll_interval_ms: int = Field(
-        60_000,
-        description="a stalled instance leaves the group after this long; its successor fences it",
-    )
-    transaction_timeout_ms: int = Field(30_000, description="Kafka transaction timeout")
-    transaction_deadline_ms: int = Field(
-        10_000,
-        ge=100,
-        description="the longest a transaction, an abort or a fence may wait for the brokers "
-        "before the partition's producer is replaced and the partition taken over again (the "
-        "brokers gone or stalled: aiokafka retries those requests for ever); below "
-        "transaction_timeout_ms",
-    )
-    retry_backoff_ms: int = Field(500, description="pause before retrying a failed transaction")
-    poll_timeout_ms: int = Field(100, description="longest wait for input")
-    max_batch_records: int = Field(200, description="input records per transaction at most")
-    batch_linger_ms: int = Field(
-        0,
-        description="how long a partition's worker waits for more input while fewer than "
-        "batch_min_records wait (0: it takes what is there; its transaction in flight gathers "
-        "the next batch)",
-    )
-    batch_min_records: int = Field(
-        200,
-        description="input records a batch waits for, up to batch_linger_ms (never without a "
-        "linger; at most max_batch_records)",
-    )
-    pending_batches: int = Field(
-        4,
-        description="a partition is not fetched for while this many batches (of "
-        "max_batch_records) wait for its worker",
-    )
-    producer_retry_backoff_ms: int = Field(
-        20,
-        description="the transactional producers' pause before retrying a request (a "
-        "transaction begun right after a commit often meets CONCURRENT_TRANSACTIONS)",
-    )
-    group_commit_interval_ms: int = Field(
-        1_000,
-        ge=0,
-        description="the consumer group's offsets go into a transaction at most this often "
-        "(and within this long of the last input); every transaction writes the next offset to "
-        "the changelog, which a takeover reads (0: every batch commits the group's offsets)",
-    )
-    concurrent_transactions_backoff_ms: int = Field(
-        2,
-        ge=1,
-        le=100,
-        description="pause before a transaction's first AddPartitionsToTxn is retried after "
-        "CONCURRENT_TRANSACTIONS (the previous commit's markers still being written; aiokafka's "
-        "own is a fixed 20 ms, most of a back-to-back transaction)",
-    )
-
-    recovery_backoff_max_ms: int = Field(
-        5_000,
-        ge=1,
-        description="the longest pause between two attempts to take a partition over again "
-        "while the brokers cannot be reached (the pause doubles from retry_backoff_ms up to "
-        "this); meanwhile the partition is not served and the service reports NOT_SERVING",
-    )
-
-    @field_validator("consumer_group", "transactional_id_prefix")
-    @classmethod
-    def _not_empty(cls, value: str, info: ValidationInfo) -> str:
-        if not value:
-            raise ValueError(f"{info.field_name} must not be empty")
-        return value
-
-    @field_validator("max_batch_records", "batch_min_records", "pending_batches")
-    @classmethod
-    def _at_least_one(cls, value: int, info: ValidationInfo) -> int:
-        if value < 1:
-            raise ValueError(f"{info.field_name} must be at least 1")
-        return value
-
-    @field_validator("batch_linger_ms", "producer_retry_backoff_ms")
-    @classmethod
-    def _not_negative(cls, value: int, info: ValidationInfo) -> int:
-        if value < 0:
-            raise ValueError(f"{info.field_name} must not be negative")
-        return value
-
-    @model_validator(mode="after")
-    def _deadline_within_timeout(self) -> ExactlyOnceSettings:
-        if self.transaction_deadline_ms >= self.transaction_timeout_ms:
-            raise ValueError(
-                f"transaction_deadline_ms ({self.transaction_deadline_ms}) must be below "
-                f"transaction_timeout_ms ({self.transaction_timeout_ms})"
-            )
-        return self
-
-    def transactional_id(self, partition: int) -> str:
-        """The transactional id of input partition ``partition``'s producer."""
-        return f"{self.transactional_id_prefix}-{partition}"
-
-
 @dataclass(slots=True)
 class Owned(Generic[H]):
     """An input partition this instance owns: its handler, its transactional producer and the
@@ -510,6 +373,7 @@ class ExactlyOnceProcessor(Generic[H]):
         self._failure: BaseException | None = None
         self._consumer: AIOKafkaConsumer | None = None
         self._restore_consumer: AIOKafkaConsumer | None = None
+        self._probe: BrokerProbe | None = None
         self._last_tick = 0.0
         self._running_task: asyncio.Task[Any] | None = None
         self._done = asyncio.Event()
@@ -535,8 +399,10 @@ class ExactlyOnceProcessor(Generic[H]):
     @property
     def writable(self) -> bool:
         """Every partition the group gave this instance can write: none recovering, none whose
-        takeover failed and waits for the group again. False while the brokers are gone."""
-        return not (self.recovering_partitions or self._takeover_retry is not None)
+        takeover failed and waits for the group again, the brokers answering."""
+        return (self._probe is None or self._probe.answering) and not (
+            self.recovering_partitions or self._takeover_retry is not None
+        )
 
     def handlers(self) -> list[H]:
         """The handlers of the partitions owned and not halted, by partition."""
@@ -571,7 +437,7 @@ class ExactlyOnceProcessor(Generic[H]):
         settings = self.settings
         connection = KafkaConnection(self.kafka_options)
         set_concurrent_transactions_backoff(settings.concurrent_transactions_backoff_ms)
-        await self._check_changelog_partitions()
+        await check_changelog_partitions(self.kafka_options, self.input_topic, self.changelog_topic)
         self._restore_consumer = connection.consumer(
             auto_offset_reset="earliest",
             # A new assignment waits for the fetch in flight: with the default 500 ms every
@@ -594,30 +460,17 @@ class ExactlyOnceProcessor(Generic[H]):
             client_id=settings.instance_id,
         )
         await self._consumer.start()
+        self._probe = BrokerProbe(
+            connection.client(client_id=f"{settings.instance_id}-probe"),
+            interval=settings.broker_probe_ms / 1000,
+            deadline=settings.transaction_deadline_ms / 1000,
+            on_change=lambda _: self._ownership_changed(),
+            name=self.name,
+        )
+        await self._probe.start()
         self._consumer.subscribe([self.input_topic], listener=_Rebalance(self))
         self.running.set()
         self._log.info("processor_started", topic=self.input_topic)
-
-    async def _check_changelog_partitions(self) -> None:
-        """The state of input partition p is kept on changelog partition p: the changelog needs
-        at least as many partitions as the input."""
-        counts = await topic_partitions(
-            self.kafka_options,
-            [self.input_topic, self.changelog_topic],
-            wait_seconds=STARTUP_TOPIC_WAIT_SECONDS,
-        )
-        inputs = counts.get(self.input_topic, 0)
-        changelogs = counts.get(self.changelog_topic, 0)
-        if not inputs or not changelogs:
-            raise ProcessorError(
-                f"topics {self.input_topic} and {self.changelog_topic} must exist "
-                "(let the service create them, or create them from jackpot.topics)"
-            )
-        if changelogs < inputs:
-            raise ProcessorError(
-                f"{self.changelog_topic} has {changelogs} partitions, fewer than the {inputs} "
-                f"of {self.input_topic}"
-            )
 
     async def _shutdown(self) -> None:
         if self._closed:
@@ -637,6 +490,8 @@ class ExactlyOnceProcessor(Generic[H]):
         self._ownership_changed()
         if self._restore_consumer is not None:
             await stop_client(self._restore_consumer)
+        if self._probe is not None:
+            await self._probe.stop()
         self._log.info("processor_stopped")
 
     # ---------------------------------------------------------------------------- loop
@@ -882,6 +737,8 @@ class ExactlyOnceProcessor(Generic[H]):
             owned.group_committed_at = time.monotonic()
         if not isinstance(batch, OffsetsOnly):
             handler.commit(batch)
+        if self._probe is not None:
+            self._probe.heard()
         self.metrics.transaction_seconds.labels(kind=kind).observe(time.perf_counter() - started)
         return True
 
@@ -1335,6 +1192,30 @@ class ExactlyOnceProcessor(Generic[H]):
         await retire_producer(owned.producer)
         self.metrics.forget_partition(owned.partition)
         owned.handler.close()
+
+
+async def check_changelog_partitions(
+    kafka_options: Mapping[str, Any], input_topic: str, changelog_topic: str
+) -> None:
+    """The state of input partition p is kept on changelog partition p: the changelog needs
+    at least as many partitions as the input."""
+    counts = await topic_partitions(
+        kafka_options,
+        [input_topic, changelog_topic],
+        wait_seconds=STARTUP_TOPIC_WAIT_SECONDS,
+    )
+    inputs = counts.get(input_topic, 0)
+    changelogs = counts.get(changelog_topic, 0)
+    if not inputs or not changelogs:
+        raise ProcessorError(
+            f"topics {input_topic} and {changelog_topic} must exist "
+            "(let the service create them, or create them from jackpot.topics)"
+        )
+    if changelogs < inputs:
+        raise ProcessorError(
+            f"{changelog_topic} has {changelogs} partitions, fewer than the {inputs} "
+            f"of {input_topic}"
+        )
 
 
 async def _wait_at_most(event: asyncio.Event, seconds: float) -> None:

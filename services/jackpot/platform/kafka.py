@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
 from jackpot.platform.settings import KafkaSecurity as KafkaSecurity
@@ -119,7 +120,7 @@ class KafkaConnection:
     """How a service reaches Kafka: bootstrap servers and security, from its settings.
 
     Every client the product builds comes from here (``consumer``, ``producer``, ``admin``,
-    ``reader``), so security options and safe defaults are given once.
+    ``client``, ``reader``), so security options and safe defaults are given once.
     """
 
     options: Mapping[str, Any]
@@ -156,6 +157,10 @@ class KafkaConnection:
 
     def admin(self) -> AIOKafkaAdminClient:
         return AIOKafkaAdminClient(**self.options)
+
+    def client(self, **extra: Any) -> AIOKafkaClient:
+        """A bare client, for requests no other client makes (the broker probe)."""
+        return AIOKafkaClient(**self.options, **extra)
 
     def reader(self, topic: str) -> TopicReader:
         return TopicReader(self, topic)

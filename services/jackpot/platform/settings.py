@@ -9,9 +9,9 @@
 * A field whose type is a :class:`Settings` model is a nested *section*. A section that declares
   its own ``env_prefix`` or aliases has the same variables in every service (:class:`KafkaSecurity`
   ``KAFKA_*``, :class:`AccessSettings` ``JACKPOT_TLS_*`` and friends, :class:`TracingSettings`
-  ``OTEL_*``); one that does not is read under its service's prefix (the exactly-once processor's
-  :class:`~jackpot.platform.exactly_once.ExactlyOnceSettings`: ``JACKPOT_CONSUMER_GROUP`` for the
-  pot, ``JACKPOT_PAYOUT_CONSUMER_GROUP`` for the payout).
+  ``OTEL_*``); one that does not is read under its service's prefix (the exactly-once
+  processor's :class:`~jackpot.platform.exactly_once_settings.ExactlyOnceSettings`:
+  ``JACKPOT_CONSUMER_GROUP`` for the pot, ``JACKPOT_PAYOUT_CONSUMER_GROUP`` for the payout).
 * :func:`load` is the one way to read them: the variables of a mapping (``os.environ`` by
   default) over a JSON file's values (the gateway's ``--config``) over the defaults. Any bad value
   is a :class:`SettingsError` of ONE line naming the variable, the value and what is allowed; the

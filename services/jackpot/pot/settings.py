@@ -17,7 +17,7 @@ from typing import ClassVar, Self
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from jackpot.platform.exactly_once import ExactlyOnceSettings
+from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
 from jackpot.platform.settings import Bool, Port, ServiceSettings, SettingsError, brokers
 from jackpot.topics import (
     AUDIT,
