@@ -48,9 +48,15 @@ from aiokafka.structs import ConsumerRecord
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from jackpot.platform.exactly_once import (
+from jackpot.platform.aiokafka_private import (
     CONSUMER_COORDINATOR_ATTRIBUTE,
     TXN_MANAGER_ATTRIBUTE,
+    AiokafkaUnsupported,
+    fatal_cause,
+    retire_producer,
+    settle_failures,
+)
+from jackpot.platform.exactly_once import (
     ExactlyOnceProcessor,
     NotCommitted,
     NotOwned,
@@ -58,9 +64,7 @@ from jackpot.platform.exactly_once import (
     Owned,
     ProcessorError,
     _wait_at_most,
-    fatal_cause,
-    retire_producer,
-    settle_failures,
+    resume_point,
 )
 from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
 from jackpot.platform.metrics import ProcessorMetrics
@@ -427,6 +431,34 @@ async def test_a_change_whose_transaction_fails_is_rolled_back_and_reported() ->
     assert "abort" in owned.producer.calls  # type: ignore[attr-defined]
 
 
+async def test_a_bug_inside_a_transaction_aborts_it_before_it_is_raised() -> None:
+    """An error no rule expects (a bug) in the send path: the transaction is not left open on
+    the partition's producer (its next begin would fail), the memory is rolled back, and the
+    error still reaches the caller."""
+    eos, owned, _ = await owning(1)
+    owned.producer.fail_send = RuntimeError("a bug")  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError, match="a bug"):
+        await eos.submit(1, lambda handler: handler.add(5))
+    assert owned.handler.total == 40
+    assert owned.producer.calls == ["begin", "abort"]  # type: ignore[attr-defined]
+
+
+async def test_a_change_whose_caller_is_cancelled_runs_to_its_commit() -> None:
+    """A caller that goes away mid-transaction (a cancelled gRPC call) does not cut it short."""
+    eos, owned, _ = await owning(1)
+    producer: FakeProducer = owned.producer  # type: ignore[assignment]
+    producer.gate = asyncio.Event()
+    call = asyncio.create_task(eos.submit(1, lambda handler: handler.add(2)))
+    await producer.committing.wait()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    producer.gate.set()
+    await producer.commits_reach(1)
+    assert owned.handler.committed_total == 42
+    assert producer.calls == ["begin", "commit"]
+
+
 async def test_a_fenced_producer_halts_the_partition_and_refuses_changes() -> None:
     eos, owned, _ = await owning(2)
     owned.producer.fail_commit = ProducerFenced()  # type: ignore[attr-defined]
@@ -694,7 +726,7 @@ async def test_a_transactional_producer_of_this_aiokafka_holds_the_transaction_m
         manager = getattr(producer, TXN_MANAGER_ATTRIBUTE, None)
         assert isinstance(manager, TransactionManager), (
             f"aiokafka {aiokafka.__version__}: AIOKafkaProducer.{TXN_MANAGER_ATTRIBUTE} is "
-            f"{manager!r}, not a TransactionManager: jackpot.platform.exactly_once.fatal_cause "
+            f"{manager!r}, not a TransactionManager: jackpot.platform.aiokafka_private.fatal_cause "
             "can no longer tell a fenced producer from an abortable one"
         )
         assert manager.state is TransactionState.UNINITIALIZED
@@ -722,7 +754,7 @@ async def test_fatal_cause_reads_a_real_managers_states_and_refuses_a_producer_w
         producer = FakeProducer("p", [], _txn_manager=transaction_manager(fatal=cause))
         assert fatal_cause(producer) is cause  # type: ignore[arg-type]
     # the broken input: an aiokafka whose producer keeps no transaction manager there
-    with pytest.raises(ProcessorError, match=TXN_MANAGER_ATTRIBUTE):
+    with pytest.raises(AiokafkaUnsupported, match=TXN_MANAGER_ATTRIBUTE):
         fatal_cause(object())  # type: ignore[arg-type]
 
 
@@ -1126,7 +1158,7 @@ def test_a_back_to_back_transaction_retries_its_partitions_after_the_configured_
     from aiokafka.errors import ConcurrentTransactions
     from aiokafka.producer import sender as aiokafka_sender
 
-    from jackpot.platform.exactly_once import set_concurrent_transactions_backoff
+    from jackpot.platform.aiokafka_private import set_concurrent_transactions_backoff
 
     class Manager:
         txn_partitions: ClassVar[set[TopicPartition]] = set()  # nothing added yet: the first
@@ -1177,16 +1209,16 @@ async def test_the_group_offsets_go_at_most_once_an_interval_and_once_input_stop
 
 
 def test_a_takeover_resumes_from_the_changelogs_offset_or_the_groups_whichever_is_further() -> None:
-    eos, _, _ = processor()
+    where = "changelog partition 0"
     changelog = {b"total": b"40", CHANGELOG_OFFSET_KEY: b"12"}
-    assert eos._resume_point(changelog, 9, 0) == 12  # the group lags by up to an interval
+    assert resume_point(changelog, 9, where) == 12  # the group lags by up to an interval
     assert changelog == {b"total": b"40"}  # the handler never sees the processor's record
-    assert eos._resume_point({CHANGELOG_OFFSET_KEY: b"12"}, 15, 0) == 15
-    assert eos._resume_point({CHANGELOG_OFFSET_KEY: b"12"}, None, 0) == 12
-    assert eos._resume_point({b"total": b"40"}, 9, 0) == 9  # a changelog from before the record
-    assert eos._resume_point({}, None, 0) is None  # never written: the beginning
-    with pytest.raises(ProcessorError, match="unreadable input offset"):
-        eos._resume_point({CHANGELOG_OFFSET_KEY: b"twelve"}, 9, 3)
+    assert resume_point({CHANGELOG_OFFSET_KEY: b"12"}, 15, where) == 15
+    assert resume_point({CHANGELOG_OFFSET_KEY: b"12"}, None, where) == 12
+    assert resume_point({b"total": b"40"}, 9, where) == 9  # a changelog from before the record
+    assert resume_point({}, None, where) is None  # never written: the beginning
+    with pytest.raises(ProcessorError, match="changelog partition 0: unreadable input offset"):
+        resume_point({CHANGELOG_OFFSET_KEY: b"twelve"}, 9, where)
 
 
 async def test_a_takeover_hands_the_handler_the_changelogs_resume_point() -> None:

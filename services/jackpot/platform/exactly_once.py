@@ -69,12 +69,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 import aiokafka
-import aiokafka.producer.sender as aiokafka_sender
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
@@ -90,6 +89,12 @@ from aiokafka.errors import (
 )
 from aiokafka.structs import ConsumerRecord
 
+from jackpot.platform.aiokafka_private import (
+    CONSUMER_COORDINATOR_ATTRIBUTE,
+    fatal_cause,
+    retire_producer,
+    set_concurrent_transactions_backoff,
+)
 from jackpot.platform.broker_probe import BrokerProbe
 from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
 from jackpot.platform.kafka import (
@@ -118,90 +123,6 @@ PRODUCER_STATE_ERRORS = (
 # did not finish in its deadline. A partition that meets one of these while it is taken over
 # again is retried, not given up (issue 36: a whole-cluster outage made the pot exit).
 RECOVERABLE_ERRORS: tuple[type[BaseException], ...] = (KafkaError, OSError, TimeoutError)
-
-# The group coordinator of aiokafka's consumer, whose request_rejoin makes it rejoin at its next
-# poll (aiokafka 0.14 consumer/group_coordinator.py); tests/unit/test_exactly_once.py fails when
-# it is gone.
-CONSUMER_COORDINATOR_ATTRIBUTE = "_coordinator"
-
-
-# aiokafka keeps a transaction's fatal state only in the producer's private transaction manager
-# (an ``aiokafka.producer.transaction_manager.TransactionManager``). The versions known to have
-# it are the range pinned in pyproject.toml; tests/unit/test_exactly_once.py fails when it is
-# gone, and so does ``fatal_cause`` (a processor that cannot tell fenced from abortable must not
-# guess: it would abort where it must halt, and a fenced zombie would go on).
-TXN_MANAGER_ATTRIBUTE = "_txn_manager"
-
-
-# aiokafka retries a transaction's first AddPartitionsToTxn after CONCURRENT_TRANSACTIONS (the
-# previous transaction's markers are still being written) after this module constant of its
-# sender, not after the producer's retry_backoff_ms (aiokafka 0.14 producer/sender.py).
-# tests/unit/test_exactly_once.py fails when it is gone or no longer read there.
-CONCURRENT_TRANSACTIONS_BACKOFF_ATTRIBUTE = "BACKOFF_OVERRIDE"
-
-
-def set_concurrent_transactions_backoff(milliseconds: int) -> None:
-    """Make aiokafka retry a transaction's first AddPartitionsToTxn after CONCURRENT_TRANSACTIONS
-    in ``milliseconds`` (process-wide: it is a constant of aiokafka's sender module)."""
-    if not hasattr(aiokafka_sender, CONCURRENT_TRANSACTIONS_BACKOFF_ATTRIBUTE):
-        raise ProcessorError(
-            f"aiokafka {aiokafka.__version__}: its sender has no "
-            f"{CONCURRENT_TRANSACTIONS_BACKOFF_ATTRIBUTE}, so the back-to-back transaction's "
-            "retry cannot be paced (see the range pinned in pyproject.toml)"
-        )
-    setattr(aiokafka_sender, CONCURRENT_TRANSACTIONS_BACKOFF_ATTRIBUTE, milliseconds / 1000)
-
-
-def fatal_cause(producer: AIOKafkaProducer) -> BaseException | None:
-    """Why the producer's transactions can never go on, if they cannot: fenced by a newer
-    producer with its transactional id (ProducerFenced), or its sender task died (seen in a
-    whole-cluster outage: a connection reset during a coordinator lookup). aiokafka keeps that
-    state only in its transaction manager and has no public accessor for it: ProcessorError
-    when the producer has none (an aiokafka outside the pinned range)."""
-    try:
-        manager = getattr(producer, TXN_MANAGER_ATTRIBUTE)
-    except AttributeError:
-        raise ProcessorError(
-            f"aiokafka {aiokafka.__version__}: the producer has no {TXN_MANAGER_ATTRIBUTE}, so "
-            "a failed transaction's fatal cause cannot be read (see the range pinned in "
-            "pyproject.toml)"
-        ) from None
-    if manager is None or not manager.is_fatal_error():
-        return None
-    ended = manager.wait_for_transaction_end()
-    cause: BaseException | None = (
-        ended.exception() if ended.done() and not ended.cancelled() else None
-    )
-    return cause or IllegalOperation("the producer's transactions failed fatally")
-
-
-def settle_failures(producer: AIOKafkaProducer) -> int:
-    """Take (mark retrieved) the failures aiokafka leaves on a producer that nobody awaits: a
-    fenced or dead sender fails its transaction's waiter and the drain waiter of every batch it
-    had not sent yet. Left unretrieved, each is logged with its traceback when the garbage
-    collector finds it, at a moment of its own; on Python 3.11.7 a traceback formatted by a
-    collection that interrupted an ``ast.parse`` makes that parse raise SystemError (issue 24
-    item 10: a fenced payout in one test broke a later test's parse). How many it took."""
-    manager = getattr(producer, TXN_MANAGER_ATTRIBUTE, None)
-    futures = [manager.wait_for_transaction_end()] if manager is not None else []
-    # more private state: where it is not, only the collector's log lines come back (the
-    # unit tests fail on it: tests/unit/test_exactly_once.py)
-    accumulator = getattr(producer, "_message_accumulator", None)
-    queues = getattr(accumulator, "_batches", {}).values()
-    batches = [b for queue in queues for b in queue]
-    batches += list(getattr(accumulator, "_pending_batches", ()))
-    futures += [getattr(batch, "_drain_waiter", None) for batch in batches]
-    settled = 0
-    for future in futures:
-        if future is not None and future.done() and not future.cancelled():
-            settled += future.exception() is not None
-    return settled
-
-
-async def retire_producer(producer: AIOKafkaProducer) -> None:
-    """Stop a producer this processor is done with, leaving no failure of it unretrieved."""
-    await stop_client(producer)
-    settle_failures(producer)
 
 
 class ProcessorError(RuntimeError):
@@ -248,6 +169,7 @@ class Batch(Protocol):
 
 B = TypeVar("B", bound=Batch)
 H = TypeVar("H", bound="PartitionHandler[Any]")
+T = TypeVar("T")
 
 
 class PartitionHandler(Protocol[B]):
@@ -687,11 +609,16 @@ class ExactlyOnceProcessor(Generic[H]):
 
         Decided and written under the partition's lock, between two of its batches: two
         changes of one partition never interleave, nor a change and a batch, so a check made
-        in ``change`` still holds when its batch commits.
+        in ``change`` still holds when its batch commits. A caller that goes away (a cancelled
+        gRPC call) does not cut it short: it runs to its commit or its abort without it.
         """
         owned = self._owned.get(partition)
         if owned is None or not owned.serving:
             raise NotOwned(partition)
+        return await run_to_end(self._change(owned, change))
+
+    async def _change(self, owned: Owned[H], change: Callable[[H], B]) -> B:
+        partition = owned.partition
         async with owned.lock:
             if self._owned.get(partition) is not owned or owned.idle:
                 raise NotOwned(partition)  # revoked, halted, recovering or stopping meanwhile
@@ -732,6 +659,9 @@ class ExactlyOnceProcessor(Generic[H]):
             failed(error)
             await self._abort(owned, error)
             return False
+        except BaseException as error:  # a bug: never leave the transaction open, then raise
+            await asyncio.shield(self._abort(owned, error))
+            raise
         if to_group:
             owned.group_committed = handler.next_offset
             owned.group_committed_at = time.monotonic()
@@ -879,7 +809,8 @@ class ExactlyOnceProcessor(Generic[H]):
             await retire_producer(producer)
             raise
         owned.producer = producer
-        resume = self._resume_point(changelogs[owned.partition], committed, owned.partition)
+        where = f"{self.changelog_topic} partition {owned.partition}"
+        resume = resume_point(changelogs[owned.partition], committed, where)
         owned.handler.close()
         owned.handler = self._factory(owned.partition)
         owned.group_committed, owned.group_committed_at = committed or 0, 0.0
@@ -1089,8 +1020,8 @@ class ExactlyOnceProcessor(Generic[H]):
             )
             handlers = [self._factory(tp.partition) for tp in fresh]
             resumes = [
-                self._resume_point(changelogs[tp.partition], committed, tp.partition)
-                for tp, committed in zip(fresh, offsets, strict=True)
+                resume_point(changelogs[p], committed, f"{self.changelog_topic} partition {p}")
+                for p, committed in zip([tp.partition for tp in fresh], offsets, strict=True)
             ]
             starts = [
                 handler.restore(changelogs[tp.partition], resume)
@@ -1119,24 +1050,6 @@ class ExactlyOnceProcessor(Generic[H]):
             for producer in producers:
                 await retire_producer(producer)
             raise
-
-    def _resume_point(
-        self, changelog: dict[bytes, bytes], committed: int | None, partition: int
-    ) -> int | None:
-        """Take the offset record out of a partition's changelog; where its input resumes:
-        the further of that offset and the consumer group's (None: neither was written). The
-        changelog's is the last transaction's; the group's lags by up to
-        ``group_commit_interval_ms``, and is all a changelog written before the record has."""
-        raw = changelog.pop(CHANGELOG_OFFSET_KEY, None)
-        if raw is None:
-            return committed
-        try:
-            written = int(raw)
-        except ValueError:
-            raise ProcessorError(
-                f"{self.changelog_topic} partition {partition}: unreadable input offset {raw!r}"
-            ) from None
-        return written if committed is None else max(committed, written)
 
     async def _fencing_producer(self, partition: int) -> AIOKafkaProducer:
         """Start partition's transactional producer; returns once older epochs are fenced."""
@@ -1216,6 +1129,39 @@ async def check_changelog_partitions(
             f"{changelog_topic} has {changelogs} partitions, fewer than the {inputs} "
             f"of {input_topic}"
         )
+
+
+def resume_point(changelog: dict[bytes, bytes], committed: int | None, where: str) -> int | None:
+    """Take the offset record out of a partition's changelog (``where``: its topic and
+    partition); where its input resumes: the further of that offset and the consumer group's
+    (None: neither was written). The changelog's is the last transaction's; the group's lags by
+    up to ``group_commit_interval_ms``, and is all a changelog written before the record has."""
+    raw = changelog.pop(CHANGELOG_OFFSET_KEY, None)
+    if raw is None:
+        return committed
+    try:
+        written = int(raw)
+    except ValueError:
+        raise ProcessorError(f"{where}: unreadable input offset {raw!r}") from None
+    return written if committed is None else max(committed, written)
+
+
+async def run_to_end(work: Coroutine[Any, Any, T]) -> T:
+    """``work``'s result; if the caller is cancelled meanwhile, ``work`` still runs to its end
+    (its failure, if any, logged). A transaction cut between its begin and its commit stays
+    open on the partition's producer, and the partition's next one fails (issue 36: the payout
+    stopped when a dealer's terminal went away mid-call)."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.add_done_callback(_log_unread_failure)
+        raise
+
+
+def _log_unread_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and (error := task.exception()) is not None:
+        log.warning("abandoned_change_failed", error=repr(error))
 
 
 async def _wait_at_most(event: asyncio.Event, seconds: float) -> None:
