@@ -206,11 +206,17 @@ wait_ready() {
   done
 }
 
-# alive PID: the process exists and is not a zombie (one exited, not reaped yet, is stopped)
+# alive PID: some thread of the process has not exited. A SIGKILLed JVM's main thread turns
+# zombie (Z) while its other threads are still exiting, and its sockets stay open until the last
+# one has: a stop that looked at the main thread alone returned with a broker port still accepting
+# connections (the fault suite then failed "brokers still reachable after the stop").
 alive() {
-  local state
-  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
-  [ -n "$state" ] && [ "$state" != Z ]
+  local status state
+  for status in /proc/"$1"/task/*/status; do
+    state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "$status" 2>/dev/null) || continue
+    case "$state" in '' | Z | X) ;; *) return 0 ;; esac
+  done
+  return 1
 }
 
 # stop_nodes DIR...: SIGTERM all (controlled shutdown; SIGCONT first, a paused node would never

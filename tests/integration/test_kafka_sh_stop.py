@@ -10,6 +10,8 @@ the test's own, so that no real broker is touched and a broker that ignores SIGT
 from __future__ import annotations
 
 import os
+import platform
+import socket
 import subprocess
 import sys
 import time
@@ -26,6 +28,19 @@ pytestmark = pytest.mark.integration
 # A broker that shuts down on SIGTERM, and one that never does (a controlled shutdown that hangs).
 OBEDIENT = "import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
 STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+# A broker whose main thread exits at SIGTERM while another thread keeps its port open: the
+# kernel's picture of a SIGKILLed JVM whose main thread is a zombie before its other threads have
+# exited and closed its sockets. The raw exit system call ends the calling thread alone.
+EXIT_SYSCALL = {"x86_64": 60, "aarch64": 93}
+HALF_EXITED = (
+    "import ctypes, platform, signal, socket, threading, time\n"
+    "listener = socket.create_server(('127.0.0.1', 0))\n"
+    "print(listener.getsockname()[1], flush=True)\n"
+    "threading.Thread(target=lambda: [listener.accept()[0].close() for _ in iter(int, 1)],"
+    " daemon=True).start()\n"
+    f"EXIT = {EXIT_SYSCALL!r}[platform.machine()]\n"
+    "signal.signal(signal.SIGTERM, lambda *_: ctypes.CDLL(None).syscall(EXIT, 0))\n"
+)
 SLEEP = "print('ready', flush=True)\nwhile True: time.sleep(1)\n"
 
 
@@ -98,6 +113,39 @@ def test_a_broker_that_ignores_sigterm_is_killed_at_the_bound_and_the_stop_says_
     assert " 1 killed)" in done.stderr
     assert stubborn.wait(5) == -9  # SIGKILL
     assert all(p.wait(5) == 0 for n, p in cluster.nodes.items() if n != 2)
+
+
+def port_accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), 1).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(platform.machine() not in EXIT_SYSCALL, reason="exit system call number")
+def test_a_broker_whose_main_thread_exited_first_is_stopped_only_when_its_port_is_closed(
+    cluster: FakeCluster,
+) -> None:
+    directory = cluster.state / "kafka" / "cluster" / "node1"
+    directory.mkdir(parents=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", HALF_EXITED + SLEEP, f"-Djackpot.kafka.node={directory}", "x"],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    cluster.nodes[1] = process
+    assert process.stdout is not None
+    port = int(process.stdout.readline())
+    assert process.stdout.readline() == "ready\n"
+    assert port_accepts(port)
+    done = cluster.kafka_sh("cluster-down", stop_seconds=2)
+    assert done.returncode == 0, done.stderr
+    # the main thread exited at SIGTERM, the listening thread did not: still a broker running
+    assert f"killed after the 2 s stop bound: node1 (pid {process.pid})" in done.stderr
+    assert not port_accepts(port), "kafka.sh returned with the broker's port still open"
+    assert process.wait(5) == -9
 
 
 def test_brokers_that_shut_down_are_not_killed(cluster: FakeCluster) -> None:
