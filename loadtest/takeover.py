@@ -25,8 +25,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from jackpot.platform.changelog import read_compacted
 from jackpot.platform.codec import payout_ledger_type, payout_state_from_proto
-from jackpot.platform.exactly_once import read_compacted
 from jackpot.platform.kafka import KafkaConnection, stop_client, topic_partitions
 from jackpot.platform.settings import load
 from jackpot.pot.ledger_audit import PAYOUT_TYPES, GroupAudit

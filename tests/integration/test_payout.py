@@ -46,9 +46,10 @@ from jackpot.payout.service import NotServedHere, PayoutService
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.access_log import AuditLog
 from jackpot.platform.authz import AccessSettings, Authorizer
-from jackpot.platform.exactly_once import NotCommitted, ProcessorError, read_compacted
+from jackpot.platform.changelog import read_compacted
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import ensure_topics, idempotent_producer, stop_client
+from jackpot.platform.processor_errors import NotCommitted, ProcessorError
 from jackpot.platform.tls import TlsSettings
 from jackpot.tools.payouts import load, render
 from jackpot.topics import TopicSpec

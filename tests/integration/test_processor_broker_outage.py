@@ -13,8 +13,10 @@ disturb the session's broker.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,8 +26,8 @@ import pytest
 from jackpot.domain.errors import DomainError
 from jackpot.payout.service import PayoutService
 from jackpot.platform.broker_probe import BrokerProbe
-from jackpot.platform.exactly_once import NotCommitted, NotOwned
 from jackpot.platform.kafka import KafkaConnection
+from jackpot.platform.processor_errors import NotCommitted, NotOwned
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.service import PotService
 from jackpot.v1 import pot_pb2
@@ -34,6 +36,7 @@ from tests.integration.test_payout import award, ledger_types, payout_settings, 
 from tests.integration.test_pot_service import (
     assert_exactly_once,
     create_topics,
+    environment,
     group_names,
     pot_settings,
     produce,
@@ -170,6 +173,53 @@ async def test_an_idle_payout_reports_not_serving_through_an_outage_and_serving_
         await eventually(lambda: service.serving, "the payout never served again", within=60)
         assert not payout.done(), f"the payout exited: {payout.exception()!r}"
         assert service.processor.metrics.writable._value.get() == 1
+
+
+async def test_a_pot_started_while_its_broker_is_down_waits_for_it_and_then_serves(
+    broker: dict[str, str], unique: str, tmp_path: Path
+) -> None:
+    """Before, `jackpot pot` started during an outage exited at once ("Unable to bootstrap"),
+    and so did each restart (fault campaign seed 36427: four in 20 s); in Kubernetes each exit
+    lengthens the restart back-off. Now it waits for the brokers, saying so, and serves once
+    they answer; SIGTERM while it waits is a clean stop."""
+    settings = pot_settings(f"127.0.0.1:{PORT}", unique, partitions=2)
+    await create_topics(settings)
+    events = scripted_events(group_names(2, 2), rounds_per_table=5, seed=3642)
+    await kafka_sh("down", broker)
+    log = tmp_path / "pot.log"
+    env = {**environment(settings), "JACKPOT_LOG_LEVEL": "INFO"}  # its partitions_assigned
+    with log.open("wb") as sink:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "jackpot.cli", "pot", env=env, stderr=sink
+        )
+    try:
+        await eventually(
+            lambda: (
+                log.read_text(errors="replace").count("service_waiting_for_brokers") >= 2
+                or process.returncode is not None
+            ),
+            "the pot neither waited for its broker nor exited",
+            within=OUTAGE_BOUND_SECONDS,
+        )
+        assert process.returncode is None, (
+            f"the pot exited ({process.returncode}) with its broker down: "
+            f"{log.read_text(errors='replace')[-2000:]}"
+        )
+        await kafka_sh("up", broker)
+        await produce(settings, events)
+        await eventually(
+            lambda: "partitions_assigned" in log.read_text(errors="replace"),
+            "the pot never took its partitions after its broker came back",
+            within=OUTAGE_BOUND_SECONDS,
+        )
+        await wait_processed(settings, log=log)
+        assert "service_brokers_answer" in log.read_text(errors="replace")
+        assert process.returncode is None
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(process.wait(), 60) == 0
+    await assert_exactly_once(settings, events, partitions=2)
 
 
 def idle_for(service: PayoutService, seconds: float) -> Callable[[], bool]:

@@ -50,24 +50,24 @@ from packaging.version import Version
 
 from jackpot.platform.aiokafka_private import (
     CONSUMER_COORDINATOR_ATTRIBUTE,
+    COORDINATION_TASK_ATTRIBUTE,
     TXN_MANAGER_ATTRIBUTE,
     AiokafkaUnsupported,
+    coordination_ended,
     fatal_cause,
     retire_producer,
     settle_failures,
 )
+from jackpot.platform.changelog import resume_point
 from jackpot.platform.exactly_once import (
     ExactlyOnceProcessor,
-    NotCommitted,
-    NotOwned,
     OutputRecord,
     Owned,
-    ProcessorError,
     _wait_at_most,
-    resume_point,
 )
 from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
 from jackpot.platform.metrics import ProcessorMetrics
+from jackpot.platform.processor_errors import NotCommitted, NotOwned, ProcessorError
 from jackpot.topics import CHANGELOG_OFFSET_KEY
 from tests.polling import eventually
 
@@ -205,10 +205,21 @@ class FakeProducer:
 
 
 @dataclass
+class FakeCoordinationTask:
+    """aiokafka's coordination task, as far as whether it has ended goes."""
+
+    ended: bool = False
+
+    def done(self) -> bool:
+        return self.ended
+
+
+@dataclass
 class FakeCoordinator:
-    """aiokafka's group coordinator, as far as a rejoin goes."""
+    """aiokafka's group coordinator, as far as a rejoin and its coordination task go."""
 
     rejoins: int = 0
+    _coordination_task: FakeCoordinationTask = field(default_factory=FakeCoordinationTask)
 
     def request_rejoin(self) -> None:
         self.rejoins += 1
@@ -688,6 +699,80 @@ def test_aiokafka_consumers_have_the_group_coordinator_a_rejoin_is_asked_of() ->
     source = inspect.getsource(AIOKafkaConsumer.start)
     assert f"self.{CONSUMER_COORDINATOR_ATTRIBUTE} = GroupCoordinator(" in source
     assert callable(getattr(GroupCoordinator, "request_rejoin", None))
+
+
+def test_aiokafka_consumers_keep_the_coordination_task_whose_end_is_watched() -> None:
+    """Fails loudly when aiokafka no longer keeps its group coordination where
+    ``coordination_ended`` looks, or no longer re-raises its end at every fetch."""
+    assert f"self.{COORDINATION_TASK_ATTRIBUTE} = create_task(" in inspect.getsource(
+        GroupCoordinator.__init__
+    )
+    assert f"self.{COORDINATION_TASK_ATTRIBUTE}.done()" in inspect.getsource(
+        GroupCoordinator.check_errors
+    )
+    assert f"{CONSUMER_COORDINATOR_ATTRIBUTE}.check_errors()" in inspect.getsource(
+        AIOKafkaConsumer.getmany
+    )
+    with pytest.raises(AiokafkaUnsupported, match=COORDINATION_TASK_ATTRIBUTE):
+        coordination_ended(object())
+
+
+class CoordinationEnded(FakeConsumer):
+    """A group consumer whose coordination task ended: every fetch raises its error (aiokafka's
+    ``check_errors``), as in fault campaign seed 36427."""
+
+    def __init__(self, journal: list[str], *, ended: bool = True) -> None:
+        super().__init__(journal)
+        self._coordinator._coordination_task.ended = ended
+
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
+        raise KafkaError(
+            "Unexpected error during coordination RuntimeError('unable to perform operation on "
+            "<TCPTransport closed=True reading=False>; the handler is closed')"
+        )
+
+
+async def test_a_consumer_whose_group_coordination_ended_is_replaced_after_giving_up_all() -> None:
+    """Before, the pot exited ("pot cannot continue") and every restart during the outage
+    exited again. Now every partition is given up as at a revocation (its producer retired),
+    the consumer stopped, and a new one joins the group, retried while the brokers are gone;
+    the instance is not writable meanwhile and nothing exits."""
+    eos, journal, _ = processor()
+    await eos._on_assigned([TopicPartition("in", 1), TopicPartition("in", 2)])
+    producers = [eos._owned[p].producer for p in (1, 2)]
+    lost = CoordinationEnded(journal)
+    eos._consumer = lost  # type: ignore[assignment]
+    joined = FakeConsumer(journal)
+    attempts: list[bool] = []
+
+    async def join_group() -> Any:
+        attempts.append(eos.writable)
+        if len(attempts) == 1:
+            raise KafkaConnectionError("Unable to bootstrap from [...]")
+        return joined
+
+    eos._join_group = join_group  # type: ignore[method-assign]
+    await eos._step()
+    assert eos._owned == {}
+    assert all(p.calls[-1] == "stop" for p in producers)  # type: ignore[attr-defined]
+    assert "consumer stop" in journal
+    assert attempts == [False, False]  # the first join refused; not writable while it tried
+    assert eos._consumer is joined
+    assert eos.writable
+    assert eos.metrics.group_consumers_replaced._value.get() == 1
+    await eos._on_assigned([TopicPartition("in", 2)])  # the group gives one back: taken over
+    assert eos.owned_partitions == [2]
+
+
+async def test_a_fetch_error_while_the_group_coordination_runs_is_raised() -> None:
+    eos, journal, _ = processor()
+    lost = CoordinationEnded(journal, ended=False)
+    eos._consumer = lost  # type: ignore[assignment]
+    with pytest.raises(KafkaError, match="Unexpected error during coordination"):
+        await eos._step()
+    assert eos.metrics.group_consumers_replaced._value.get() == 0
 
 
 # ------------------------------------------------- aiokafka's private state (issue 24 item 7)

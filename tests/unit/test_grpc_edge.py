@@ -17,7 +17,6 @@ from jackpot.domain.access import Action, Principal, Role
 from jackpot.domain.auditchain import OUTCOMES
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.platform.authz import AccessSettings, Authorizer
-from jackpot.platform.exactly_once import NotCommitted
 from jackpot.platform.grpc_edge import (
     FAULT,
     REFUSED,
@@ -27,6 +26,7 @@ from jackpot.platform.grpc_edge import (
     answer_for,
     answered,
 )
+from jackpot.platform.processor_errors import NotCommitted
 
 pytestmark = pytest.mark.unit
 

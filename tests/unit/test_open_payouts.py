@@ -20,7 +20,7 @@ from jackpot.domain.payout import Payout, PayoutState, Transition, pay, void
 from jackpot.payout.codec import to_proto
 from jackpot.payout.service import CatchUp, PayoutBatch, PayoutBook, PayoutPartition
 from jackpot.payout.settings import PayoutSettings
-from jackpot.platform.exactly_once import ProcessorError
+from jackpot.platform.processor_errors import ProcessorError
 from jackpot.topics import (
     CHANGELOG_OFFSET_KEY,
     OPEN_PAYOUTS_MARK_KEY,

@@ -10,8 +10,11 @@ import time
 from collections.abc import Awaitable, Callable
 
 import pytest
+from structlog.testing import capture_logs
 
+from jackpot.platform.kafka import wait_for_brokers
 from jackpot.platform.runtime import FAILURE_STOP_SECONDS, Supervisor, serve
+from tests.polling import eventually
 
 pytestmark = pytest.mark.unit
 
@@ -189,3 +192,23 @@ async def test_a_stop_step_ends_a_part_before_closing_what_it_reads() -> None:
     stop.set()
     assert await asyncio.wait_for(task, 2.0) == 0
     assert journal == ["view ended", "consumer closed"]
+
+
+async def test_a_service_waiting_for_its_brokers_says_so_and_a_stop_ends_the_wait() -> None:
+    """No broker listens on port 1: the wait is logged at each try, with a growing back-off,
+    and a stop signal ends it (False: not started), well before its next try."""
+    stop = asyncio.Event()
+    with capture_logs() as logged:
+
+        def tries() -> list[dict[str, object]]:
+            return [e for e in logged if e["event"] == "service_waiting_for_brokers"]
+
+        waiting = asyncio.create_task(
+            wait_for_brokers({"bootstrap_servers": "127.0.0.1:1"}, stop, "test", first_seconds=0.05)
+        )
+        await eventually(lambda: len(tries()) >= 3, "the service did not keep trying")
+        stop.set()
+        assert await asyncio.wait_for(waiting, 5) is False
+    assert [e["retry_in_seconds"] for e in tries()[:3]] == [0.05, 0.1, 0.2]
+    assert all("Unable to bootstrap" in str(e["error"]) for e in tries())
+    assert not [e for e in logged if e["event"] == "service_brokers_answer"]

@@ -54,4 +54,4 @@ async def run_payout(settings: PayoutSettings, stop: asyncio.Event) -> int:
 
 def main() -> int:
     settings = load(PayoutSettings)
-    return service_main("payout", settings, partial(compose_payout, settings))
+    return service_main("payout", settings, partial(compose_payout, settings), needs_brokers=True)

@@ -50,13 +50,12 @@ from jackpot.platform.assignors import SingleOwnerAssignor
 from jackpot.platform.deadletter import dead_letter
 from jackpot.platform.exactly_once import (
     ExactlyOnceProcessor,
-    NotOwned,
     OutputRecord,
-    ProcessorError,
 )
 from jackpot.platform.grpc_edge import Unavailable
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, topic_partitions
 from jackpot.platform.metrics import ProcessorMetrics
+from jackpot.platform.processor_errors import NotOwned, ProcessorError
 from jackpot.platform.serving import ServingFlag
 from jackpot.topics import OPEN_PAYOUTS, OPEN_PAYOUTS_MARK_KEY, renamed
 from jackpot.v1 import payout_pb2, pot_pb2

@@ -1,8 +1,9 @@
 """What the exactly-once processor reads and sets of aiokafka's private state, and why.
 
 aiokafka (0.14, the range pinned in pyproject.toml) keeps a transaction's fatal state, its
-sender's CONCURRENT_TRANSACTIONS back-off and its consumer's rejoin request where no public API
-reaches them. Each is named here once, with the reason the processor needs it; each raises
+sender's CONCURRENT_TRANSACTIONS back-off, its consumer's rejoin request and whether its group
+coordination still runs where no public API reaches them. Each is named here once, with the
+reason the processor needs it; each raises
 :class:`AiokafkaUnsupported` (or a unit test in tests/unit/test_exactly_once.py fails) when an
 aiokafka release moves it, rather than letting the processor guess.
 """
@@ -26,6 +27,28 @@ class AiokafkaUnsupported(RuntimeError):
 # poll (aiokafka 0.14 consumer/group_coordinator.py); tests/unit/test_exactly_once.py fails when
 # it is gone.
 CONSUMER_COORDINATOR_ATTRIBUTE = "_coordinator"
+
+
+# The group coordinator's background task (aiokafka 0.14 consumer/group_coordinator.py). It ends
+# on any unexpected error (seen in a whole-cluster restart: RuntimeError "unable to perform
+# operation on <TCPTransport closed=True ...>", fault campaign seed 36427), and from then on every
+# getmany raises KafkaError "Unexpected error during coordination": the consumer never joins its
+# group again and is only fit to be replaced. tests/unit/test_exactly_once.py fails when it is gone.
+COORDINATION_TASK_ATTRIBUTE = "_coordination_task"
+
+
+def coordination_ended(consumer: object) -> bool:
+    """The group consumer's coordination task has ended: it will never rejoin its group.
+    AiokafkaUnsupported when aiokafka keeps no such task (an aiokafka outside the pinned range)."""
+    coordinator = getattr(consumer, CONSUMER_COORDINATOR_ATTRIBUTE, None)
+    task = getattr(coordinator, COORDINATION_TASK_ATTRIBUTE, None)
+    if task is None or not hasattr(task, "done"):
+        raise AiokafkaUnsupported(
+            f"aiokafka {aiokafka.__version__}: the consumer has no "
+            f"{CONSUMER_COORDINATOR_ATTRIBUTE}.{COORDINATION_TASK_ATTRIBUTE}, so a group consumer "
+            "whose coordination ended cannot be told (see the range pinned in pyproject.toml)"
+        )
+    return bool(task.done())
 
 
 # aiokafka keeps a transaction's fatal state only in the producer's private transaction manager

@@ -29,7 +29,10 @@ group it does, in this order:
    NOT_SERVING, retried with a back-off), and a takeover that fails the same way is retried by
    rejoining the group (an idle instance hears of the brokers' loss from its broker probe). A
    fenced producer halts the partition and makes the consumer rejoin its group, which gives the
-   partition back (fenced and restored anew) only if this instance still owns it. Only a bug
+   partition back (fenced and restored anew) only if this instance still owns it. A group
+   consumer whose coordination ended (aiokafka ends it on any unexpected error, and its consumer
+   then only raises it) is replaced: every partition is given up as at a revocation and a new
+   consumer joins the group. Only a bug
    (a handler that raises, a worker that dies) makes :meth:`run` raise: waiting cures
    everything else, so the service does not exit for it.
 
@@ -91,19 +94,25 @@ from aiokafka.structs import ConsumerRecord
 
 from jackpot.platform.aiokafka_private import (
     CONSUMER_COORDINATOR_ATTRIBUTE,
+    coordination_ended,
     fatal_cause,
     retire_producer,
     set_concurrent_transactions_backoff,
 )
 from jackpot.platform.broker_probe import BrokerProbe
-from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
-from jackpot.platform.kafka import (
-    STARTUP_TOPIC_WAIT_SECONDS,
-    KafkaConnection,
-    stop_client,
-    topic_partitions,
+from jackpot.platform.changelog import (
+    RESTORE_TIMEOUT_SECONDS,
+    RestoredStateRefused,
+    changelog_consumer,
+    check_changelog_partitions,
+    read_compacted,
+    resume_point,
+    verify_restored,
 )
+from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
+from jackpot.platform.kafka import KafkaConnection, stop_client
 from jackpot.platform.metrics import ProcessorMetrics
+from jackpot.platform.processor_errors import NotCommitted, NotOwned, ProcessorError
 from jackpot.platform.tracing import batch_span, child_span, failed, kafka_headers
 from jackpot.topics import CHANGELOG_OFFSET_KEY
 
@@ -123,22 +132,6 @@ PRODUCER_STATE_ERRORS = (
 # did not finish in its deadline. A partition that meets one of these while it is taken over
 # again is retried, not given up (issue 36: a whole-cluster outage made the pot exit).
 RECOVERABLE_ERRORS: tuple[type[BaseException], ...] = (KafkaError, OSError, TimeoutError)
-
-
-class ProcessorError(RuntimeError):
-    """The processor cannot go on safely; the service must stop and be restarted."""
-
-
-class NotOwned(RuntimeError):
-    """This instance does not own (or has halted) the partition a piece of work belongs to."""
-
-    def __init__(self, partition: int) -> None:
-        super().__init__(f"partition {partition} is not owned by this instance")
-        self.partition = partition
-
-
-class NotCommitted(RuntimeError):
-    """The transaction of a submitted change failed: nothing of it was written or kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +197,6 @@ class PartitionHandler(Protocol[B]):
         ...
 
 
-RESTORE_TIMEOUT_SECONDS = 120.0  # a takeover's changelog read at most
 BOUND_RECHECK_MS = 5  # the longest fetch while a partition is left out at its bound
 
 
@@ -294,6 +286,7 @@ class ExactlyOnceProcessor(Generic[H]):
         self._closed = False
         self._failure: BaseException | None = None
         self._consumer: AIOKafkaConsumer | None = None
+        self._rejoining = False  # the group consumer is being replaced: nothing is owned
         self._restore_consumer: AIOKafkaConsumer | None = None
         self._probe: BrokerProbe | None = None
         self._last_tick = 0.0
@@ -321,10 +314,10 @@ class ExactlyOnceProcessor(Generic[H]):
     @property
     def writable(self) -> bool:
         """Every partition the group gave this instance can write: none recovering, none whose
-        takeover failed and waits for the group again, the brokers answering."""
-        return (self._probe is None or self._probe.answering) and not (
-            self.recovering_partitions or self._takeover_retry is not None
-        )
+        takeover failed and waits for the group again, the brokers answering, a group consumer
+        in the group (none being replaced)."""
+        stuck = self._rejoining or self.recovering_partitions or self._takeover_retry is not None
+        return not stuck and (self._probe is None or self._probe.answering)
 
     def handlers(self) -> list[H]:
         """The handlers of the partitions owned and not halted, by partition."""
@@ -360,28 +353,11 @@ class ExactlyOnceProcessor(Generic[H]):
         connection = KafkaConnection(self.kafka_options)
         set_concurrent_transactions_backoff(settings.concurrent_transactions_backoff_ms)
         await check_changelog_partitions(self.kafka_options, self.input_topic, self.changelog_topic)
-        self._restore_consumer = connection.consumer(
-            auto_offset_reset="earliest",
-            # A new assignment waits for the fetch in flight: with the default 500 ms every
-            # restore took at least half a second, even of an empty changelog.
-            fetch_max_wait_ms=20,
-            client_id=f"{settings.instance_id}-restore",
+        self._restore_consumer = changelog_consumer(
+            self.kafka_options, f"{settings.instance_id}-restore"
         )
         await self._restore_consumer.start()
-        self._consumer = connection.consumer(
-            group_id=settings.consumer_group,
-            auto_offset_reset="earliest",
-            partition_assignment_strategy=(self._assignor,),
-            session_timeout_ms=settings.session_timeout_ms,
-            heartbeat_interval_ms=settings.heartbeat_ms,
-            max_poll_interval_ms=settings.max_poll_interval_ms,
-            # aiokafka defaults this to the session timeout: a member still fencing and restoring
-            # in its rebalance callback after 3 s would be evicted, rejoin, and evict the others
-            # in turn (seen with two pot instances). A dead member still leaves after 3 s.
-            rebalance_timeout_ms=settings.max_poll_interval_ms,
-            client_id=settings.instance_id,
-        )
-        await self._consumer.start()
+        self._consumer = await self._join_group()
         self._probe = BrokerProbe(
             connection.client(client_id=f"{settings.instance_id}-probe"),
             interval=settings.broker_probe_ms / 1000,
@@ -390,9 +366,13 @@ class ExactlyOnceProcessor(Generic[H]):
             name=self.name,
         )
         await self._probe.start()
-        self._consumer.subscribe([self.input_topic], listener=_Rebalance(self))
         self.running.set()
         self._log.info("processor_started", topic=self.input_topic)
+
+    async def _join_group(self) -> AIOKafkaConsumer:
+        return await start_group_consumer(
+            self.kafka_options, self.settings, self._assignor, self.input_topic, _Rebalance(self)
+        )
 
     async def _shutdown(self) -> None:
         if self._closed:
@@ -423,7 +403,13 @@ class ExactlyOnceProcessor(Generic[H]):
         consumer = self._consumer
         assert consumer is not None
         epoch = self._assignment_epoch
-        fetched = await self._fetch(consumer)
+        try:
+            fetched = await self._fetch(consumer)
+        except KafkaError as error:
+            if not coordination_ended(consumer):
+                raise
+            await self._replace_group_consumer(consumer, error)
+            return
         if epoch != self._assignment_epoch:
             # The assignment changed while these records were fetched: drop them, and re-seek
             # so that none fetched after the new positions is skipped either.
@@ -815,7 +801,7 @@ class ExactlyOnceProcessor(Generic[H]):
         owned.handler = self._factory(owned.partition)
         owned.group_committed, owned.group_committed_at = committed or 0, 0.0
         start = owned.handler.restore(changelogs[owned.partition], resume)
-        refused = await _verify_restored(owned.handler)  # checked as at a takeover
+        refused = await verify_restored(owned.handler)  # checked as at a takeover
         if refused:
             self._halt(owned, "restored_state_refused", RestoredStateRefused(refused))
             return
@@ -879,6 +865,8 @@ class ExactlyOnceProcessor(Generic[H]):
         """Make the consumer rejoin its group at its next poll (aiokafka has no public call for
         it: the group coordinator's ``request_rejoin``; tests/unit/test_exactly_once.py fails
         when it is gone)."""
+        if self._consumer is None:
+            return  # being replaced: the new one joins the group anyway
         coordinator = getattr(self._consumer, CONSUMER_COORDINATOR_ATTRIBUTE, None)
         if coordinator is None or not hasattr(coordinator, "request_rejoin"):
             self._failure = ProcessorError(
@@ -925,6 +913,32 @@ class ExactlyOnceProcessor(Generic[H]):
         self.metrics.writable.set(1 if self.writable else 0)
         if self._on_ownership is not None:
             self._on_ownership(self.owned_partitions)
+
+    async def _replace_group_consumer(self, lost: AIOKafkaConsumer, error: KafkaError) -> None:
+        """aiokafka's group coordination ended on an unexpected error; its consumer only raises
+        that error from now on. Give up every partition as at a revocation, stop the consumer,
+        and join the group with a new one (retried after retry_backoff_ms while the brokers are
+        gone; not writable meanwhile). The group gives the partitions back, fenced as ever."""
+        self.metrics.group_consumers_replaced.inc()
+        self._log.error("group_coordination_ended", error=repr(error), exc_info=error)
+        self._rejoining = True
+        await self._on_revoked([owned.tp for owned in self._owned.values()])
+        await stop_client(lost)
+        self._consumer = None
+        while not self._stopping.is_set():
+            try:
+                self._consumer = await self._join_group()
+            except RECOVERABLE_ERRORS as join_error:
+                backoff = self.settings.retry_backoff_ms
+                self._log.warning(
+                    "group_join_retrying", error=repr(join_error), retry_in_ms=backoff
+                )
+                await _wait_at_most(self._stopping, backoff / 1000)
+                continue
+            self._rejoining = False
+            self._ownership_changed()
+            self._log.warning("group_joined_again")
+            return
 
     # ----------------------------------------------------------------------- rebalances
 
@@ -1029,7 +1043,7 @@ class ExactlyOnceProcessor(Generic[H]):
             ]
             # Every partition's check at once: each reads its own ledger partition, and one
             # after another they added seconds to a takeover (the pot's kill -9 recovery).
-            refusals = await asyncio.gather(*(_verify_restored(h) for h in handlers))
+            refusals = await asyncio.gather(*(verify_restored(h) for h in handlers))
             for tp, producer, handler, start, refused, committed in zip(
                 fresh, producers, handlers, starts, refusals, offsets, strict=True
             ):
@@ -1052,30 +1066,7 @@ class ExactlyOnceProcessor(Generic[H]):
             raise
 
     async def _fencing_producer(self, partition: int) -> AIOKafkaProducer:
-        """Start partition's transactional producer; returns once older epochs are fenced."""
-        settings = self.settings
-        producer = KafkaConnection(self.kafka_options).producer(
-            # A transaction sends all its records before it waits for any: they batch without
-            # lingering, and the 2 ms linger only delayed the commit (bench: p50 6-8 -> 4-4.5 ms).
-            linger_ms=0,
-            transactional_id=settings.transactional_id(partition),
-            transaction_timeout_ms=settings.transaction_timeout_ms,
-            client_id=f"{settings.instance_id}-p{partition}",
-            # A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS while the
-            # previous markers are written; AddOffsetsToTxn then retries after this (100 ms by
-            # aiokafka's default), AddPartitionsToTxn after concurrent_transactions_backoff_ms.
-            retry_backoff_ms=settings.producer_retry_backoff_ms,
-        )
-        await producer.start()
-        try:
-            # begin_transaction waits for InitProducerId, which completes only after the
-            # broker finished or aborted the previous epoch's open transaction.
-            await producer.begin_transaction()
-            await producer.abort_transaction()
-        except BaseException:
-            await retire_producer(producer)
-            raise
-        return producer
+        return await start_fencing_producer(self.kafka_options, self.settings, partition)
 
     async def _read_changelogs(self, partitions: list[int]) -> dict[int, dict[bytes, bytes]]:
         """Per changelog partition, the latest committed value of every key (tombstones drop
@@ -1107,43 +1098,63 @@ class ExactlyOnceProcessor(Generic[H]):
         owned.handler.close()
 
 
-async def check_changelog_partitions(
-    kafka_options: Mapping[str, Any], input_topic: str, changelog_topic: str
-) -> None:
-    """The state of input partition p is kept on changelog partition p: the changelog needs
-    at least as many partitions as the input."""
-    counts = await topic_partitions(
-        kafka_options,
-        [input_topic, changelog_topic],
-        wait_seconds=STARTUP_TOPIC_WAIT_SECONDS,
+async def start_group_consumer(
+    kafka_options: Mapping[str, Any],
+    settings: ExactlyOnceSettings,
+    assignor: Any,
+    topic: str,
+    listener: ConsumerRebalanceListener,
+) -> AIOKafkaConsumer:
+    """A started group consumer subscribed to ``topic``: the group assigns it partitions at its
+    first fetch, and ``listener`` hears of each change."""
+    consumer = KafkaConnection(kafka_options).consumer(
+        group_id=settings.consumer_group,
+        auto_offset_reset="earliest",
+        partition_assignment_strategy=(assignor,),
+        session_timeout_ms=settings.session_timeout_ms,
+        heartbeat_interval_ms=settings.heartbeat_ms,
+        max_poll_interval_ms=settings.max_poll_interval_ms,
+        # aiokafka defaults this to the session timeout: a member still fencing and restoring
+        # in its rebalance callback after 3 s would be evicted, rejoin, and evict the others
+        # in turn (seen with two pot instances). A dead member still leaves after 3 s.
+        rebalance_timeout_ms=settings.max_poll_interval_ms,
+        client_id=settings.instance_id,
     )
-    inputs = counts.get(input_topic, 0)
-    changelogs = counts.get(changelog_topic, 0)
-    if not inputs or not changelogs:
-        raise ProcessorError(
-            f"topics {input_topic} and {changelog_topic} must exist "
-            "(let the service create them, or create them from jackpot.topics)"
-        )
-    if changelogs < inputs:
-        raise ProcessorError(
-            f"{changelog_topic} has {changelogs} partitions, fewer than the {inputs} "
-            f"of {input_topic}"
-        )
-
-
-def resume_point(changelog: dict[bytes, bytes], committed: int | None, where: str) -> int | None:
-    """Take the offset record out of a partition's changelog (``where``: its topic and
-    partition); where its input resumes: the further of that offset and the consumer group's
-    (None: neither was written). The changelog's is the last transaction's; the group's lags by
-    up to ``group_commit_interval_ms``, and is all a changelog written before the record has."""
-    raw = changelog.pop(CHANGELOG_OFFSET_KEY, None)
-    if raw is None:
-        return committed
     try:
-        written = int(raw)
-    except ValueError:
-        raise ProcessorError(f"{where}: unreadable input offset {raw!r}") from None
-    return written if committed is None else max(committed, written)
+        await consumer.start()
+    except BaseException:
+        await stop_client(consumer)
+        raise
+    consumer.subscribe([topic], listener=listener)
+    return consumer
+
+
+async def start_fencing_producer(
+    kafka_options: Mapping[str, Any], settings: ExactlyOnceSettings, partition: int
+) -> AIOKafkaProducer:
+    """Start ``partition``'s transactional producer; returns once older epochs are fenced."""
+    producer = KafkaConnection(kafka_options).producer(
+        # A transaction sends all its records before it waits for any: they batch without
+        # lingering, and the 2 ms linger only delayed the commit (bench: p50 6-8 -> 4-4.5 ms).
+        linger_ms=0,
+        transactional_id=settings.transactional_id(partition),
+        transaction_timeout_ms=settings.transaction_timeout_ms,
+        client_id=f"{settings.instance_id}-p{partition}",
+        # A transaction begun right after a commit meets CONCURRENT_TRANSACTIONS while the
+        # previous markers are written; AddOffsetsToTxn then retries after this (100 ms by
+        # aiokafka's default), AddPartitionsToTxn after concurrent_transactions_backoff_ms.
+        retry_backoff_ms=settings.producer_retry_backoff_ms,
+    )
+    await producer.start()
+    try:
+        # begin_transaction waits for InitProducerId, which completes only after the
+        # broker finished or aborted the previous epoch's open transaction.
+        await producer.begin_transaction()
+        await producer.abort_transaction()
+    except BaseException:
+        await retire_producer(producer)
+        raise
+    return producer
 
 
 async def run_to_end(work: Coroutine[Any, Any, T]) -> T:
@@ -1171,53 +1182,3 @@ async def _wait_at_most(event: asyncio.Event, seconds: float) -> None:
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(seconds):
             await event.wait()
-
-
-class RestoreTimedOut(TimeoutError):
-    """A changelog was not read to its end within the restore deadline (the brokers slow or
-    gone): the takeover is tried again."""
-
-
-class RestoredStateRefused(Exception):
-    """The handler refused the state it restored (the pot: it disagrees with the ledger)."""
-
-
-async def _verify_restored(handler: object) -> str:
-    """A handler's optional ``verify_restored()``: why its restored state may not run, or ""."""
-    verify = getattr(handler, "verify_restored", None)
-    return str(await verify()) if verify is not None else ""
-
-
-async def read_compacted(
-    consumer: AIOKafkaConsumer, topic: str, partitions: list[int], timeout_seconds: float
-) -> dict[int, dict[bytes, bytes]]:
-    """The latest value per key of ``topic``'s ``partitions``, read to their end offsets."""
-    tps = [TopicPartition(topic, p) for p in partitions]
-    consumer.assign(tps)
-    latest: dict[int, dict[bytes, bytes]] = {p: {} for p in partitions}
-    try:
-        await consumer.seek_to_beginning(*tps)
-        ends = await consumer.end_offsets(tps)
-        remaining = {tp for tp in tps if ends[tp] > 0}
-        deadline = time.monotonic() + timeout_seconds
-        while remaining:
-            if time.monotonic() > deadline:
-                raise RestoreTimedOut(
-                    f"restoring {topic} partitions {sorted(partitions)} took more than "
-                    f"{timeout_seconds:g} s"
-                )
-            batch = await consumer.getmany(*remaining, timeout_ms=500)
-            for tp, records in batch.items():
-                for record in records:
-                    if record.key is None:
-                        continue
-                    if record.value is None:
-                        latest[tp.partition].pop(record.key, None)
-                    else:
-                        latest[tp.partition][record.key] = record.value
-            for tp in list(remaining):
-                if await consumer.position(tp) >= ends[tp]:
-                    remaining.discard(tp)
-    finally:
-        consumer.assign([])
-    return latest

@@ -51,9 +51,9 @@ from jackpot.domain.access import Action, Principal
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.platform.access_log import AuditLog
 from jackpot.platform.authz import AccessSettings, Authorizer
-from jackpot.platform.exactly_once import NotCommitted
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.manifest import attest, check_seed, package_root, verified_digest
+from jackpot.platform.processor_errors import NotCommitted
 from jackpot.platform.runtime import Supervisor
 from jackpot.v1 import software_pb2, software_pb2_grpc
 

@@ -16,7 +16,7 @@ import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.client import AIOKafkaClient
-from aiokafka.errors import TopicAlreadyExistsError, for_code
+from aiokafka.errors import KafkaConnectionError, TopicAlreadyExistsError, for_code
 
 from jackpot.platform.settings import KafkaSecurity as KafkaSecurity
 from jackpot.topics import TopicSpec
@@ -397,6 +397,45 @@ async def stop_client(client: AIOKafkaConsumer | AIOKafkaProducer) -> None:
         log.warning("kafka_client_stop_cancelled", client=name)
     except Exception as error:
         log.warning("kafka_client_stop_failed", client=name, error=repr(error))
+
+
+async def wait_for_brokers(
+    options: Mapping[str, Any],
+    stop: asyncio.Event,
+    service: str,
+    *,
+    first_seconds: float = 1.0,
+    longest_seconds: float = 30.0,
+) -> bool:
+    """Until one of the brokers answers (True) or ``stop`` is set (False), retried with a
+    doubling back-off and logged (``service_waiting_for_brokers``). A service that cannot start
+    without its brokers waits for them rather than exiting: in Kubernetes each exit lengthens the
+    restart back-off (up to five minutes of closed tables after the brokers are back), while the
+    start-up probe grants a wait its time."""
+    wait = first_seconds
+    waited = False
+    while not stop.is_set():
+        client = KafkaConnection(options).client(client_id=f"{service}-start")
+        try:
+            await client.bootstrap()
+        except KafkaConnectionError as error:
+            log.warning(
+                "service_waiting_for_brokers",
+                service=service,
+                error=repr(error),
+                retry_in_seconds=wait,
+            )
+        else:
+            if waited:
+                log.warning("service_brokers_answer", service=service)
+            return True
+        finally:
+            await client.close()
+        waited = True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), wait)
+        wait = min(wait * 2, longest_seconds)
+    return False
 
 
 # A follower's request timeout unless its service sets one: a request lost in a cut is retried on

@@ -63,10 +63,17 @@ class ProcessorMetrics:
             "failed) that the brokers did not let finish; each is retried",
             registry=registry,
         )
+        self.group_consumers_replaced = Counter(
+            "jackpot_group_consumers_replaced_total",
+            "Group consumers replaced because aiokafka's group coordination had ended on an "
+            "unexpected error: the instance gave up its partitions and joined the group anew",
+            registry=registry,
+        )
         self.writable = Gauge(
             "jackpot_processor_writable",
             "1 when every input partition the group gave this instance can write (none "
-            "recovering, no takeover waiting to be retried); 0 while the brokers are gone",
+            "recovering, no takeover waiting to be retried, the group consumer not being "
+            "replaced); 0 while the brokers are gone",
             registry=registry,
         )
 

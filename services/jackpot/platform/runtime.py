@@ -25,12 +25,13 @@ import contextlib
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
 
+from jackpot.platform.kafka import wait_for_brokers
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
 from jackpot.platform.settings import (
@@ -216,13 +217,16 @@ def run_service(
     compose: Compose,
     tracing: TracingSettings | None = None,
     runtime: RuntimeSettings | None = None,
+    brokers: Mapping[str, Any] | None = None,
 ) -> int:
     """``serve`` on a fresh event loop (``runtime.event_loop``: uvloop unless asyncio is asked
     for); SIGTERM or SIGINT stops it gracefully. The exit status.
 
     A service whose software fails its manifest, or whose manifest is not the approved one
     (``runtime.approved_software_digest``), never starts (R6): one line, exit 3. With a
-    ``tracing`` endpoint its spans are exported (``jackpot.platform.tracing``) until it stops."""
+    ``tracing`` endpoint its spans are exported (``jackpot.platform.tracing``) until it stops.
+    With ``brokers`` (their client options), it is composed only once one of them answers: a
+    service that cannot start without Kafka waits for it, not exits (``wait_for_brokers``)."""
     runtime = runtime or RuntimeSettings()
     if not authenticate_software(service, runtime.approved_software_digest):
         return SOFTWARE_NOT_VERIFIED_EXIT
@@ -235,6 +239,8 @@ def run_service(
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
+        if brokers is not None and not await wait_for_brokers(brokers, stop, service):
+            return 0  # stopped while it waited
         return await serve(service, compose, stop)
 
     try:
@@ -244,12 +250,16 @@ def run_service(
         shutdown_tracing()
 
 
-def service_main(service: str, settings: ServiceSettings, compose: Compose) -> int:
+def service_main(
+    service: str, settings: ServiceSettings, compose: Compose, *, needs_brokers: bool = False
+) -> int:
     """Every service's entry point once its settings are loaded: logging as they say, /metrics on
-    their port (0: none), then :func:`run_service`. The exit status."""
+    their port (0: none), then :func:`run_service` (once the brokers answer, when the service
+    ``needs_brokers`` to start). The exit status."""
     configure_logging(settings.log_level, settings.log_json)
     serve_metrics(settings.metrics_port, settings.metrics_host)
-    return run_service(service, compose, settings.tracing, settings.runtime)
+    brokers = settings.kafka_options() if needs_brokers else None
+    return run_service(service, compose, settings.tracing, settings.runtime, brokers)
 
 
 def loop_factory(runtime: RuntimeSettings) -> Callable[[], asyncio.AbstractEventLoop] | None:

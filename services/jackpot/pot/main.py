@@ -71,4 +71,4 @@ async def compose_pot(
 
 def main() -> int:
     settings = load(PotSettings)
-    return service_main("pot", settings, partial(compose_pot, settings))
+    return service_main("pot", settings, partial(compose_pot, settings), needs_brokers=True)

@@ -29,7 +29,7 @@ from jackpot.payout.codec import from_proto
 from jackpot.payout.service import PayoutBook
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform import settings as platform_settings
-from jackpot.platform.exactly_once import read_compacted
+from jackpot.platform.changelog import read_compacted
 from jackpot.platform.kafka import KafkaConnection, stop_client, topic_partitions
 from jackpot.topics import OPEN_PAYOUTS_MARK_KEY, is_bookkeeping_key
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
