@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from jackpot.platform.settings import RuntimeSettings
+from jackpot.platform.service_settings import RuntimeSettings
 from tests.deploy.k8s import (
     LONG_RUNNING_KINDS,
     OVERLAYS,

@@ -30,7 +30,7 @@ from jackpot.display.settings import DisplaySettings
 from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
 from jackpot.payout.main import run_payout
-from jackpot.platform.settings import AccessSettings
+from jackpot.platform.service_settings import AccessSettings
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.platform.tracing import from_traceparent
 from jackpot.pot.settings import PotSettings

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from jackpot.domain.cards import Game
-from jackpot.platform.settings import AccessSettings
+from jackpot.platform.service_settings import AccessSettings
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.tools.pki import issue_dev
 from jackpot.v1 import device_pb2, device_pb2_grpc

@@ -9,7 +9,8 @@ import pytest
 import uvloop
 
 from jackpot.platform.runtime import loop_factory
-from jackpot.platform.settings import RuntimeSettings, SettingsError, load
+from jackpot.platform.service_settings import RuntimeSettings
+from jackpot.platform.settings import SettingsError, load
 from jackpot.pot.settings import PotSettings
 
 pytestmark = pytest.mark.unit

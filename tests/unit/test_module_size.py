@@ -27,7 +27,6 @@ OVER: dict[str, int] = {
     "jackpot/payout/service.py": 675,
     "jackpot/platform/exactly_once.py": 1184,
     "jackpot/platform/exactly_once.py:ExactlyOnceProcessor": 849,
-    "jackpot/platform/settings.py": 603,
     "jackpot/pot/processor.py": 855,
     "jackpot/pot/processor.py:PotProcessor": 633,
     "jackpot/sim/floor.py": 784,

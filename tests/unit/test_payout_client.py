@@ -7,7 +7,7 @@ import grpc
 import pytest
 
 from jackpot.clients.payout import OWNER_METADATA_KEY, PayoutTargets, call_owner, owner_named
-from jackpot.platform.settings import TlsSettings
+from jackpot.platform.service_settings import TlsSettings
 
 
 def refusal(owner: str = "") -> grpc.aio.AioRpcError:

@@ -16,14 +16,8 @@ from jackpot.display.settings import DisplaySettings
 from jackpot.gateway.settings import GatewaySettings
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
-from jackpot.platform.settings import (
-    FALSE_WORDS,
-    TRUE_WORDS,
-    KafkaSecurity,
-    ServiceSettings,
-    SettingsError,
-    load,
-)
+from jackpot.platform.service_settings import KafkaSecurity, ServiceSettings
+from jackpot.platform.settings import FALSE_WORDS, TRUE_WORDS, SettingsError, load
 from jackpot.pot.settings import PotSettings
 from jackpot.tools.settings_doc import markdown, service_settings, variables
 

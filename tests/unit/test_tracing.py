@@ -21,7 +21,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from jackpot.gateway.spool import Spool, SpoolWrite
-from jackpot.platform.settings import SettingsError, TracingSettings, load
+from jackpot.platform.service_settings import TracingSettings
+from jackpot.platform.settings import SettingsError, load
 from jackpot.platform.tracing import (
     configure_tracing,
     from_headers,

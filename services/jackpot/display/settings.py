@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from jackpot.platform.settings import Bool, Port, ServiceSettings, brokers
+from jackpot.platform.service_settings import ServiceSettings, brokers
+from jackpot.platform.settings import Bool, Port
 from jackpot.topics import AWARDS, PAYOUTS, POT_UPDATES, open_payouts_topic
 
 

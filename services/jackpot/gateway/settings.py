@@ -28,15 +28,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from pydantic_settings import SettingsConfigDict
 
 from jackpot.domain.cards import Game, parse_game
-from jackpot.platform.settings import (
-    Bool,
-    Port,
-    ServiceSettings,
-    Settings,
-    brokers,
-    not_from_environment,
-    read_credentials,
-)
+from jackpot.platform.service_settings import ServiceSettings, brokers
+from jackpot.platform.settings import Bool, Port, Settings, not_from_environment, read_credentials
 from jackpot.topics import AUDIT, DEAD_LETTER, POT_UPDATES, TABLE_EVENTS, TopicSpec, named_topics
 
 MIN_CREDENTIAL_LENGTH = 16

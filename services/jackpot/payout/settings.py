@@ -16,14 +16,8 @@ from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
-from jackpot.platform.settings import (
-    Bool,
-    Port,
-    ServiceSettings,
-    brokers,
-    not_from_environment,
-    read_credentials,
-)
+from jackpot.platform.service_settings import ServiceSettings, brokers
+from jackpot.platform.settings import Bool, Port, not_from_environment, read_credentials
 from jackpot.topics import (
     AUDIT,
     AWARDS,

@@ -26,7 +26,7 @@ import structlog
 
 from jackpot.domain.access import ANONYMOUS, Action, Principal, authorize
 from jackpot.platform.access_log import AuditLog
-from jackpot.platform.settings import AccessSettings as AccessSettings
+from jackpot.platform.service_settings import AccessSettings as AccessSettings
 from jackpot.platform.tls import peer_principal
 
 log = structlog.get_logger("jackpot.authz")

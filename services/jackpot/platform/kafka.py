@@ -18,7 +18,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import KafkaConnectionError, TopicAlreadyExistsError, for_code
 
-from jackpot.platform.settings import KafkaSecurity as KafkaSecurity
+from jackpot.platform.service_settings import KafkaSecurity as KafkaSecurity
 from jackpot.topics import TopicSpec
 
 log = structlog.get_logger("jackpot.kafka")

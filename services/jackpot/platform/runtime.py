@@ -34,12 +34,8 @@ import structlog
 from jackpot.platform.kafka import wait_for_brokers
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
-from jackpot.platform.settings import (
-    RuntimeSettings,
-    ServiceSettings,
-    TracingSettings,
-    default_instance_id,
-)
+from jackpot.platform.service_settings import RuntimeSettings, ServiceSettings, TracingSettings
+from jackpot.platform.settings import default_instance_id
 from jackpot.platform.tracing import configure_tracing, shutdown_tracing
 
 log = structlog.get_logger("jackpot.runtime")

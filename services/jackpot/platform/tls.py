@@ -17,7 +17,7 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from jackpot.domain.access import Principal, Role
-from jackpot.platform.settings import TlsSettings as TlsSettings
+from jackpot.platform.service_settings import TlsSettings as TlsSettings
 from jackpot.platform.tracing import ClientTracing
 
 TABLE_URI_PREFIX = "urn:jackpot:table:"

@@ -37,7 +37,7 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
-    from jackpot.platform.settings import TracingSettings
+    from jackpot.platform.service_settings import TracingSettings
 
 TRACER = trace.get_tracer("jackpot")
 TRACEPARENT = "traceparent"

@@ -18,7 +18,8 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
-from jackpot.platform.settings import Bool, Port, ServiceSettings, SettingsError, brokers
+from jackpot.platform.service_settings import ServiceSettings, brokers
+from jackpot.platform.settings import Bool, Port, SettingsError
 from jackpot.topics import (
     AUDIT,
     AWARDS,

@@ -15,7 +15,8 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from jackpot.platform.settings import Port, ServiceSettings, brokers
+from jackpot.platform.service_settings import ServiceSettings, brokers
+from jackpot.platform.settings import Port
 
 TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 

@@ -23,7 +23,8 @@ from pathlib import Path
 import grpc
 
 from jackpot.platform.manifest import Attestation, attest, package_root, verify
-from jackpot.platform.settings import SettingsError, TlsSettings, load
+from jackpot.platform.service_settings import TlsSettings
+from jackpot.platform.settings import SettingsError, load
 from jackpot.platform.tls import secure_channel
 from jackpot.v1 import software_pb2, software_pb2_grpc
 

@@ -24,7 +24,8 @@ from pydantic_settings import BaseSettings
 from jackpot.display.settings import DisplaySettings
 from jackpot.gateway.settings import GatewaySettings
 from jackpot.payout.settings import PayoutSettings
-from jackpot.platform.settings import ServiceSettings, prefix_of, section_of, variables_of
+from jackpot.platform.service_settings import ServiceSettings
+from jackpot.platform.settings import prefix_of, section_of, variables_of
 from jackpot.pot.settings import PotSettings
 from jackpot.terminal.settings import TerminalSettings
 from jackpot.tools.report_document import ReportSettings
