@@ -32,7 +32,7 @@ from jackpot.domain.hands import categorise
 from jackpot.platform.codec import game_from_proto, game_to_proto
 from jackpot.pot import commands
 from jackpot.pot.ledger_audit import GroupAudit
-from jackpot.sim import ledger_oracle, oracle
+from jackpot.sim import ledger_oracle, oracle, oracle_cards
 from jackpot.sim.books import (
     LedgerBooks,
     add_entry,
@@ -53,10 +53,15 @@ PRIZE = pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED
 
 
 def test_the_oracle_is_written_apart_from_the_domain() -> None:
-    """An independent model: jackpot/sim/oracle.py imports nothing of the product (never
-    jackpot.domain's engine, paytables, hands or money), and jackpot/sim/ledger_oracle.py only
-    the model and the ledger's message types."""
-    allowed = {oracle: set(), ledger_oracle: {"jackpot.v1", "jackpot.sim.oracle"}}
+    """An independent model: jackpot/sim/oracle.py and oracle_cards.py import nothing of the
+    product but each other (never jackpot.domain's engine, paytables, hands or money), and
+    jackpot/sim/ledger_oracle.py only the model and the ledger's message types."""
+    model = {"jackpot.sim.oracle", "jackpot.sim.oracle_cards"}
+    allowed = {
+        oracle: {"jackpot.sim.oracle_cards"},
+        oracle_cards: set(),
+        ledger_oracle: {"jackpot.v1", *model},
+    }
     for module, may in allowed.items():
         tree = ast.parse(Path(module.__file__ or "").read_text())
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
@@ -71,7 +76,7 @@ def test_the_oracle_is_written_apart_from_the_domain() -> None:
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(DECK), min_size=5, max_size=5, unique=True))
 def test_P_P2_poker_hands_agree_with_the_engine(cards: list[str]) -> None:
-    assert oracle.poker_hand(cards) == categorise("poker", [CARD_CODES[c] for c in cards])
+    assert oracle_cards.poker_hand(cards) == categorise("poker", [CARD_CODES[c] for c in cards])
 
 
 @settings(max_examples=400, deadline=None)
@@ -81,11 +86,13 @@ def test_P_P2_poker_hands_agree_with_the_engine(cards: list[str]) -> None:
     )
 )
 def test_P4_blackjack_hands_agree_with_the_engine(cards: list[str]) -> None:
-    assert oracle.blackjack_hand(cards) == categorise("blackjack", [CARD_CODES[c] for c in cards])
+    assert oracle_cards.blackjack_hand(cards) == categorise(
+        "blackjack", [CARD_CODES[c] for c in cards]
+    )
 
 
 def test_P_P4_the_rules_paytables_in_their_order_of_payment() -> None:
-    poker = oracle.RULES_PAYTABLES["scj-poker"]
+    poker = oracle_cards.RULES_PAYTABLES["scj-poker"]
     assert [(p.hand, p.multiple) for p in poker.fixed] == [
         ("FLUSH", 50),
         ("FULL_HOUSE", 100),
@@ -95,7 +102,7 @@ def test_P_P4_the_rules_paytables_in_their_order_of_payment() -> None:
         ("STRAIGHT_FLUSH", Fraction(1, 10), 5000),
         ("ROYAL_FLUSH", Fraction(1), None),
     ]
-    blackjack = oracle.RULES_PAYTABLES["bj-aces-sevens"]
+    blackjack = oracle_cards.RULES_PAYTABLES["bj-aces-sevens"]
     assert [p.multiple for p in blackjack.fixed] == [10, 25, 50, 200, 500]
     assert [p.hand for p in blackjack.percent] == ["FOUR_ACES", "FOUR_ACES_SAME_SUIT"]
 

@@ -18,7 +18,6 @@ from fractions import Fraction
 from typing import Any
 
 from jackpot.sim.oracle import (
-    RULES_PAYTABLES,
     Config,
     Dealt,
     Funding,
@@ -31,6 +30,7 @@ from jackpot.sim.oracle import (
     read_config,
     resolve,
 )
+from jackpot.sim.oracle_cards import RULES_PAYTABLES
 from jackpot.v1 import pot_pb2
 
 EXAMPLES = 20  # mismatches listed by name, per kind
