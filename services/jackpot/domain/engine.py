@@ -4,6 +4,7 @@ A :class:`PotGroup` is one main pot plus its reserves, shared by linked tables. 
 validates its whole input first and raises :class:`DomainError` before touching anything, so a
 refused input never changes a balance. A command that succeeds mutates the group and returns the
 events it caused; rule M2 is checked exactly after every command (:meth:`check_conservation`).
+How a group is written down and rebuilt from its ledger is :mod:`jackpot.domain.group_persistence`.
 
 Order of resolution within one round (rules S1-S8), all amounts exact:
 
@@ -29,12 +30,11 @@ it did before levels existed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jackpot.domain.canonical import canonical_json
+from jackpot.domain import group_persistence
 from jackpot.domain.cards import (
     CARD_NAMES,
     GAME_RULES,
@@ -45,7 +45,7 @@ from jackpot.domain.cards import (
     parse_cards,
     parse_game,
 )
-from jackpot.domain.config import MAIN, LevelSpec, PotGroupConfig, load_config
+from jackpot.domain.config import MAIN, LevelSpec, PotGroupConfig
 from jackpot.domain.errors import ConservationError, DomainError, Reason
 from jackpot.domain.events import (
     BetsCollected,
@@ -64,6 +64,12 @@ from jackpot.domain.events import (
     TableUnlinked,
     Transfer,
 )
+from jackpot.domain.group_state import (
+    SETTLED_ROUNDS_REMEMBERED,
+    LinkedTable,
+    LockedRound,
+    MysteryState,
+)
 from jackpot.domain.hands import categorise
 from jackpot.domain.money import (
     MINOR_PER_PESO,
@@ -76,31 +82,6 @@ from jackpot.domain.money import (
 from jackpot.domain.mystery import TriggerSource, commitment, secure_trigger
 
 FORFEIT_REASONS = ("FOLD", "CARD_EXCHANGE")
-SETTLED_ROUNDS_REMEMBERED = 64  # per table: a round settled this recently cannot lock again
-SNAPSHOT_FORMAT = 1
-
-
-@dataclass(slots=True)
-class LockedRound:
-    """A round whose bets were collected and whose results are awaited."""
-
-    round_id: str
-    bets: dict[int, int]  # seat -> bet in whole pesos
-    forfeited: dict[int, str] = field(default_factory=dict)  # seat -> reason
-
-
-@dataclass(frozen=True, slots=True)
-class LinkedTable:
-    table_id: str
-    game: Game
-    site: str
-
-
-@dataclass(slots=True)
-class MysteryState:
-    trigger_pesos: int
-    salt: bytes
-    commitment: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,78 +215,18 @@ class PotGroup:
                 group._transfer_levels(transfers),
             )
         ]
-        events.extend(group._draw_mystery())
+        events.extend(group.draw_mystery())
         group.check_conservation()
         return group, events
 
     def snapshot(self, *, public: bool = False) -> bytes:
-        """The whole state as canonical JSON bytes; :meth:`from_snapshot` restores it exactly.
-
-        ``public``: without the hidden mystery trigger (X2), as a ledger checkpoint may hold it;
-        :meth:`from_ledger` starts from such a snapshot and draws a new trigger.
-        """
-        state = {
-            "format": SNAPSHOT_FORMAT,
-            "group_id": self.group_id,
-            "config": self.config.to_config(),
-            "pending": [[c.to_config(), who, why] for c, who, why in self.pending],
-            "balances": self.balances,
-            "collected": self.collected,
-            "commission": self.commission,
-            "awarded": self.awarded,
-            "house_advance": self.house_advance,
-            "overflow": self.overflow,
-            "tables": {t.table_id: [t.game.value, t.site] for t in self.tables.values()},
-            "locked": {
-                table: {
-                    "round_id": r.round_id,
-                    "bets": [[s, b] for s, b in r.bets.items()],
-                    "forfeited": [[s, why] for s, why in r.forfeited.items()],
-                }
-                for table, r in self.locked.items()
-            },
-            "settled": self.settled,
-            "hits": self.hits,
-            "wins": self.wins,
-            "last_awards": self.last_awards,
-            "mystery": None
-            if self.mystery is None or public
-            else [self.mystery.trigger_pesos, self.mystery.salt.hex(), self.mystery.commitment],
-        }
-        return canonical_json(state).encode()
+        """The whole state as canonical JSON bytes; :meth:`from_snapshot` restores it exactly
+        (``public``: without the hidden mystery trigger, X2). See :mod:`.group_persistence`."""
+        return group_persistence.snapshot(self, public=public)
 
     @classmethod
     def from_snapshot(cls, data: bytes, trigger_source: TriggerSource = secure_trigger) -> PotGroup:
-        state = json.loads(data)
-        if state.get("format") != SNAPSHOT_FORMAT:
-            raise DomainError(Reason.MALFORMED, f"unknown snapshot format {state.get('format')!r}")
-        group = cls(state["group_id"], load_config(state["config"], recorded=True), trigger_source)
-        group.pending = [
-            (load_config(c, recorded=True), who, why) for c, who, why in state["pending"]
-        ]
-        group.balances = {k: int(v) for k, v in state["balances"].items()}
-        for name in ("collected", "commission", "awarded", "house_advance", "overflow"):
-            setattr(group, name, int(state[name]))
-        group.tables = {
-            t: LinkedTable(t, Game(game), site) for t, (game, site) in state["tables"].items()
-        }
-        group.locked = {
-            table: LockedRound(
-                r["round_id"],
-                {int(s): int(b) for s, b in r["bets"]},
-                {int(s): str(why) for s, why in r["forfeited"]},
-            )
-            for table, r in state["locked"].items()
-        }
-        group.settled = {t: list(rounds) for t, rounds in state.get("settled", {}).items()}
-        group.hits = {k: int(v) for k, v in state["hits"].items()}
-        group.wins = {k: int(v) for k, v in state["wins"].items()}
-        group.last_awards = list(state["last_awards"])
-        if state["mystery"] is not None:
-            trigger, salt, published = state["mystery"]
-            group.mystery = MysteryState(int(trigger), bytes.fromhex(salt), published)
-        group.check_conservation()
-        return group
+        return group_persistence.from_snapshot(cls, data, trigger_source)
 
     @classmethod
     def from_ledger(
@@ -315,93 +236,10 @@ class PotGroup:
         trigger_source: TriggerSource = secure_trigger,
         start: bytes | None = None,
     ) -> tuple[PotGroup, list[Event]]:
-        """The group rebuilt from its ledger alone (R14, D4), when its stored state is lost.
-
-        ``entries`` are the ledger's events in order, each the entry's detail (``type`` names the
-        domain event) with its ``transfers`` as (source, target, picopesos). Balances, counters,
-        meters, tables, locked rounds, settled rounds and configuration versions come back
-        exactly. The one thing the ledger never holds is the hidden mystery trigger (X2): a new
-        one is drawn, and the returned MysteryCommitted must be recorded before play resumes.
-        ``start``: a checkpoint's public snapshot (:meth:`snapshot`), ``entries`` then being
-        those after it, so that a rebuild does not replay the group's whole history. A stored
-        state's private snapshot keeps its hidden trigger when no entry after it drew another
-        (the pot's repair of a state behind its ledger, R14): nothing new to record then.
-        """
-        if start is not None:
-            group = cls.from_snapshot(start, trigger_source)
-            accounts = {f"pot:{name}": amount for name, amount in group.balances.items()}
-            accounts |= {
-                "bets": -group.collected,
-                "house": -group.house_advance,
-                "commission": group.commission,
-                "awards": group.awarded,
-            }
-        else:
-            opened = entries[0] if entries else {}
-            if opened.get("type") != "PotGroupOpened" or not opened.get("config"):
-                raise DomainError(
-                    Reason.MALFORMED,
-                    f"the ledger of {group_id} does not begin with its opening and first "
-                    "configuration (entries written before the ledger recorded it)",
-                )
-            group = cls(group_id, load_config(opened["config"], recorded=True), trigger_source)
-            accounts = {}
-        kept = group.mystery  # a private snapshot's trigger (a public one holds none, X2)
-        for entry in entries:
-            for source, target, amount in entry.get("transfers", ()):
-                accounts[source] = accounts.get(source, 0) - int(amount)
-                accounts[target] = accounts.get(target, 0) + int(amount)
-            group._replay(entry)
-            if entry.get("type") == "MysteryCommitted":
-                kept = None  # drawn again since: that trigger was never on the ledger
-        for name in group.balances:
-            group.balances[name] = accounts.get(f"pot:{name}", 0)
-        group.collected = -accounts.get("bets", 0)
-        group.house_advance = -accounts.get("house", 0)
-        group.commission = accounts.get("commission", 0)
-        group.awarded = accounts.get("awards", 0)
-        group.check_conservation()
-        if kept is not None and group.config.mystery is not None:
-            group.mystery = kept  # still the trigger whose commitment the ledger holds
-            return group, []
-        return group, group._draw_mystery()
-
-    def _replay(self, entry: Mapping[str, Any]) -> None:
-        """One ledger event's effect on everything but the accounts (see :meth:`from_ledger`)."""
-        kind = entry.get("type")
-        table_id = str(entry.get("table_id", ""))
-        if kind == "TableLinked":
-            self.tables[table_id] = LinkedTable(table_id, Game(entry["game"]), entry["site"])
-        elif kind == "TableUnlinked":
-            self.tables.pop(table_id, None)
-        elif kind == "BetsCollected":
-            bets = {int(seat): int(bet) for seat, bet in entry["bets"]}
-            self.locked[table_id] = LockedRound(entry["round_id"], dict(sorted(bets.items())))
-            self.overflow += sum(int(amount) for _, _, amount in entry["overflow"])
-        elif kind == "SeatForfeited":
-            self.locked[table_id].forfeited[int(entry["seat"])] = str(entry["reason"])
-        elif kind == "RoundSettled":
-            self.locked.pop(table_id, None)
-            recent = self.settled.setdefault(table_id, [])
-            recent.append(entry["round_id"])
-            del recent[:-SETTLED_ROUNDS_REMEMBERED]
-        elif kind in ("PrizeAwarded", "MysteryAwarded"):
-            prize = entry["prize"] if kind == "PrizeAwarded" else "MYSTERY"
-            self.hits[prize] = self.hits.get(prize, 0) + 1
-            self.wins[prize] = self.wins.get(prize, 0) + int(entry["amount_pesos"])
-            award = {k: v for k, v in entry.items() if k != "transfers"}
-            award["transfers"] = [list(t) for t in entry.get("transfers", ())]
-            self._remember(award)
-        elif kind == "ConfigProposed":
-            self.pending.append(
-                (load_config(entry["config"], recorded=True), entry["changed_by"], entry["reason"])
-            )
-        elif kind == "ConfigActivated":
-            self.pending.clear()
-            self.config = load_config(entry["config"], recorded=True)
-            self._allocation = _allocation(self.config)
-            for pot in self.config.pots:
-                self.balances.setdefault(pot.name, 0)
+        """The group rebuilt from its ledger alone (R14, D4), when its stored state is lost;
+        from ``start`` (a checkpoint's public snapshot) when given. See
+        :func:`.group_persistence.from_ledger`."""
+        return group_persistence.from_ledger(cls, group_id, entries, trigger_source, start)
 
     # ------------------------------------------------------------------------------ queries
 
@@ -885,7 +723,7 @@ class PotGroup:
             (level.name,) * len(transfers) if named else (),
             envy_of,
         )
-        self._remember(award.to_dict())
+        self.remember_award(award.to_dict())
         awards.events.append(award)
         awards.award_ids.append(award_id)
         awards.levels_paid.add(level.name)
@@ -960,7 +798,8 @@ class PotGroup:
             (level.name,) * len(transfers) if named else (),
         )
 
-    def _remember(self, award: dict[str, Any]) -> None:
+    def remember_award(self, award: dict[str, Any]) -> None:
+        """Keep ``award`` among the last 25 (what GetPotGroup shows)."""
         self.last_awards.append(award)
         del self.last_awards[:-25]
 
@@ -1001,18 +840,24 @@ class PotGroup:
         config = self.pending[-1][0]  # the newest version wins; older pending ones never applied
         self.pending.clear()
         previous_mystery = self.config.mystery
+        self.adopt_config(config)
+        events: list[Event] = [ConfigActivated(self.group_id, config.version, config.to_config())]
+        if config.mystery != previous_mystery:  # a new range needs a new hidden trigger (X2)
+            events.extend(self.draw_mystery())
+        return events
+
+    def adopt_config(self, config: PotGroupConfig) -> None:
+        """Make ``config`` the one in force (its new pots start empty); the caller has checked
+        it may (C7: at a reset, or as the ledger recorded it)."""
         self.config = config
         self._allocation = _allocation(config)
         for pot in config.pots:
             self.balances.setdefault(pot.name, 0)
-        events: list[Event] = [ConfigActivated(self.group_id, config.version, config.to_config())]
-        if config.mystery != previous_mystery:  # a new range needs a new hidden trigger (X2)
-            events.extend(self._draw_mystery())
-        return events
 
     # ---------------------------------------------------------------- mystery prize (X1, X2)
 
-    def _draw_mystery(self) -> list[Event]:
+    def draw_mystery(self) -> list[Event]:
+        """A new hidden trigger (X2) and the commitment to record for it (none without one)."""
         spec = self.config.mystery
         if spec is None:
             self.mystery = None
@@ -1050,8 +895,8 @@ class PotGroup:
             ((f"pot:{spec.pot}", "awards", trigger),),
             ("",) if self.config.has_levels else (),  # L4: the mystery pot is of no level
         )
-        self._remember(award.to_dict())
-        return [award, *self._draw_mystery()]
+        self.remember_award(award.to_dict())
+        return [award, *self.draw_mystery()]
 
     # --------------------------------------------------------------------------- helpers
 
