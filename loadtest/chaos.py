@@ -108,7 +108,8 @@ from jackpot.platform.settings import load
 from jackpot.platform.tls import secure_channel
 from jackpot.sim.books import finish_floor, judge, list_payouts
 from jackpot.sim.device_faults import DeviceFaultRates
-from jackpot.sim.floor import Floor, FloorStats
+from jackpot.sim.floor import Floor
+from jackpot.sim.floor_stats import FloorStats
 from jackpot.tools.demo_floor import (
     REPO,
     Demo,

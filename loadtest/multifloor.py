@@ -28,7 +28,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from jackpot.sim.floor import Floor, FloorConfig, FloorStats
+from jackpot.sim.floor import Floor, FloorConfig
+from jackpot.sim.floor_stats import FloorStats
 from loadtest.null_gateway import NullGateway
 
 COUNTED = ("rounds", "device_events", "bets_accepted", "rounds_voided", "payouts_received")

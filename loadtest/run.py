@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from jackpot.sim.floor import FloorStats
+from jackpot.sim.floor_stats import FloorStats
 from jackpot.sim.hops import HOPS_ORDER
 from jackpot.tools.demo_floor import (
     REPO,

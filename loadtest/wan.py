@@ -62,7 +62,8 @@ from jackpot.gateway.settings import GatewaySettings
 from jackpot.platform.kafka import KafkaConnection
 from jackpot.platform.settings import load
 from jackpot.sim.books import finish_floor, judge
-from jackpot.sim.floor import Floor, FloorStats
+from jackpot.sim.floor import Floor
+from jackpot.sim.floor_stats import FloorStats
 from jackpot.tools.demo_floor import (
     METRICS,
     REPO,

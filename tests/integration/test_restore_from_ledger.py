@@ -24,7 +24,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from jackpot.platform.kafka import ensure_topics
 from jackpot.sim.books import judge
-from jackpot.sim.floor import Floor, FloorStats
+from jackpot.sim.floor import Floor
+from jackpot.sim.floor_stats import FloorStats
 from jackpot.tools.demo_floor import (
     REPO,
     Demo,

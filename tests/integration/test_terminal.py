@@ -467,8 +467,8 @@ async def test_the_demos_dealer_and_supervisor_use_the_terminals_api(floor: Floo
         )
     )
     parts = [
-        asyncio.create_task(simulator._screen_dealer(TABLE, floor.url)),
-        asyncio.create_task(simulator._supervisor()),
+        asyncio.create_task(simulator.staff.screen_dealer(TABLE, floor.url)),
+        asyncio.create_task(simulator.staff.supervisor()),
     ]
     try:
         await eventually(

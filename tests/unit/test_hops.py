@@ -6,7 +6,8 @@ from __future__ import annotations
 from loadtest.multifloor import merge, portable, shares
 
 from jackpot.domain.cards import Game
-from jackpot.sim.floor import FloorConfig, FloorStats, SimTable
+from jackpot.sim.floor import FloorConfig, SimTable
+from jackpot.sim.floor_stats import FloorStats
 from jackpot.sim.hops import END_TO_END, HOPS_ORDER, Hops
 from jackpot.v1 import common_pb2
 

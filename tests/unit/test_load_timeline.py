@@ -10,7 +10,8 @@ from loadtest.multifloor import MultiFloor, _send_new
 from loadtest.timeline import WINDOW_SECONDS, StepWindow, percentiles_ms, window_ticks
 
 from jackpot.domain.cards import Game
-from jackpot.sim.floor import FloorConfig, FloorStats, SimTable
+from jackpot.sim.floor import FloorConfig, SimTable
+from jackpot.sim.floor_stats import FloorStats
 
 START = 100.0  # time.monotonic() of the step's baseline
 

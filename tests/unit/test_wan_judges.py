@@ -19,7 +19,7 @@ from loadtest.wan import (
     wan_arguments,
 )
 
-from jackpot.sim.floor import FloorStats
+from jackpot.sim.floor_stats import FloorStats
 
 CHANGES = {
     "B-1": [(100.0, False), (104.0, True), (150.0, False), (158.0, True)],

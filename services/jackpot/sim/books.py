@@ -30,7 +30,8 @@ from typing import Any, Protocol
 from jackpot.clients.payout import PayoutTargets, call_owner
 from jackpot.platform.kafka import KafkaConnection, group_offsets, read_records
 from jackpot.platform.tls import TlsSettings
-from jackpot.sim.floor import Floor, FloorStats, RoundKey
+from jackpot.sim.floor import Floor
+from jackpot.sim.floor_stats import FloorStats, RoundKey
 from jackpot.sim.ledger_oracle import LedgerOracle
 from jackpot.sim.oracle import Dealt
 from jackpot.v1 import payout_pb2, pot_pb2

@@ -7,10 +7,10 @@ six-deck shoe for blackjack) and reports the results. Hits therefore come at the
 unless ``rig_rate`` asks for a royal or straight flush in that share of rounds.
 
 Dealer terminals connect to the payout service and confirm every payable payout; a simulated
-supervisor approves those waiting for approval. Sign watchers follow the display service's sign
-stream and time two things: from a dealer's lock to the sign showing a new amount for that pot
-group, and from a winning result to the dealer terminal receiving the payout and to the sign
-showing the winner.
+supervisor approves those waiting for approval (:mod:`jackpot.sim.floor_staff`). Sign watchers
+follow the display service's sign stream and time two things: from a dealer's lock to the sign
+showing a new amount for that pot group, and from a winning result to the dealer terminal
+receiving the payout and to the sign showing the winner (:mod:`jackpot.sim.floor_stats`).
 
 The simulator counts the pesos the gateway acknowledged as bets at each accepted lock, and
 records every round it played (``FloorStats.dealt``: the bets, the forfeits the gateway accepted,
@@ -32,7 +32,6 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,25 +39,22 @@ import grpc
 import structlog
 
 from jackpot.clients.device import DeviceClient
-from jackpot.clients.payout import PayoutTargets, call_owner
 from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
 from jackpot.platform.tls import TlsSettings, secure_channel
-from jackpot.sim.device_faults import DeviceFaultCounts, DeviceFaultRates, FaultyDeviceClient
-from jackpot.sim.hops import Hops
+from jackpot.sim.device_faults import DeviceFaultRates, FaultyDeviceClient
+from jackpot.sim.floor_staff import FloorStaff
+from jackpot.sim.floor_stats import FloorStats
 from jackpot.sim.oracle import Dealt
 from jackpot.v1 import (
     common_pb2,
     device_pb2,
     display_pb2,
     display_pb2_grpc,
-    payout_pb2,
-    payout_pb2_grpc,
 )
 
 DECK = [r + s for r in RANKS for s in SUITS]
 ROYAL = ["AS", "KS", "QS", "JS", "TS"]
 STRAIGHT_FLUSH = ["5H", "6H", "7H", "8H", "9H"]
-RoundKey = tuple[str, str, str]  # (pot group, table, round)
 ROUND_FORM, PER_EVENT = "round", "per-event"  # the device protocol's two forms
 DEVICE_PROTOCOLS = (ROUND_FORM, PER_EVENT)
 TOP_UP_ROUNDS = 10  # a seat's chip exchange buys credits for about this many rounds
@@ -74,23 +70,7 @@ class SimTable:
 
 
 log = structlog.get_logger("jackpot.sim.floor")
-# How long a dealer terminal waits for a payout instance's first answer before trying another.
-FIRST_ANSWER_SECONDS = 5.0
-PAYABLE = (payout_pb2.PAYOUT_STATE_ORDERED, payout_pb2.PAYOUT_STATE_APPROVED)
-CONFIRM_ATTEMPTS = 3  # how often a simulated dealer presses "paid" for one prize per session
 TABLES_FINISH_SECONDS = 30.0  # how long a stopping table may take to finish its round
-
-
-@dataclass
-class _DealerSession:
-    """One dealer terminal stream. A dealer confirms again what a new session lists as still to
-    pay (the confirmation sent before the service went away may never have arrived), and
-    presses again after a refusal (a transaction that failed); a few times per session at most."""
-
-    table_id: str
-    stream: int  # the how-many-th session of this table's terminal
-    confirmed: set[str] = field(default_factory=set)
-    attempts: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass
@@ -119,91 +99,6 @@ class FloorConfig:
     pki_dir: str = ""
 
 
-@dataclass
-class Latencies:
-    samples: dict[str, list[float]] = field(default_factory=dict)
-
-    def add(self, name: str, seconds: float) -> None:
-        self.samples.setdefault(name, []).append(seconds)
-
-    def summary(self) -> dict[str, dict[str, float]]:
-        out = {}
-        for name, values in self.samples.items():
-            ordered = sorted(values)
-
-            def pct(p: float, ordered: list[float] = ordered) -> float:
-                return ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000
-
-            out[name] = {
-                "count": len(ordered),
-                "p50_ms": round(pct(0.50), 2),
-                "p95_ms": round(pct(0.95), 2),
-                "p99_ms": round(pct(0.99), 2),
-                "max_ms": round(ordered[-1] * 1000, 2),
-            }
-        return out
-
-
-@dataclass
-class FloorStats:
-    rounds: int = 0
-    # dealer terminal sessions that failed other than by a gRPC status, by exception type
-    terminal_errors: Counter[str] = field(default_factory=Counter)
-    device_events: int = 0
-    bets_accepted: int = 0  # pesos the gateway acknowledged as collected at lock
-    bets_accepted_by_group: Counter[str] = field(default_factory=Counter)
-    # per (pot group, table, round) locked: the pesos acknowledged per seat (the books' judge)
-    bets_by_round: dict[RoundKey, dict[int, int]] = field(default_factory=dict)
-    # per (pot group, table, round) whose results were sent: what the round oracle needs
-    dealt: dict[RoundKey, Dealt] = field(default_factory=dict)
-    rejects: Counter[str] = field(default_factory=Counter)
-    rounds_settled: Counter[str] = field(default_factory=Counter)  # per table: results accepted
-    rounds_voided: int = 0  # rounds a controller voided when it resynchronised
-    # per table: (time.monotonic(), open) for every progressive status its gateway pushed
-    progressive_changes: dict[str, list[tuple[float, bool]]] = field(default_factory=dict)
-    # per table: (time.monotonic() the sign showed it, seconds) of each lock the sign traced as
-    # reflected (display_pb2.SignState.lock_traces): each table's own lock-to-sign
-    lock_to_sign_by_table: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
-    device_faults: DeviceFaultCounts = field(default_factory=DeviceFaultCounts)
-    payouts_received: int = 0
-    # per table: (time.monotonic(), stream number, award ids listed open) for every message its
-    # dealer terminal received; the stream number counts the terminal's connections from 1
-    terminal_views: dict[str, list[tuple[float, int, frozenset[str]]]] = field(default_factory=dict)
-    payouts_paid: int = 0
-    approvals: int = 0
-    winning_results: int = 0
-    latencies: Latencies = field(default_factory=Latencies)
-    hops: Hops = field(default_factory=Hops)  # the latency budget of every traced lock
-    cpu_seconds: float = 0.0  # the simulator's own CPU (user + system), when measured
-    started: float = field(default_factory=time.monotonic)
-
-    def report(self) -> dict[str, Any]:
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        return {
-            "elapsed_seconds": round(elapsed, 2),
-            "rounds": self.rounds,
-            "rounds_per_second": round(self.rounds / elapsed, 2),
-            "device_events": self.device_events,
-            "device_events_per_second": round(self.device_events / elapsed, 2),
-            "bets_accepted": self.bets_accepted,
-            "bets_accepted_by_group": dict(self.bets_accepted_by_group),
-            "rejects": dict(self.rejects),
-            "terminal_errors": dict(self.terminal_errors),
-            "rounds_voided": self.rounds_voided,
-            "device_faults": self.device_faults.report(),
-            "winning_results": self.winning_results,
-            "payouts_received": self.payouts_received,
-            "payouts_paid": self.payouts_paid,
-            "approvals": self.approvals,
-            "latency": self.latencies.summary(),
-            "hops": self.hops.summary(),
-            "hops_check": self.hops.check(),
-            "simulator_cpu_ms_per_1000_rounds": round(
-                1e6 * self.cpu_seconds / max(self.rounds, 1), 1
-            ),
-        }
-
-
 class Floor:
     """Runs every simulated table, terminal and watcher until stopped."""
 
@@ -222,6 +117,15 @@ class Floor:
         self._lock_sent: dict[tuple[str, str], int] = {}  # (table, round) -> send, Unix ns
         self._counters: dict[str, Counter[int]] = {}  # table -> seat -> credits on the counter
         self._playing: list[asyncio.Task[None]] = []
+        self.staff = FloorStaff(
+            config.payout_target,
+            config.terminal_urls,
+            config.supervisor_delay,
+            self._tls,
+            self.stats,
+            self._wins,
+            self._stop,
+        )
 
     def stop(self) -> None:
         self._tables_stop.set()
@@ -251,14 +155,14 @@ class Floor:
             tables = sorted({t.table_id for t in self.config.tables})
             tasks += [
                 asyncio.create_task(
-                    self._screen_dealer(t, self.config.terminal_urls[t])
+                    self.staff.screen_dealer(t, self.config.terminal_urls[t])
                     if t in self.config.terminal_urls
-                    else self._terminal(t)
+                    else self.staff.terminal(t)
                 )
                 for t in tables
             ]
             if self.approves:
-                tasks.append(asyncio.create_task(self._supervisor()))
+                tasks.append(asyncio.create_task(self.staff.supervisor()))
         if self.config.display_target:
             # a sign per pot group, as on the floor: each table's sign shows its own group, and
             # the display paces each sign by itself (one stream of every group shared its pace)
@@ -583,166 +487,6 @@ class Floor:
             hands[winner] = made[:own] if game is Game.GO_POKER else list(made)
             return hands, community, winner
         return hands, community, None
-
-    # ----------------------------------------------------------- dealer terminals, supervisor
-
-    async def _terminal(self, table_id: str) -> None:
-        seen: set[str] = set()
-        views = self.stats.terminal_views.setdefault(table_id, [])
-        stream = 0
-        targets = PayoutTargets(self.config.payout_target)
-        while not self._stop.is_set():
-            stream += 1
-            try:
-                await self._terminal_session(_DealerSession(table_id, stream), targets, seen, views)
-            except grpc.aio.AioRpcError as error:
-                # To the owner the instance named at once; otherwise the next address, soon.
-                if not targets.moved(error):
-                    await asyncio.sleep(0.5)
-            except TimeoutError:
-                targets.moved()
-                await asyncio.sleep(0.5)
-            except Exception as error:  # a dealer never walks away: say what happened, go on
-                self.stats.terminal_errors[type(error).__name__] += 1
-                log.warning("terminal_session_failed", table=table_id, error=repr(error))
-                targets.moved()
-                await asyncio.sleep(0.5)
-
-    async def _terminal_session(
-        self,
-        session: _DealerSession,
-        targets: PayoutTargets,
-        seen: set[str],
-        views: list[tuple[float, int, frozenset[str]]],
-    ) -> None:
-        """One DealerTerminal stream, from the hello to its end."""
-        table_id = session.table_id
-        async with secure_channel(
-            targets.current, self._tls(f"terminal-{table_id}"), targets.options()
-        ) as channel:
-            stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
-            # The call object, not a request generator: grpc could not close a generator
-            # parked on its queue, and the channel's close then never returned (a
-            # terminal stuck for good after a refusal, seen in make chaos).
-            call = stub.DealerTerminal()
-            await call.write(
-                payout_pb2.DealerTerminalRequest(
-                    hello=payout_pb2.TerminalHello(table_id=table_id, dealer="sim-dealer")
-                )
-            )
-            # A serving instance answers at once; one that does not (a process dying
-            # mid-shutdown, a half-open connection) is left for the next address.
-            message = await asyncio.wait_for(call.read(), FIRST_ANSWER_SECONDS)
-            while message is not grpc.aio.EOF:
-                if message.refused:
-                    log.info("terminal_refused", table=table_id, reason=message.refused)
-                    session.confirmed.clear()
-                now = time.monotonic()
-                views.append((now, session.stream, frozenset(p.award_id for p in message.open)))
-                for payout in message.open:
-                    self._seen_on_terminal(payout, seen, now)
-                    await self._confirm_on_terminal(session, call, payout)
-                message = await call.read()
-
-    def _seen_on_terminal(self, payout: payout_pb2.Payout, seen: set[str], now: float) -> None:
-        """A prize the first time a terminal shows it: received, and how long it took."""
-        if payout.award_id in seen:
-            return
-        seen.add(payout.award_id)
-        self.stats.payouts_received += 1
-        key = f"{payout.table_id}/{payout.round_id}/{payout.seat}"
-        if key in self._wins:
-            self.stats.latencies.add("result_to_terminal", now - self._wins.pop(key))
-
-    async def _confirm_on_terminal(
-        self, session: _DealerSession, call: Any, payout: payout_pb2.Payout
-    ) -> None:
-        """The dealer presses "Pagado" for a payable prize not confirmed in this session, a
-        few times per session at most."""
-        award_id = payout.award_id
-        if (
-            award_id in session.confirmed
-            or session.attempts[award_id] >= CONFIRM_ATTEMPTS
-            or payout.state not in PAYABLE
-        ):
-            return
-        session.confirmed.add(award_id)
-        session.attempts[award_id] += 1
-        await call.write(
-            payout_pb2.DealerTerminalRequest(paid=payout_pb2.PaymentConfirmed(award_id=award_id))
-        )
-        self.stats.payouts_paid += session.attempts[award_id] == 1
-
-    async def _screen_dealer(self, table_id: str, url: str) -> None:
-        """A dealer at the reference terminal: reads the screen's state and presses "Paid" for
-        each payable prize, as the page's button does (POST /api/paid)."""
-        import aiohttp
-
-        seen: set[str] = set()
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
-            while not self._stop.is_set():
-                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                    async with http.get(url + "api/state") as answer:
-                        screen = await answer.json()
-                    for payout in screen["payouts"]:
-                        if payout["award_id"] not in seen:
-                            seen.add(payout["award_id"])
-                            self.stats.payouts_received += 1
-                        if payout["payable"]:
-                            body = {"award_id": payout["award_id"]}
-                            async with http.post(url + "api/paid", json=body) as paid:
-                                if paid.status == 200:
-                                    self.stats.payouts_paid += 1
-                await asyncio.sleep(0.5)
-
-    async def _supervisor(self) -> None:
-        async def approve(
-            award_id: str, stub: payout_pb2_grpc.PayoutServiceStub
-        ) -> payout_pb2.ApprovePayoutResponse:
-            request = payout_pb2.ApprovePayoutRequest(
-                award_id=award_id, supervisor="sim-supervisor"
-            )
-            return await stub.ApprovePayout(request)  # type: ignore[no-any-return]
-
-        targets = PayoutTargets(self.config.payout_target)
-        tls = self._tls("supervisor")
-        while not self._stop.is_set():
-            await asyncio.sleep(self.config.supervisor_delay)
-            with contextlib.suppress(grpc.aio.AioRpcError):
-                listing = await call_owner(
-                    targets,
-                    tls,
-                    lambda stub: stub.ListPayouts(payout_pb2.ListPayoutsRequest(pending_only=True)),
-                )
-                for payout in listing.payouts:
-                    if payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL:
-                        screen = self.config.terminal_urls.get(payout.table_id)
-                        if screen is None or not await self._approve_at(screen, payout, targets):
-                            await call_owner(targets, tls, partial(approve, payout.award_id))
-                        self.stats.approvals += 1
-
-    async def _approve_at(
-        self, screen: str, payout: payout_pb2.Payout, targets: PayoutTargets
-    ) -> bool:
-        """The supervisor walks to the table: a one-time code with their own certificate,
-        entered at the terminal (POST /api/decide, as its screen does). True when approved."""
-        import aiohttp
-
-        issued = await call_owner(
-            targets,
-            self._tls("supervisor"),
-            lambda stub: stub.IssueApprovalCode(
-                payout_pb2.IssueApprovalCodeRequest(award_id=payout.award_id)
-            ),
-        )
-        body = {"award_id": payout.award_id, "code": issued.code, "decision": "approve"}
-        with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-            async with (
-                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http,
-                http.post(screen + "api/decide", json=body) as answer,
-            ):
-                return answer.status == 200
-        return False
 
     # ------------------------------------------------------------------------ sign watchers
 
