@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
 import time
 import uuid
@@ -41,22 +40,21 @@ from jackpot.domain.table import (
     RoundLockedFact,
     RoundResultFact,
     RoundVoidedFact,
-    SeatAnswer,
     SeatClosedFact,
     SeatForfeitedFact,
     SeatOpenedFact,
     SeatRefusedFact,
     Table,
 )
-from jackpot.gateway import metrics
+from jackpot.gateway import device_messages, metrics
 from jackpot.gateway.adapters import ADAPTERS
-from jackpot.gateway.publisher import Acknowledgements, send_round
+from jackpot.gateway.publisher import SpoolPublisher
 from jackpot.gateway.settings import GatewaySettings, TableSettings
-from jackpot.gateway.spool import OutboxRecord, Spool, SpoolWrite
+from jackpot.gateway.spool import Spool, SpoolWrite
 from jackpot.platform import codec
 from jackpot.platform.access_log import AuditLog
 from jackpot.platform.deadletter import dead_letter
-from jackpot.platform.kafka import KafkaConnection, follow_latest, stop_client
+from jackpot.platform.kafka import KafkaConnection, follow_latest
 from jackpot.platform.tracing import TRACER, traceparent
 from jackpot.v1 import device_pb2, pot_pb2, table_events_pb2
 
@@ -139,6 +137,9 @@ class Gateway:
         self._published = asyncio.Event()
         self._spooled = asyncio.Event()
         self._stopping = asyncio.Event()
+        self._publisher = SpoolPublisher(
+            spool, settings, self._spooled, self._published, self._stopping
+        )
         self._tasks: list[asyncio.Task[None]] = []
         self._table_locks: dict[str, asyncio.Lock] = {}
         self.publish_healthy = True
@@ -150,7 +151,7 @@ class Gateway:
         self.spool.start_writer(gather_seconds=self.settings.spool_gather_ms / 1000)
         self._refresh_all()
         self._tasks = [
-            asyncio.create_task(self._publisher(), name="gateway-publisher"),
+            asyncio.create_task(self._publisher.run(), name="gateway-publisher"),
             asyncio.create_task(self._pot_watcher(), name="gateway-pot-watcher"),
             asyncio.create_task(self._watchdog(), name="gateway-watchdog"),
         ]
@@ -324,7 +325,7 @@ class Gateway:
         """Judge one device message against its table (in memory) and say what to store."""
         sequence = 0
         try:
-            event = _device_event(raw, self.settings.max_event_bytes)
+            event = device_messages.read_event(raw, self.settings.max_event_bytes)
             sequence = event.sequence
             return self._judge(table_id, event)
         except DomainError as error:
@@ -337,7 +338,7 @@ class Gateway:
                 detail=error.detail,
             )
             letter = self._dead_letter_write(raw, error.reason, error.detail, table_id)
-            return _Decision(table_id, [_reply(sequence, error=error)], letter)
+            return _Decision(table_id, [device_messages.reply(sequence, error=error)], letter)
 
     def _judge(self, table_id: str, event: device_pb2.DeviceEvent) -> _Decision:
         """A well-formed event against its table: a duplicate's reply, or the write it causes."""
@@ -370,11 +371,11 @@ class Gateway:
                 f"{table.round_id or 'none'}",
             )
         before = table.to_state(with_seen=False)
-        fingerprint = _fingerprint(event)
+        fingerprint = device_messages.fingerprint(event)
         outcome = table.accept(sequence, device_input, fingerprint)
         if outcome.duplicate:
             metrics.DUPLICATES.inc()
-            reply = _reply(sequence, duplicate=True, seats=outcome.seat_answers)
+            reply = device_messages.reply(sequence, duplicate=True, seats=outcome.seat_answers)
             return _Decision(table_id, [reply])
         records = [self._record(table, fact, event) for fact in outcome.facts]
         write = SpoolWrite(
@@ -385,7 +386,10 @@ class Gateway:
             seen_window=REMEMBERED_OUTCOMES,
             trace_context=traceparent(),
         )
-        responses = [_reply(sequence, seats=outcome.seat_answers), *_commands(outcome.facts)]
+        responses = [
+            device_messages.reply(sequence, seats=outcome.seat_answers),
+            *device_messages.commands(outcome.facts),
+        ]
         return _Decision(table_id, responses, write, before, outcome)
 
     def _record(
@@ -569,73 +573,6 @@ class Gateway:
             request_timeout_ms=self.settings.kafka_request_timeout_ms,
         )
 
-    # ------------------------------------------------------------------------- publishing
-
-    async def _publisher(self) -> None:
-        """Send the spool to Kafka, each partition in spool order; delete only what the broker
-        acknowledged (jackpot.gateway.publisher says why a round is one batch per partition).
-
-        The deletion is not waited for: it rides in the spool's next group transaction, and
-        the next round goes out at once. Should the process die before the deletion is on disk,
-        those records are sent again at the next start (same event ids: the pot ignores them).
-        A failed round leaves its failed records in the spool, and a new producer sends them
-        (aiokafka's producer refuses every later batch of a partition one of its batches failed
-        in).
-        """
-        producer = None
-        acks = Acknowledgements()
-        while True:
-            try:
-                if producer is None:
-                    producer = KafkaConnection.of(self.settings).producer(
-                        request_timeout_ms=self.settings.kafka_request_timeout_ms,
-                        # what waits in the spool goes in one round, so it batches without a
-                        # linger; 2 ms added 2.3 ms to every lock's path (issue 26)
-                        linger_ms=0,
-                    )
-                    await producer.start()
-                pending = self.spool.pending(after_id=acks.through)
-                records = acks.unsent(pending)
-                if not records:
-                    if self._stopping.is_set():
-                        await producer.stop()
-                        return
-                    self._published.set()
-                    self._spooled.clear()
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._spooled.wait(), 0.5)
-                    continue
-                sent = await send_round(producer, records)
-                self._acknowledge(acks, pending, sent.acknowledged)
-                if sent.error is not None:
-                    raise sent.error
-            except asyncio.CancelledError:
-                if producer is not None:
-                    with contextlib.suppress(Exception):
-                        await producer.stop()
-                raise
-            except Exception as error:  # keep the spool; a fresh producer retries in order
-                metrics.PUBLISH_FAILURES.labels(type(error).__name__).inc()
-                log.warning("publish_retry", error=repr(error), spool_depth=self.spool.depth())
-                if producer is not None:
-                    await stop_client(producer)
-                producer = None
-                await asyncio.sleep(0.5)
-
-    def _acknowledge(
-        self, acks: Acknowledgements, pending: list[OutboxRecord], published: list[OutboxRecord]
-    ) -> None:
-        """The broker acknowledged ``published``: the spool deletes through the first record of
-        ``pending`` it did not acknowledge."""
-        now_ns = time.time_ns()
-        for record in published:
-            metrics.PUBLISH_SECONDS.observe((now_ns - record.created_ns) / 1e9)
-        if acks.add(pending, published):
-            self.spool.acknowledge(acks.through)  # deleted with the next group's write
-        metrics.PUBLISHED.inc(len(published))
-        metrics.SPOOL_DEPTH.set(self.spool.depth())
-        self._published.set()
-
 
 def _sane(limits: Limits) -> bool:
     return (
@@ -643,30 +580,6 @@ def _sane(limits: Limits) -> bool:
         and limits.min_bet % limits.credit_value == 0
         and limits.max_bet % limits.credit_value == 0
     )
-
-
-def _device_event(raw: bytes, max_bytes: int) -> device_pb2.DeviceEvent:
-    """The DeviceEvent a device message carries; refused if too large, unreadable or no event."""
-    if len(raw) > max_bytes:
-        raise DomainError(
-            Reason.TOO_LARGE, f"message of {len(raw)} bytes; the limit is {max_bytes}"
-        )
-    try:
-        request = device_pb2.ConnectRequest.FromString(raw)
-    except DecodeError:
-        raise DomainError(Reason.MALFORMED, "not a ConnectRequest") from None
-    if request.WhichOneof("message") != "event":
-        raise DomainError(Reason.INVALID_STATE, "expected a DeviceEvent after the Hello")
-    return request.event
-
-
-def _fingerprint(event: device_pb2.DeviceEvent) -> str:
-    """What makes a resend the same event: everything but the device's timestamp and event id."""
-    content = device_pb2.DeviceEvent()
-    content.CopyFrom(event)
-    content.ClearField("occurred_at")
-    content.ClearField("event_id")
-    return hashlib.sha256(content.SerializeToString(deterministic=True)).hexdigest()
 
 
 def _same_secret(given: str, expected: str) -> bool:
@@ -681,45 +594,3 @@ def _restored(state: dict[str, object], table: Table) -> Table:
 
 def _now() -> Timestamp:
     return codec.timestamp_ns(time.time_ns())
-
-
-def _reply(
-    sequence: int,
-    error: DomainError | None = None,
-    duplicate: bool = False,
-    seats: tuple[SeatAnswer, ...] = (),
-) -> device_pb2.ConnectResponse:
-    if error is None:
-        reply = device_pb2.EventReply(sequence=sequence, accepted=True, duplicate=duplicate)
-        reply.seats.extend(_seat_reply(answer) for answer in seats)
-    else:
-        reply = device_pb2.EventReply(
-            sequence=sequence,
-            accepted=False,
-            reason=codec.reason_to_proto(error.reason),
-            detail=error.detail,
-        )
-    return device_pb2.ConnectResponse(reply=reply)
-
-
-def _seat_reply(answer: SeatAnswer) -> device_pb2.SeatReply:
-    if answer.reason is None:
-        return device_pb2.SeatReply(seat=answer.seat, accepted=True)
-    return device_pb2.SeatReply(
-        seat=answer.seat,
-        accepted=False,
-        reason=codec.reason_to_proto(answer.reason),
-        detail=answer.detail,
-    )
-
-
-def _commands(facts: tuple[Fact, ...]) -> list[device_pb2.ConnectResponse]:
-    commands = []
-    for fact in facts:
-        if isinstance(fact, SeatClosedFact):
-            status = device_pb2.SeatStatus(seat=fact.seat, open=False, reason=fact.reason)
-            commands.append(device_pb2.ConnectResponse(seat_status=status))
-        elif isinstance(fact, SeatOpenedFact):
-            status = device_pb2.SeatStatus(seat=fact.seat, open=True)
-            commands.append(device_pb2.ConnectResponse(seat_status=status))
-    return commands
