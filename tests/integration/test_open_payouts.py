@@ -30,7 +30,7 @@ from jackpot.display.main import run_display
 from jackpot.display.settings import DisplaySettings
 from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import OPEN, PayoutState
-from jackpot.payout.service import PayoutBook
+from jackpot.payout.payout_book import PayoutBook
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform import exactly_once
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, idempotent_producer

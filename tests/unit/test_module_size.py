@@ -23,7 +23,6 @@ OVER: dict[str, int] = {
     "jackpot/domain/engine.py:PotGroup": 778,
     "jackpot/domain/table.py": 641,
     "jackpot/gateway/service.py:Gateway": 468,
-    "jackpot/payout/service.py": 675,
     "jackpot/platform/exactly_once.py": 1184,
     "jackpot/platform/exactly_once.py:ExactlyOnceProcessor": 849,
     "jackpot/pot/processor.py": 855,

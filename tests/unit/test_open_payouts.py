@@ -18,7 +18,8 @@ from jackpot.display.feed import PendingRead, apply_open_record
 from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import Payout, PayoutState, Transition, pay, void
 from jackpot.payout.codec import to_proto
-from jackpot.payout.service import CatchUp, PayoutBatch, PayoutBook, PayoutPartition
+from jackpot.payout.payout_book import PayoutBook
+from jackpot.payout.service import CatchUp, PayoutBatch, PayoutPartition
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.processor_errors import ProcessorError
 from jackpot.topics import (

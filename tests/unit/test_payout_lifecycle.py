@@ -7,7 +7,7 @@ import pytest
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.payout import Payout, PayoutState, approve, order_payout, pay, void
 from jackpot.payout.codec import from_proto, ledger_entry, to_proto
-from jackpot.payout.service import PayoutBook
+from jackpot.payout.payout_book import PayoutBook
 from jackpot.v1 import pot_pb2
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from prometheus_client import REGISTRY
 
 from jackpot.domain.payout import Payout, order_payout
-from jackpot.payout.service import PayoutBook
+from jackpot.payout.payout_book import PayoutBook
 
 
 def unattended(table_id: str) -> float | None:

@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -45,6 +44,7 @@ from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.payout import OPEN, Payout, PayoutState, approve, pay, void
 from jackpot.payout import metrics
 from jackpot.payout.codec import from_proto, ledger_entry, payout_for_award, to_proto
+from jackpot.payout.payout_book import PayoutBook
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.assignors import SingleOwnerAssignor
 from jackpot.platform.deadletter import dead_letter
@@ -61,7 +61,6 @@ from jackpot.topics import OPEN_PAYOUTS, OPEN_PAYOUTS_MARK_KEY, renamed
 from jackpot.v1 import payout_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.payout")
-Listener = Callable[[str], None]
 TICK_SECONDS = 1.0  # how often a partition writes what is due without input (catch-up, expiry)
 CATCH_UP_SECONDS = 120.0  # the payouts-topic read of a takeover (the processor's restore's too)
 EXPIRED_PER_TICK = 500  # tombstones of settled payouts per transaction at most
@@ -93,93 +92,6 @@ def _award(value: bytes | None) -> pot_pb2.Award:
             Reason.MALFORMED, f"award {award.award_id} has a negative amount {award.amount}"
         )
     return award
-
-
-class PayoutBook:
-    """The payouts of the partitions this instance owns, and who listens to a table's changes."""
-
-    def __init__(self) -> None:
-        self.payouts: dict[str, Payout] = {}
-        self.partition_of: dict[str, int] = {}
-        self._listeners: list[Listener] = []
-        self._terminals: Counter[str] = Counter()  # connected dealer terminals by table
-
-    def put(self, partition: int, payout: Payout) -> None:
-        self.put_many(partition, [payout])
-
-    def put_many(self, partition: int, payouts: Iterable[Payout]) -> None:
-        """Payouts of ``partition`` at their latest state, the tables told once."""
-        tables = set()
-        for payout in payouts:
-            self.payouts[payout.award_id] = payout
-            self.partition_of[payout.award_id] = partition
-            tables.add(payout.table_id)
-        self._notify(tables)
-
-    def drop(self, award_ids: Iterable[str]) -> None:
-        """Settled payouts past their keep time: no longer in the book."""
-        tables = set()
-        for award_id in award_ids:
-            payout = self.payouts.pop(award_id, None)
-            self.partition_of.pop(award_id, None)
-            if payout is not None:
-                tables.add(payout.table_id)
-        self._notify(tables)
-
-    def forget(self, partition: int) -> None:
-        """The partition moved to another instance: its payouts are no longer ours to show."""
-        gone = [a for a, p in self.partition_of.items() if p == partition]
-        tables = {self.payouts[a].table_id for a in gone}
-        for award_id in gone:
-            del self.payouts[award_id]
-            del self.partition_of[award_id]
-        self._notify(tables)
-
-    def subscribe(self, listener: Listener) -> None:
-        self._listeners.append(listener)
-
-    def attend(self, table_id: str) -> None:
-        """A dealer terminal of ``table_id`` is connected and shown its payouts."""
-        self._terminals[table_id] += 1
-        self.refresh_metrics()
-
-    def leave(self, table_id: str) -> None:
-        self._terminals[table_id] -= 1
-        if self._terminals[table_id] <= 0:
-            del self._terminals[table_id]
-        self.refresh_metrics()
-
-    def unsubscribe(self, listener: Listener) -> None:
-        self._listeners.remove(listener)
-
-    def open_for(self, table_id: str) -> list[Payout]:
-        """A table's payouts still to pay, in payment order (rule S5)."""
-        return sorted(
-            (p for p in self.payouts.values() if p.table_id == table_id and p.state in OPEN),
-            key=lambda p: (p.order, p.award_id),
-        )
-
-    def listing(self, pending_only: bool) -> list[Payout]:
-        chosen = (p for p in self.payouts.values() if not pending_only or p.state in OPEN)
-        return sorted(chosen, key=lambda p: (p.order, p.award_id))
-
-    def _notify(self, tables: set[str]) -> None:
-        for table_id in tables:
-            for listener in list(self._listeners):
-                listener(table_id)
-        self.refresh_metrics()
-
-    def refresh_metrics(self) -> None:
-        pending = [p for p in self.payouts.values() if p.state in OPEN]
-        metrics.PENDING.set(len(pending))
-        oldest = min((p.ordered_at_ns for p in pending), default=None)
-        metrics.OLDEST_PENDING.set(0 if oldest is None else (time.time_ns() - oldest) / 1e9)
-        # Rule D3: a prize is payable only where its table's terminal shows it.
-        # Tables with a terminal connected show 0: the series exists while all is well.
-        unattended = Counter(p.table_id for p in pending if p.table_id not in self._terminals)
-        metrics.UNATTENDED.clear()
-        for table_id in {*self._terminals, *unattended}:
-            metrics.UNATTENDED.labels(table=table_id).set(unattended[table_id])
 
 
 @dataclass(slots=True)

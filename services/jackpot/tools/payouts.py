@@ -26,7 +26,7 @@ import grpc
 from jackpot.clients.payout import PayoutTargets, call_owner
 from jackpot.domain.payout import OPEN
 from jackpot.payout.codec import from_proto
-from jackpot.payout.service import PayoutBook
+from jackpot.payout.payout_book import PayoutBook
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform import settings as platform_settings
 from jackpot.platform.changelog import read_compacted
