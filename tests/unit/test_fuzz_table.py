@@ -23,8 +23,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from jackpot.domain.cards import CARD_CODES, GAME_RULES, Game
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.table import (
-    REMEMBERED_OUTCOMES,
+from jackpot.domain.table import REMEMBERED_OUTCOMES, Limits, Phase, Table
+from jackpot.domain.table_messages import (
     AddCredits,
     CancelBet,
     CashOut,
@@ -33,14 +33,11 @@ from jackpot.domain.table import (
     Fold,
     LampFault,
     LampRepaired,
-    Limits,
     Lock,
     OpenRound,
-    Phase,
     PlaceBet,
     Results,
     RoundLockedFact,
-    Table,
     VoidRound,
 )
 

@@ -9,7 +9,7 @@ import pytest
 
 from jackpot.domain.cards import Game
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.table import ExchangeCards, Fold, PlaceBet, Results
+from jackpot.domain.table_messages import ExchangeCards, Fold, PlaceBet, Results
 from jackpot.gateway.adapters import ADAPTERS
 from jackpot.gateway.settings import GatewaySettings
 from jackpot.platform.settings import SettingsError, load

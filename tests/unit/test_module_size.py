@@ -21,7 +21,6 @@ MAX_CLASS_LINES = 400
 OVER: dict[str, int] = {
     "jackpot/domain/engine.py": 937,
     "jackpot/domain/engine.py:PotGroup": 778,
-    "jackpot/domain/table.py": 641,
     "jackpot/gateway/service.py:Gateway": 468,
     "jackpot/platform/exactly_once.py": 1184,
     "jackpot/platform/exactly_once.py:ExactlyOnceProcessor": 849,
@@ -87,5 +86,7 @@ def test_a_listed_module_that_grew_or_was_split_is_named() -> None:
     assert refused(grown) == [
         f"jackpot/pot/processor.py: grew to 856 lines from {OVER['jackpot/pot/processor.py']}"
     ]
-    split = {k: v for k, v in OVER.items() if k != "jackpot/domain/table.py"}
-    assert refused(split) == ["jackpot/domain/table.py: under its limit now, remove it from OVER"]
+    split = {k: v for k, v in OVER.items() if k != "jackpot/tools/report_document.py"}
+    assert refused(split) == [
+        "jackpot/tools/report_document.py: under its limit now, remove it from OVER"
+    ]

@@ -8,7 +8,8 @@ import pytest
 
 from jackpot.domain.cards import Game
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.table import (
+from jackpot.domain.table import Limits, Phase, Table
+from jackpot.domain.table_messages import (
     AddCredits,
     CancelBet,
     CashOut,
@@ -16,11 +17,9 @@ from jackpot.domain.table import (
     Fold,
     LampFault,
     LampRepaired,
-    Limits,
     Lock,
     LockRound,
     OpenRound,
-    Phase,
     PlaceBet,
     Results,
     RoundLockedFact,
@@ -32,7 +31,6 @@ from jackpot.domain.table import (
     SeatOpenedFact,
     SeatRefusedFact,
     SettleRound,
-    Table,
     VoidRound,
 )
 

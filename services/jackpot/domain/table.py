@@ -3,11 +3,12 @@
 The flow is ``idle -> betting -> locked -> settled``: the dealer opens a round, players bet
 credits on their seat's acceptor, the dealer locks (no more bets), players may fold or exchange
 cards (forfeits), and the results settle the round. A table controller may send the round in its
-round form instead: :class:`LockRound` (the bets closed out at the lock, judged seat by seat: a
-refused seat is a :class:`SeatRefusedFact` and the others lock) and :class:`SettleRound` (the
-forfeits, judged seat by seat, and the hands, judged whole). A :class:`Table` validates each
-device input against that flow and the pot's limits and either raises :class:`DomainError`
-(nothing changed) or returns the facts to publish for the pot service.
+round form instead: ``LockRound`` (the bets closed out at the lock, judged seat by seat: a
+refused seat is a ``SeatRefusedFact`` and the others lock) and ``SettleRound`` (the forfeits,
+judged seat by seat, and the hands, judged whole); the inputs and facts are
+:mod:`jackpot.domain.table_messages`. A :class:`Table` validates each device input against that
+flow and the pot's limits and either raises :class:`DomainError` (nothing changed) or returns the
+facts to publish for the pot service.
 
 Device inputs carry a per-table sequence number. :meth:`Table.accept` makes a resend harmless: the
 same sequence with the same content (compared by a fingerprint of the device's bytes) is accepted
@@ -34,6 +35,33 @@ from jackpot.domain.cards import (
     parse_cards,
 )
 from jackpot.domain.errors import DomainError, Reason
+from jackpot.domain.table_messages import (
+    AddCredits,
+    CancelBet,
+    CashOut,
+    DeviceInput,
+    ExchangeCards,
+    Fact,
+    Fold,
+    LampFault,
+    LampRepaired,
+    Lock,
+    LockRound,
+    OpenRound,
+    Outcome,
+    PlaceBet,
+    Results,
+    RoundLockedFact,
+    RoundResultFact,
+    RoundVoidedFact,
+    SeatAnswer,
+    SeatClosedFact,
+    SeatForfeitedFact,
+    SeatOpenedFact,
+    SeatRefusedFact,
+    SettleRound,
+    VoidRound,
+)
 
 REMEMBERED_OUTCOMES = 1024
 
@@ -42,197 +70,6 @@ class Phase(Enum):
     IDLE = "idle"  # no round yet, or the last one settled or voided
     BETTING = "betting"
     LOCKED = "locked"
-
-
-# ------------------------------------------------------------------------------ device inputs
-
-
-@dataclass(frozen=True, slots=True)
-class OpenRound:
-    round_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class AddCredits:
-    """The dealer activated credits on a seat's counter after a chip exchange (E6)."""
-
-    seat: int
-    credits: int
-
-
-@dataclass(frozen=True, slots=True)
-class CashOut:
-    seat: int
-    credits: int
-
-
-@dataclass(frozen=True, slots=True)
-class PlaceBet:
-    """The player pressed the bet button for ``credits`` credits; the lamp lights (E1, D1)."""
-
-    seat: int
-    credits: int
-
-
-@dataclass(frozen=True, slots=True)
-class CancelBet:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class LampFault:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class LampRepaired:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class Lock:
-    """The dealer's "no more bets" (D1)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Fold:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class ExchangeCards:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class VoidRound:
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Results:
-    hands: Mapping[int, Sequence[str]]
-    community: Sequence[str] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class LockRound:
-    """The dealer's "no more bets" with the round's bets, seat -> credits (C1, D1, E1, E6); opens
-    ``round_id`` first when no round is open. Each credits stake adds to any bet the seat placed
-    earlier in the round."""
-
-    round_id: str
-    bets: Mapping[int, int]
-
-
-@dataclass(frozen=True, slots=True)
-class SettleRound:
-    """The locked round's forfeits, seat -> ``FOLD`` or ``CARD_EXCHANGE`` (E2, E3), and its
-    final hands."""
-
-    forfeits: Mapping[int, str]
-    hands: Mapping[int, Sequence[str]]
-    community: Sequence[str] = ()
-
-
-DeviceInput = (
-    OpenRound
-    | AddCredits
-    | CashOut
-    | PlaceBet
-    | CancelBet
-    | LampFault
-    | LampRepaired
-    | Lock
-    | Fold
-    | ExchangeCards
-    | VoidRound
-    | Results
-    | LockRound
-    | SettleRound
-)
-
-# ------------------------------------------------------------------ facts for the pot service
-
-
-@dataclass(frozen=True, slots=True)
-class RoundLockedFact:
-    round_id: str
-    bets: tuple[tuple[int, int], ...]  # (seat, pesos)
-
-
-@dataclass(frozen=True, slots=True)
-class SeatForfeitedFact:
-    round_id: str
-    seat: int
-    reason: str  # FOLD or CARD_EXCHANGE
-
-
-@dataclass(frozen=True, slots=True)
-class RoundResultFact:
-    round_id: str
-    hands: tuple[tuple[int, tuple[str, ...]], ...]
-    community: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class RoundVoidedFact:
-    round_id: str
-    reason: str
-    refunds: tuple[tuple[int, int], ...]  # (seat, credits returned to the counter)
-
-
-@dataclass(frozen=True, slots=True)
-class SeatClosedFact:
-    seat: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class SeatOpenedFact:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class SeatRefusedFact:
-    """One seat of a round-form input was refused; the rest of the input stands."""
-
-    seat: int
-    reason: Reason
-    detail: str
-
-
-Fact = (
-    RoundLockedFact
-    | SeatForfeitedFact
-    | RoundResultFact
-    | RoundVoidedFact
-    | SeatClosedFact
-    | SeatOpenedFact
-    | SeatRefusedFact
-)
-
-
-@dataclass(frozen=True, slots=True)
-class SeatAnswer:
-    """What became of one seat a round-form input named: accepted when ``reason`` is None."""
-
-    seat: int
-    reason: Reason | None = None
-    detail: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What one accepted input caused; ``duplicate`` when it was a harmless resend."""
-
-    sequence: int
-    facts: tuple[Fact, ...]
-    duplicate: bool = False
-    # per seat named, for LockRound and SettleRound (a resend of the last of them gets them too)
-    seat_answers: tuple[SeatAnswer, ...] = ()
-    # the oldest (sequence, fingerprint) pairs this input pushed out of the remembered window
-    forgotten: tuple[tuple[int, str], ...] = ()
 
 
 # ------------------------------------------------------------------------------------ state

@@ -12,7 +12,7 @@ from typing import Protocol, TypeVar
 
 from jackpot.domain.cards import Game
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.table import (
+from jackpot.domain.table_messages import (
     AddCredits,
     CancelBet,
     CashOut,

@@ -11,7 +11,7 @@ import hashlib
 from google.protobuf.message import DecodeError
 
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.table import Fact, SeatAnswer, SeatClosedFact, SeatOpenedFact
+from jackpot.domain.table_messages import Fact, SeatAnswer, SeatClosedFact, SeatOpenedFact
 from jackpot.platform import codec
 from jackpot.v1 import device_pb2
 

@@ -32,10 +32,9 @@ from opentelemetry.trace import SpanKind
 from jackpot.domain.access import ANONYMOUS, Action, Principal, Role, authorize
 from jackpot.domain.cards import GAME_RULES
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.table import (
-    REMEMBERED_OUTCOMES,
+from jackpot.domain.table import REMEMBERED_OUTCOMES, Limits, Table
+from jackpot.domain.table_messages import (
     Fact,
-    Limits,
     Outcome,
     RoundLockedFact,
     RoundResultFact,
@@ -44,7 +43,6 @@ from jackpot.domain.table import (
     SeatForfeitedFact,
     SeatOpenedFact,
     SeatRefusedFact,
-    Table,
 )
 from jackpot.gateway import device_messages, metrics
 from jackpot.gateway.adapters import ADAPTERS
