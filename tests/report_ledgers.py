@@ -33,7 +33,7 @@ from jackpot.platform.kafka import KafkaConnection, read_records
 from jackpot.pot import commands
 from jackpot.pot.ledger_audit import AWARD_TYPES
 from jackpot.pot.processor import InputRecord, PotProcessor
-from jackpot.tools.report_figures import LedgerRecord
+from jackpot.tools.report_model import LedgerRecord
 from jackpot.v1 import pot_pb2, table_events_pb2
 
 MINUTE_NS = 60 * 10**9

@@ -26,7 +26,8 @@ from jackpot.tools.report_document import (
     print_pdf,
     write_document,
 )
-from jackpot.tools.report_figures import Period, Report, compute
+from jackpot.tools.report_figures import compute
+from jackpot.tools.report_model import Period, Report
 from tests.levels_ledgers import levels_ledger
 from tests.unit.test_report import START_NS, as_records, ledger
 

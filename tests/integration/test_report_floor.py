@@ -35,7 +35,8 @@ from jackpot.tools.demo_floor import (
     wait_progressive_open,
 )
 from jackpot.tools.demo_report import report as demo_report
-from jackpot.tools.report_figures import Period, compute
+from jackpot.tools.report_figures import compute
+from jackpot.tools.report_model import Period
 from tests.report_ledgers import read_whole_ledger
 
 pytestmark = pytest.mark.integration

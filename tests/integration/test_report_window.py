@@ -17,7 +17,8 @@ from aiokafka import AIOKafkaProducer
 
 from jackpot.tools import partitions
 from jackpot.tools import report as report_tool
-from jackpot.tools.report_figures import Period, compute, iso
+from jackpot.tools.report_figures import compute
+from jackpot.tools.report_model import Period, iso
 from jackpot.v1 import pot_pb2
 from tests.conftest import TopicFactory
 from tests.report_ledgers import casino, day, read_whole_ledger, recorded

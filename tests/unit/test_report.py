@@ -23,14 +23,8 @@ from jackpot.pot.ledger_audit import AWARD_TYPES, CHECKPOINT, GroupAudit
 from jackpot.pot.processor import InputRecord, PotProcessor
 from jackpot.tools.report import sections, write_csv
 from jackpot.tools.report_document import render_document
-from jackpot.tools.report_figures import (
-    LedgerRecord,
-    Period,
-    Report,
-    ReportInputError,
-    compute,
-    parse_period,
-)
+from jackpot.tools.report_figures import compute
+from jackpot.tools.report_model import LedgerRecord, Period, Report, ReportInputError, parse_period
 from jackpot.tools.report_words import Style
 from jackpot.v1 import pot_pb2
 

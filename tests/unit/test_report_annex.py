@@ -31,15 +31,8 @@ from jackpot.tools.report_annex import (
     write_annex,
 )
 from jackpot.tools.report_document import render_document, thin
-from jackpot.tools.report_figures import (
-    LAST_AWARDS,
-    GroupReport,
-    LedgerRecord,
-    Period,
-    Report,
-    ReportBuilder,
-    compute,
-)
+from jackpot.tools.report_figures import LAST_AWARDS, ReportBuilder, compute
+from jackpot.tools.report_model import GroupReport, LedgerRecord, Period, Report
 from jackpot.tools.report_rows import AwardRow, KeptAwards
 from jackpot.tools.report_words import Style
 from tests.report_ledgers import casino, day

@@ -20,14 +20,14 @@ from aiokafka import ConsumerRecord
 
 from jackpot.pot.ledger_audit import CHECKPOINT
 from jackpot.tools.report import CHECKPOINT_INTERVAL_SECONDS, SEEK_MARGIN_MS, read_report
-from jackpot.tools.report_figures import (
+from jackpot.tools.report_figures import compute
+from jackpot.tools.report_model import (
     FROM_FIRST_ENTRY,
     GroupReport,
     LedgerRecord,
     Period,
     Report,
     ReportInputError,
-    compute,
 )
 from jackpot.v1 import pot_pb2
 from tests.report_ledgers import (

@@ -15,7 +15,8 @@ import pytest
 from jackpot.domain.money import pesos
 from jackpot.pot.ledger_audit import CHECKPOINT, GroupAudit
 from jackpot.tools.report import sections, write_csv
-from jackpot.tools.report_figures import LevelRow, Period, Report, compute, level_rows
+from jackpot.tools.report_figures import compute
+from jackpot.tools.report_model import LevelRow, Period, Report, level_rows
 from jackpot.v1 import pot_pb2
 from tests.levels_ledgers import GROUP, START_NS, LevelsFloor, levels_ledger, one_level_ledger
 from tests.unit.test_report import as_records, render_html

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from jackpot.domain.money import MINOR_PER_PESO
-from jackpot.tools.report_figures import iso, not_read
+from jackpot.tools.report_model import iso, not_read
 from jackpot.tools.report_words import HANDS, WORDS, Style
 
 SPANISH, ENGLISH = Style("es"), Style("en")

@@ -69,17 +69,16 @@ from jackpot.tools.report_annex import (
     write_annex,
 )
 from jackpot.tools.report_document import DocumentError, ReportSettings, write_document
-from jackpot.tools.report_figures import (
+from jackpot.tools.report_figures import ReportBuilder, written_by_the_pot
+from jackpot.tools.report_model import (
     ConfigVersion,
     GroupReport,
     LevelRow,
     Period,
     Report,
-    ReportBuilder,
     ReportInputError,
     iso,
     parse_period,
-    written_by_the_pot,
 )
 from jackpot.tools.report_rows import SinkFactory, keep_awards
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jackpot.tools.report_figures import Report
+from jackpot.tools.report_model import Report
 from jackpot.tools.report_rows import AwardRow
 
 ANNEX_NAME = "awards.csv"

@@ -43,7 +43,7 @@ from jackpot.domain.money import floor_pesos
 from jackpot.platform.manifest import Verification, package_root, verify
 from jackpot.platform.settings import Settings
 from jackpot.tools.report_annex import ANNEX_NAME, Annex, write_annex
-from jackpot.tools.report_figures import ConfigVersion, GroupReport, LevelRow, Report
+from jackpot.tools.report_model import ConfigVersion, GroupReport, LevelRow, Report
 from jackpot.tools.report_rows import AwardRow
 from jackpot.tools.report_words import Style
 

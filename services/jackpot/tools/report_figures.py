@@ -1,13 +1,13 @@
 """The figures of `jackpot report`, computed from ledger records alone (rules D4, M2, C7; R1).
 
 Pure, no I/O: it is given ledger records (partition, offset, bytes) in offset order per partition
-and a period, so tests feed it entries. The records stream through a :class:`ReportBuilder` that
-folds each into its group's :class:`GroupBooks`, which stay bounded whatever the ledger's length:
-the books at the two cuts, the configuration versions, the period's awards not yet paid or
-voided, the last 25 awards, and the period's chart points. A period's award row, once complete,
-goes to its group's sink (:mod:`jackpot.tools.report_rows`: kept in memory by default; `jackpot
-report` spools it to disk for its CSV annex), so a month of prizes is not held. Each group's
-ledger is cut at the
+and a period, so tests feed it entries, and returns a :class:`~jackpot.tools.report_model.Report`.
+The records stream through a :class:`ReportBuilder` that folds each into its group's
+:class:`GroupBooks`, which stay bounded whatever the ledger's length: the books at the two cuts,
+the configuration versions, the period's awards not yet paid or voided, the last 25 awards, and
+the period's chart points. A period's award row, once complete, goes to its group's sink
+(:mod:`jackpot.tools.report_rows`: kept in memory by default; `jackpot report` spools it to disk
+for its CSV annex), so a month of prizes is not held. Each group's ledger is cut at the
 period's edges by ``recorded_at`` (an entry recorded before ``--from`` is in the opening books, the
 first recorded at or after ``--to`` ends the group's period); the opening and closing books are
 :class:`~jackpot.pot.ledger_audit.GroupAudit` replays, exactly as `jackpot audit` replays the
@@ -38,8 +38,6 @@ from __future__ import annotations
 import json
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -47,14 +45,22 @@ from google.protobuf.message import DecodeError
 from jackpot.domain.money import MINOR_PER_PESO, format_amount
 from jackpot.pot import records
 from jackpot.pot.ledger_audit import AWARD_TYPES, CHECKPOINT, PAYOUT_TYPES, GroupAudit, RecentIds
-from jackpot.pot.level_books import LevelBooks
-from jackpot.tools.report_rows import AwardRow, AwardSink, KeptAwards, SinkFactory, keep_awards
+from jackpot.tools.report_model import (
+    ConfigVersion,
+    GroupReport,
+    LedgerRecord,
+    Period,
+    Report,
+    ReportInputError,
+    iso,
+    not_read,
+)
+from jackpot.tools.report_rows import AwardRow, SinkFactory, keep_awards
 from jackpot.v1 import pot_pb2
 
 LAST_AWARDS = 25  # R1: the last 25 hits
 HOUR_NS = 3600 * 10**9
 MINUTE_NS = 60 * 10**9
-DEFAULT_DAYS = 1
 PAYOUT_NOTES = 1_000  # payout steps remembered, before a group's start, for awards not read yet
 SETTLING = frozenset(
     {pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID, pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_VOIDED}
@@ -67,234 +73,6 @@ CONFIG_TYPES = frozenset(
     }
 )
 NAMED_TYPES = AWARD_TYPES | PAYOUT_TYPES  # entries that name an award or a payout step
-FROM_FIRST_ENTRY = "the ledger's first entry"
-
-
-class ReportInputError(ValueError):
-    """Input the report refuses (a period, a group): exit 2, nothing written."""
-
-
-@dataclass(frozen=True, slots=True)
-class Period:
-    start_ns: int
-    end_ns: int
-
-    def describe(self) -> str:
-        return f"{iso(self.start_ns)} to {iso(self.end_ns)}"
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerRecord:
-    partition: int
-    offset: int
-    value: bytes
-
-
-def iso(ns: int) -> str:
-    return datetime.fromtimestamp(ns // 10**9, UTC).isoformat().replace("+00:00", "Z")
-
-
-def not_read(since_ns: int) -> str:
-    """A field that only records before ``since_ns``, which the report did not read, state."""
-    return f"not read (before {iso(since_ns)})"
-
-
-def _instant(text: str, name: str) -> int:
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ReportInputError(
-            f"{name} {text!r} is not a date or time (use ISO 8601: 2026-12-01 or "
-            "2026-12-01T08:00:00Z; without a zone it is UTC)"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp()) * 10**9 + moment.microsecond * 1000
-
-
-def parse_period(start: str | None, end: str | None, now_ns: int) -> Period:
-    """``--from``/``--to`` to a period; the default is the last day up to now."""
-    end_ns = _instant(end, "--to") if end else now_ns
-    start_ns = (
-        _instant(start, "--from")
-        if start
-        else end_ns - int(timedelta(days=DEFAULT_DAYS).total_seconds()) * 10**9
-    )
-    if start_ns >= end_ns:
-        raise ReportInputError(
-            f"--from {iso(start_ns)} is not before --to {iso(end_ns)}: the period is empty"
-        )
-    return Period(start_ns, end_ns)
-
-
-@dataclass
-class ConfigVersion:
-    version: int
-    config: dict[str, Any]
-    proposed_at: str
-    proposed_by: str
-    reason: str
-    activated_at: str = ""
-    proposed_ns: int = 0
-    activated_ns: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class LevelRow:
-    """One level of a group with levels over the period (L1-L4, V1): picopesos."""
-
-    name: str
-    label: str
-    pot: str
-    opening: int  # its pot at --from
-    collected: int  # bets into its pot (after overflow, C5)
-    prizes: int  # what its prizes paid, from its pot, its reserves and the house (L2, S7)
-    envy: int  # what its envy bonuses paid (V1), likewise
-    refilled_from_reserves: int  # its top-ups to its base (L3, S8)
-    refilled_from_house: int
-    closing: int  # its pot at --to
-    reserves_opening: int
-    reserves_closing: int
-    collected_to_reserves: int
-    paid_from_reserves: int  # of its prizes and envy bonuses
-    paid_by_house: int
-    opened: int = 0  # the house's opening advance to its pot and reserves (C4), when in period
-
-
-def level_rows(opening: GroupAudit, closing: GroupAudit) -> list[LevelRow]:
-    """Each level's figures between two audits of a group ([] for a one-level group)."""
-    books = closing.levels
-    if books is None:
-        return []
-    before = opening.levels or LevelBooks(books.levels)
-
-    def moved(level: str, figure: str) -> int:
-        return books.figure(level, figure) - before.figure(level, figure)
-
-    rows = []
-    for level in books.levels:
-        (pot_at_start, reserves_at_start) = books.held(level, opening.pots)
-        (pot_at_end, reserves_at_end) = books.held(level, closing.pots)
-        rows.append(
-            LevelRow(
-                level.name,
-                level.label,
-                level.pot,
-                pot_at_start,
-                moved(level.name, "collected"),
-                moved(level.name, "prizes"),
-                moved(level.name, "envy"),
-                moved(level.name, "refilled_from_reserves"),
-                moved(level.name, "refilled_from_house"),
-                pot_at_end,
-                reserves_at_start,
-                reserves_at_end,
-                moved(level.name, "collected_reserves"),
-                moved(level.name, "paid_from_reserves"),
-                moved(level.name, "paid_by_house"),
-                moved(level.name, "opened"),
-            )
-        )
-    return rows
-
-
-@dataclass
-class GroupReport:
-    """One pot group over the period."""
-
-    group_id: str
-    opening: GroupAudit
-    closing: GroupAudit
-    received: Counter[str] = field(default_factory=Counter)  # pot -> picopesos from bets
-    overflow: int = 0
-    award_count: int = 0  # the period's awards (rows of the annex)
-    annex: AwardSink = field(default_factory=KeptAwards)  # where their rows went
-    last_awards: list[AwardRow] = field(default_factory=list)
-    configs: list[ConfigVersion] = field(default_factory=list)
-    # (ns, main picopesos): the opening value, then the value at its last move of each minute
-    main_series: list[tuple[int, int]] = field(default_factory=list)
-    collected_by_hour: Counter[int] = field(default_factory=Counter)  # hour start ns -> minor
-    problems: list[str] = field(default_factory=list)
-    opened_from: str = FROM_FIRST_ENTRY  # where the books begin
-    opened_checkpoint: tuple[int, int] | None = None  # that checkpoint: (ledger sequence, ns)
-    # Payments or voids of awards made before the records read (not matched to their award here;
-    # `jackpot audit` matches every one).
-    earlier_payments: int = 0
-
-    def delta(self, account: str) -> int:
-        return self.closing.accounts[account] - self.opening.accounts[account]
-
-    @property
-    def awards(self) -> list[AwardRow]:
-        """Every award of the period in award order, read back from :attr:`annex` (from disk
-        when spooled): for tests and small reports; the document and the CSV never hold them."""
-        return list(self.annex.rows())
-
-    @property
-    def collected(self) -> int:
-        return self.closing.collected - self.opening.collected
-
-    @property
-    def house_advances(self) -> int:
-        return self.closing.house_advances - self.opening.house_advances
-
-    @property
-    def commission(self) -> int:
-        return self.delta("commission")
-
-    @property
-    def awarded(self) -> int:
-        return self.delta("awards")
-
-    @property
-    def prizes(self) -> dict[str, tuple[int, int]]:
-        """Prize -> (hits, whole pesos) in the period."""
-        names = sorted(set(self.closing.hits) | set(self.opening.hits))
-        return {
-            name: (
-                self.closing.hits[name] - self.opening.hits[name],
-                self.closing.wins[name] - self.opening.wins[name],
-            )
-            for name in names
-            if self.closing.hits[name] - self.opening.hits[name]
-        }
-
-    @property
-    def levels(self) -> list[LevelRow]:
-        """Each level's period figures, the main level first; [] for a one-level group."""
-        return level_rows(self.opening, self.closing)
-
-    def reconciliation(self) -> tuple[bool, str]:
-        """Rule M2 over the period, exactly, as one line."""
-        opening = sum(self.opening.pots.values())
-        closing = sum(self.closing.pots.values())
-        left = opening + self.collected + self.house_advances
-        right = self.commission + self.awarded + closing
-        sign = "==" if left == right else "!="
-        line = (
-            f"opening pots {format_amount(opening)} + collected {format_amount(self.collected)} "
-            f"+ house advances {format_amount(self.house_advances)} {sign} commission "
-            f"{format_amount(self.commission)} + awarded {format_amount(self.awarded)} + "
-            f"closing pots {format_amount(closing)}"
-        )
-        return left == right, line
-
-    @property
-    def reconciles(self) -> bool:
-        return not self.problems and self.reconciliation()[0]
-
-
-@dataclass
-class Report:
-    period: Period
-    groups: list[GroupReport]
-    unreadable: list[str] = field(default_factory=list)
-    records_read: int = 0  # ledger records the report read (its cost)
-    workers_rss_mb: float = 0.0  # the peak RSS of the processes that read them, summed
-
-    @property
-    def reconciles(self) -> bool:
-        return not self.unreadable and all(g.reconciles for g in self.groups)
 
 
 def written_by_the_pot(value: bytes) -> bool:

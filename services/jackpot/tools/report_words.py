@@ -163,7 +163,7 @@ POTS: dict[str, tuple[str, str]] = {
 }
 
 CHILE = ZoneInfo("America/Santiago")
-NOT_READ_PREFIX = "not read (before "  # report_figures.not_read's words, read back
+NOT_READ_PREFIX = "not read (before "  # report_model.not_read's words, read back
 
 
 @dataclass(frozen=True, slots=True)
