@@ -30,7 +30,8 @@ from jackpot.tools.report_annex import (
     SpooledAwards,
     write_annex,
 )
-from jackpot.tools.report_document import render_document, thin
+from jackpot.tools.report_charts import thin
+from jackpot.tools.report_document import render_document
 from jackpot.tools.report_figures import LAST_AWARDS, ReportBuilder, compute
 from jackpot.tools.report_model import GroupReport, LedgerRecord, Period, Report
 from jackpot.tools.report_rows import AwardRow, KeptAwards
