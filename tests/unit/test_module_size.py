@@ -19,8 +19,8 @@ MAX_MODULE_LINES = 600
 MAX_CLASS_LINES = 400
 # "path under services/" or "path:Class" -> its size today, the most it may have until split.
 OVER: dict[str, int] = {
-    "jackpot/domain/engine.py": 937,
-    "jackpot/domain/engine.py:PotGroup": 778,
+    "jackpot/domain/engine.py": 844,
+    "jackpot/domain/engine.py:PotGroup": 704,
     "jackpot/gateway/service.py:Gateway": 468,
     "jackpot/platform/exactly_once.py": 1184,
     "jackpot/platform/exactly_once.py:ExactlyOnceProcessor": 849,

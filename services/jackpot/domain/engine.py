@@ -4,7 +4,8 @@ A :class:`PotGroup` is one main pot plus its reserves, shared by linked tables. 
 validates its whole input first and raises :class:`DomainError` before touching anything, so a
 refused input never changes a balance. A command that succeeds mutates the group and returns the
 events it caused; rule M2 is checked exactly after every command (:meth:`check_conservation`).
-How a group is written down and rebuilt from its ledger is :mod:`jackpot.domain.group_persistence`.
+How a group is written down and rebuilt from its ledger is :mod:`jackpot.domain.group_persistence`;
+how a locked round's cards and winners are read, :mod:`jackpot.domain.round_reading`.
 
 Order of resolution within one round (rules S1-S8), all amounts exact:
 
@@ -36,13 +37,9 @@ from typing import Any
 
 from jackpot.domain import group_persistence
 from jackpot.domain.cards import (
-    CARD_NAMES,
     GAME_RULES,
     Game,
-    check_hand_size,
-    check_one_deck,
     check_seat,
-    parse_cards,
     parse_game,
 )
 from jackpot.domain.config import MAIN, LevelSpec, PotGroupConfig
@@ -70,7 +67,6 @@ from jackpot.domain.group_state import (
     LockedRound,
     MysteryState,
 )
-from jackpot.domain.hands import categorise
 from jackpot.domain.money import (
     MINOR_PER_PESO,
     PPM,
@@ -80,6 +76,14 @@ from jackpot.domain.money import (
     split_equally,
 )
 from jackpot.domain.mystery import TriggerSource, commitment, secure_trigger
+from jackpot.domain.round_reading import (
+    Payee,
+    ResolvingRound,
+    envy_payees,
+    seat_payee,
+    validated_round,
+)
+from jackpot.domain.round_reading import winners as round_winners
 
 FORFEIT_REASONS = ("FOLD", "CARD_EXCHANGE")
 
@@ -93,17 +97,6 @@ class Award:
     amount_pesos: int
 
 
-@dataclass(frozen=True, slots=True)
-class ResolvingRound:
-    """A locked round with its validated cards, as each step of its resolution reads it."""
-
-    table_id: str
-    round_id: str
-    locked: LockedRound
-    hands: dict[int, tuple[int, ...]]  # seat -> its own cards (parsed, validated)
-    community: tuple[int, ...]
-
-
 @dataclass(slots=True)
 class RoundAwards:
     """What one round's resolution has paid so far; each prize step adds to it."""
@@ -112,18 +105,6 @@ class RoundAwards:
     award_ids: list[str] = field(default_factory=list)
     jackpot_hit: bool = False  # a prize of 100 % of the main pot was paid: a reset (C7, S8)
     levels_paid: set[str] = field(default_factory=set)  # L3: the levels that paid a prize
-
-
-@dataclass(frozen=True, slots=True)
-class Payee:
-    """The seat a prize is paid to: of the round being resolved, or of another linked table's
-    locked round for a linked envy bonus (V2)."""
-
-    table_id: str
-    round_id: str
-    seat: int
-    bet_pesos: int
-    cards: tuple[str, ...]  # the hand that won it (for an envy bonus, the hand that earned it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -547,63 +528,14 @@ class PotGroup:
         find the winners, pay the fixed prizes (S1), then the percentage prizes (S2-S4, S6), then
         settle (C7, S8). Each prize step adds to one :class:`RoundAwards`.
         """
-        resolving = self._validated_round(table_id, round_id, hands, community)
-        winners = self._winners(resolving)
+        table = self._table(table_id)
+        resolving = validated_round(table, self._locked(table_id, round_id), hands, community)
+        winners = round_winners(self.config.paytable, resolving)
         awards = RoundAwards()
         self._pay_fixed_prizes(resolving, winners, awards)
         self._pay_envy(resolving, winners, awards)
         self._pay_percentage_prizes(resolving, winners, awards)
         return self._settle(resolving, awards)
-
-    def _validated_round(
-        self,
-        table_id: str,
-        round_id: str,
-        hands: Mapping[int, Sequence[str]],
-        community: Sequence[str],
-    ) -> ResolvingRound:
-        """The locked round with its parsed cards; a device error raises before any change."""
-        table = self._table(table_id)
-        locked = self._locked(table_id, round_id)
-        rules = GAME_RULES[table.game]
-        parsed: dict[int, tuple[int, ...]] = {}
-        seat_count = rules.seats
-        low, high = rules.own_cards
-        for seat in sorted(hands):
-            if not 1 <= seat <= seat_count:
-                check_seat(table.game, seat)
-            if seat not in locked.bets:
-                raise DomainError(
-                    Reason.NO_BET,
-                    f"result for seat {seat}, which has no progressive bet in {round_id}",
-                )
-            cards = parse_cards(hands[seat], f"seat {seat}")
-            if not low <= len(cards) <= high:
-                check_hand_size(table.game, seat, cards)
-            parsed[seat] = cards
-        shared = parse_cards(community, "community")
-        if len(shared) != rules.community_cards:
-            raise DomainError(
-                Reason.WRONG_CARD_COUNT,
-                f"{len(shared)} community cards; {table.game.value} needs {rules.community_cards}",
-            )
-        if rules.one_deck:
-            check_one_deck(parsed, shared)
-        return ResolvingRound(table_id, round_id, locked, parsed, shared)
-
-    def _winners(self, resolving: ResolvingRound) -> dict[str, list[int]]:
-        """Prize -> its winning seats, lowest seat first (S5); forfeited seats win nothing."""
-        paytable = self.config.paytable
-        shared = resolving.community
-        forfeited = resolving.locked.forfeited
-        winners: dict[str, list[int]] = {}
-        for seat, cards in resolving.hands.items():
-            if seat in forfeited:
-                continue  # E2, E3: no prize; E4: the dealer's hand plays no part at all
-            category = categorise(paytable.evaluator, cards + shared)
-            if category is not None and category in paytable.prizes:
-                winners.setdefault(category, []).append(seat)
-        return winners
 
     def _pay_fixed_prizes(
         self, resolving: ResolvingRound, winners: Mapping[str, list[int]], awards: RoundAwards
@@ -619,7 +551,7 @@ class PotGroup:
             level = self.config.level(prize.level)  # L2
             for seat in seats:
                 amount = prize.multiple * bets[seat]
-                self._pay(awards, self._payee(resolving, seat), prize_name, amount, level)
+                self._pay(awards, seat_payee(resolving, seat), prize_name, amount, level)
 
     def _pay_envy(
         self, resolving: ResolvingRound, winners: Mapping[str, list[int]], awards: RoundAwards
@@ -637,35 +569,10 @@ class PotGroup:
             level = self.config.level(envy.level or prize.level)
             for winner in winners.get(prize_name, ()):
                 hit: EnvyHit = (resolving.table_id, resolving.round_id, winner)
-                cards = self._payee(resolving, winner).cards
-                for payee in self._envy_payees(resolving, winner, cards, linked=envy.linked):
+                cards = seat_payee(resolving, winner).cards
+                for paid in envy_payees(resolving, winner, cards, self.locked, linked=envy.linked):
                     prize_paid = f"ENVY_{prize_name}"
-                    self._pay(awards, payee, prize_paid, envy.amount_pesos, level, hit)
-
-    def _envy_payees(
-        self, resolving: ResolvingRound, winner: int, cards: tuple[str, ...], *, linked: bool
-    ) -> list[Payee]:
-        """V1, V2: the other seats with a locked bet they did not forfeit (E2, E3): of the
-        winner's round; when linked, also of every other table's locked round."""
-        rounds = [(resolving.table_id, resolving.locked)]
-        if linked:
-            rounds += sorted(
-                (table, locked)
-                for table, locked in self.locked.items()
-                if table != resolving.table_id
-            )
-        return [
-            Payee(table, locked.round_id, seat, bet, cards)
-            for table, locked in rounds
-            for seat, bet in sorted(locked.bets.items())
-            if seat not in locked.forfeited and (table, seat) != (resolving.table_id, winner)
-        ]
-
-    @staticmethod
-    def _payee(resolving: ResolvingRound, seat: int) -> Payee:
-        cards = tuple(CARD_NAMES[c] for c in resolving.hands[seat] + resolving.community)
-        bet = resolving.locked.bets[seat]
-        return Payee(resolving.table_id, resolving.round_id, seat, bet, cards)
+                    self._pay(awards, paid, prize_paid, envy.amount_pesos, level, hit)
 
     def _pay_percentage_prizes(
         self, resolving: ResolvingRound, winners: Mapping[str, list[int]], awards: RoundAwards
@@ -685,7 +592,7 @@ class PotGroup:
                 amount = shares[seat]
                 if prize.cap_multiple is not None:  # S4: the excess stays in the level's pot
                     amount = min(amount, prize.cap_multiple * bets[seat])
-                self._pay(awards, self._payee(resolving, seat), prize_name, amount, level)
+                self._pay(awards, seat_payee(resolving, seat), prize_name, amount, level)
             if level.pot == MAIN:
                 awards.jackpot_hit = awards.jackpot_hit or prize.percent_ppm == PPM
 

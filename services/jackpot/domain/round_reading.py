@@ -1,0 +1,126 @@
+"""A locked round read against the rules, before any money moves: its cards validated (P3, one
+deck), its winners per prize (S5; a forfeited seat wins nothing, E2-E4), and the seats an envy
+bonus pays (V1, V2). Pure: :class:`~jackpot.domain.engine.PotGroup` pays what this finds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from jackpot.domain.cards import (
+    CARD_NAMES,
+    GAME_RULES,
+    check_hand_size,
+    check_one_deck,
+    check_seat,
+    parse_cards,
+)
+from jackpot.domain.errors import DomainError, Reason
+from jackpot.domain.group_state import LinkedTable, LockedRound
+from jackpot.domain.hands import categorise
+from jackpot.domain.paytable import Paytable
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvingRound:
+    """A locked round with its validated cards, as each step of its resolution reads it."""
+
+    table_id: str
+    round_id: str
+    locked: LockedRound
+    hands: dict[int, tuple[int, ...]]  # seat -> its own cards (parsed, validated)
+    community: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Payee:
+    """The seat a prize is paid to: of the round being resolved, or of another linked table's
+    locked round for a linked envy bonus (V2)."""
+
+    table_id: str
+    round_id: str
+    seat: int
+    bet_pesos: int
+    cards: tuple[str, ...]  # the hand that won it (for an envy bonus, the hand that earned it)
+
+
+def validated_round(
+    table: LinkedTable,
+    locked: LockedRound,
+    hands: Mapping[int, Sequence[str]],
+    community: Sequence[str],
+) -> ResolvingRound:
+    """The locked round with its parsed cards (P3; one deck where the game deals one); a device
+    error raises before anything changes."""
+    table_id, round_id = table.table_id, locked.round_id
+    rules = GAME_RULES[table.game]
+    parsed: dict[int, tuple[int, ...]] = {}
+    seat_count = rules.seats
+    low, high = rules.own_cards
+    for seat in sorted(hands):
+        if not 1 <= seat <= seat_count:
+            check_seat(table.game, seat)
+        if seat not in locked.bets:
+            raise DomainError(
+                Reason.NO_BET,
+                f"result for seat {seat}, which has no progressive bet in {round_id}",
+            )
+        cards = parse_cards(hands[seat], f"seat {seat}")
+        if not low <= len(cards) <= high:
+            check_hand_size(table.game, seat, cards)
+        parsed[seat] = cards
+    shared = parse_cards(community, "community")
+    if len(shared) != rules.community_cards:
+        raise DomainError(
+            Reason.WRONG_CARD_COUNT,
+            f"{len(shared)} community cards; {table.game.value} needs {rules.community_cards}",
+        )
+    if rules.one_deck:
+        check_one_deck(parsed, shared)
+    return ResolvingRound(table_id, round_id, locked, parsed, shared)
+
+
+def winners(paytable: Paytable, resolving: ResolvingRound) -> dict[str, list[int]]:
+    """Prize -> its winning seats, lowest seat first (S5); forfeited seats win nothing."""
+    shared = resolving.community
+    forfeited = resolving.locked.forfeited
+    winners: dict[str, list[int]] = {}
+    for seat, cards in resolving.hands.items():
+        if seat in forfeited:
+            continue  # E2, E3: no prize; E4: the dealer's hand plays no part at all
+        category = categorise(paytable.evaluator, cards + shared)
+        if category is not None and category in paytable.prizes:
+            winners.setdefault(category, []).append(seat)
+    return winners
+
+
+def envy_payees(
+    resolving: ResolvingRound,
+    winner: int,
+    cards: tuple[str, ...],
+    locked_rounds: Mapping[str, LockedRound],
+    *,
+    linked: bool,
+) -> list[Payee]:
+    """V1, V2: the other seats with a locked bet they did not forfeit (E2, E3): of the
+    winner's round; when linked, also of every other table's locked round."""
+    rounds = [(resolving.table_id, resolving.locked)]
+    if linked:
+        rounds += sorted(
+            (table, locked)
+            for table, locked in locked_rounds.items()
+            if table != resolving.table_id
+        )
+    return [
+        Payee(table, locked.round_id, seat, bet, cards)
+        for table, locked in rounds
+        for seat, bet in sorted(locked.bets.items())
+        if seat not in locked.forfeited and (table, seat) != (resolving.table_id, winner)
+    ]
+
+
+def seat_payee(resolving: ResolvingRound, seat: int) -> Payee:
+    """The seat ``seat`` of the round being resolved, with the hand it won with."""
+    cards = tuple(CARD_NAMES[c] for c in resolving.hands[seat] + resolving.community)
+    bet = resolving.locked.bets[seat]
+    return Payee(resolving.table_id, resolving.round_id, seat, bet, cards)
