@@ -34,7 +34,7 @@ from typing import Any
 
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, stop_client
 from jackpot.platform.logging import configure_logging
-from jackpot.pot.processor import Outputs
+from jackpot.pot.group_runtime import Outputs
 from jackpot.topics import LEDGER, POT_STATE, TopicSpec
 from loadtest.history_kafka import Writer
 from loadtest.history_synth import GroupHistory, Plan, Record, group_plans, state_key

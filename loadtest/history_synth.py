@@ -60,9 +60,10 @@ from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.access_log import to_record
 from jackpot.platform.codec import game_to_proto
 from jackpot.pot import commands
+from jackpot.pot.group_runtime import Outputs
 from jackpot.pot.ledger_audit import AWARD_TYPES
 from jackpot.pot.partitions import key_partition
-from jackpot.pot.processor import InputRecord, Outputs, PotProcessor, sequence_mark_key, state_key
+from jackpot.pot.processor import InputRecord, PotProcessor, sequence_mark_key, state_key
 from jackpot.pot.settings import PotSettings
 from jackpot.tools.demo_tables import (
     BLACKJACK_CONFIG,

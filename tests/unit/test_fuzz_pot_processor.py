@@ -32,7 +32,8 @@ from jackpot.domain.cards import CARD_CODES
 from jackpot.domain.engine import PotGroup
 from jackpot.platform.codec import game_to_proto
 from jackpot.pot import commands, records
-from jackpot.pot.processor import Outputs, PotProcessor, decode_state
+from jackpot.pot.group_runtime import Outputs
+from jackpot.pot.processor import PotProcessor, decode_state
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
 from tests.unit.fuzzing import CHARS, FUZZ, INT32, INT64, UINT32
 

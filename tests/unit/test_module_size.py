@@ -24,8 +24,8 @@ OVER: dict[str, int] = {
     "jackpot/gateway/service.py:Gateway": 468,
     "jackpot/platform/exactly_once.py": 1184,
     "jackpot/platform/exactly_once.py:ExactlyOnceProcessor": 849,
-    "jackpot/pot/processor.py": 855,
-    "jackpot/pot/processor.py:PotProcessor": 633,
+    "jackpot/pot/processor.py": 671,
+    "jackpot/pot/processor.py:PotProcessor": 530,
     "jackpot/sim/floor.py:Floor": 422,
     "jackpot/tools/report_figures.py": 617,
 }
@@ -83,7 +83,7 @@ def test_a_new_long_module_or_class_is_refused() -> None:
 def test_a_listed_module_that_grew_or_was_split_is_named() -> None:
     grown = {**OVER, "jackpot/pot/processor.py": OVER["jackpot/pot/processor.py"] + 1}
     assert refused(grown) == [
-        f"jackpot/pot/processor.py: grew to 856 lines from {OVER['jackpot/pot/processor.py']}"
+        f"jackpot/pot/processor.py: grew to 672 lines from {OVER['jackpot/pot/processor.py']}"
     ]
     split = {k: v for k, v in OVER.items() if k != "jackpot/tools/report_figures.py"}
     assert refused(split) == [

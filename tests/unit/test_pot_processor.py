@@ -18,7 +18,8 @@ from loadtest.rounds import CONFIG, ROYAL_FLUSH, interleaved_rounds, simulated_t
 from jackpot.domain.cards import Game
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.pot import commands, records
-from jackpot.pot.processor import InputRecord, Outputs, PotProcessor, decode_state
+from jackpot.pot.group_runtime import Outputs
+from jackpot.pot.processor import InputRecord, PotProcessor, decode_state
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, table_events_pb2
 
 GROUP = "scl-main"

@@ -13,8 +13,9 @@ No Kafka here: the service (``jackpot.pot.service``) feeds the records of one in
 - after a batch returns one ``PotUpdate`` and one ``PotGroupState`` snapshot per group it changed;
 - folds every ledger entry into the group's hash chain and writes a ``CHECKPOINT`` entry every
   ``checkpoint_entries`` entries, at every configuration activation, and on a heartbeat when the
-  last one is ``checkpoint_seconds`` old or the group has none yet (``jackpot.pot.ledger_audit``):
-  a takeover then checks the restored state against the last checkpoint and the entries after it.
+  last one is ``checkpoint_seconds`` old or the group has none yet (the entries:
+  :mod:`jackpot.pot.ledger_writer`; their check: ``jackpot.pot.ledger_audit``): a takeover then
+  checks the restored state against the last checkpoint and the entries after it.
 
 A batch whose transaction fails is undone with :meth:`PotProcessor.rollback`, which rebuilds the
 touched groups from their last committed snapshots.
@@ -28,36 +29,29 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
 import structlog
 from google.protobuf.message import DecodeError
-from google.protobuf.timestamp_pb2 import Timestamp
 
-from jackpot.domain.canonical import canonical_json
 from jackpot.domain.config import PotGroupConfig, load_config
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.events import (
-    BetsCollected,
-    ConfigActivated,
-    ConfigProposed,
     Event,
-    MysteryAwarded,
-    PotGroupOpened,
-    PrizeAwarded,
 )
 from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform import codec
 from jackpot.platform.deadletter import dead_letter
 from jackpot.pot import records
-from jackpot.pot.ledger_audit import CHECKPOINT, GENESIS, chain_next, checkpoint_detail
+from jackpot.pot.group_runtime import EventContext, GroupRuntime, Outputs
+from jackpot.pot.ledger_audit import GENESIS
+from jackpot.pot.ledger_writer import LedgerWriter
 from jackpot.topics import SEQUENCE_MARK_PREFIX
-from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, table_events_pb2
+from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
 
 STATE_FORMAT = 1
 
@@ -95,75 +89,6 @@ class InputRecord:
     timestamp_ms: int = 0  # the record's Kafka timestamp (a latency-budget stamp only)
 
 
-@dataclass(slots=True)
-class Outputs:
-    """Everything one batch produces; the service writes it in one transaction."""
-
-    pot_updates: list[pot_pb2.PotUpdate] = field(default_factory=list)
-    awards: list[pot_pb2.Award] = field(default_factory=list)
-    ledger: list[pot_pb2.LedgerEntry] = field(default_factory=list)
-    dead_letters: list[dead_letter_pb2.DeadLetter] = field(default_factory=list)
-    snapshots: dict[str, bytes] = field(default_factory=dict)  # pot group id -> PotGroupState
-    # pot group id -> PotGroupState holding only update_sequence (heartbeats)
-    sequence_marks: dict[str, bytes] = field(default_factory=dict)
-    applied: int = 0
-    ignored: Counter[str] = field(default_factory=Counter)
-    rejected: Counter[str] = field(default_factory=Counter)
-    # pot group id -> the locks applied, stamped for the latency budget (observation only)
-    lock_traces: dict[str, list[common_pb2.LockTrace]] = field(default_factory=dict)
-
-    @property
-    def empty(self) -> bool:
-        return not (
-            self.pot_updates
-            or self.awards
-            or self.ledger
-            or self.dead_letters
-            or self.snapshots
-            or self.sequence_marks
-        )
-
-
-@dataclass(slots=True)
-class GroupRuntime:
-    """A pot group plus what the service keeps beside the engine state (all of it snapshotted)."""
-
-    group: PotGroup
-    table_sequences: dict[str, int] = field(default_factory=dict)
-    recent_event_ids: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
-    update_sequence: int = 0
-    last_sign_value: int = 0
-    last_increment: int = 0
-    # L4, a group with levels: each level's sign value and increment in its last update with a
-    # change, by level name (empty for a one-level group: last_sign_value is its only level's)
-    last_level_sign_values: dict[str, int] = field(default_factory=dict)
-    last_level_increments: dict[str, int] = field(default_factory=dict)
-    ledger_sequence: int = 0
-    events_applied: int = 0
-    events_ignored: int = 0
-    ledger_chain: bytes = GENESIS  # the hash chain after the group's last ledger entry
-    checkpoint_sequence: int = 0  # the group's last checkpoint entry (0: none yet)
-    checkpoint_at_ns: int = 0
-    last_update_monotonic: float = 0.0  # not snapshotted: a restored group beats at once
-
-    def remember(self, event_id: str, window: int) -> None:
-        self.recent_event_ids[event_id] = None
-        while len(self.recent_event_ids) > window:
-            del self.recent_event_ids[next(iter(self.recent_event_ids))]
-
-
-@dataclass(frozen=True, slots=True)
-class EventContext:
-    """Where a domain event came from, for the records it becomes."""
-
-    event_id: str
-    table_id: str
-    round_id: str
-    occurred_at: Timestamp
-    config_before: tuple[int, tuple[int, ...]]  # (version in force, pending versions)
-    table_sequence: int = 0  # the table event's sequence (0 for an admin command)
-
-
 def decode_state(data: bytes) -> tuple[pot_pb2.PotGroupState, PotGroup]:
     """A stored PotGroupState and its engine group; ValueError/DomainError when unreadable."""
     state = pot_pb2.PotGroupState.FromString(data)
@@ -188,7 +113,6 @@ class PotProcessor:
         checkpoint_seconds: float = 3600.0,
     ) -> None:
         self.partition = partition
-        self.checkpoint_entries = checkpoint_entries
         self.checkpoint_seconds = checkpoint_seconds
         self.source = source
         self.event_id_window = event_id_window
@@ -204,6 +128,7 @@ class PotProcessor:
         self._repaired: dict[str, list[pot_pb2.LedgerEntry]] = {}
         self.next_offset = 0
         self._committed_offset = 0
+        self._writer = LedgerWriter(clock_ns, checkpoint_entries)
 
     # ---------------------------------------------------------------------------- state
 
@@ -406,7 +331,7 @@ class PotProcessor:
         for group_id in group_ids:
             self._dirty.add(group_id)
             outputs.ledger.extend(self._repaired.get(group_id, ()))  # what its repair caused
-            outputs.ledger.append(self._checkpoint(self._groups[group_id]))
+            outputs.ledger.append(self._writer.checkpoint(self._groups[group_id]))
             outputs.snapshots[group_id] = self.snapshot(group_id)
             outputs.sequence_marks.pop(group_id, None)  # the snapshot holds the sequence
         return outputs
@@ -418,32 +343,6 @@ class PotProcessor:
             return runtime.ledger_sequence > 0
         age_ns = self._clock_ns() - runtime.checkpoint_at_ns
         return age_ns >= self.checkpoint_seconds * 1e9
-
-    def _checkpoint(self, runtime: GroupRuntime) -> pot_pb2.LedgerEntry:
-        """The group's next ledger entry: a checkpoint of its figures and chain (no money)."""
-        group = runtime.group
-        runtime.ledger_sequence += 1
-        now_ns = self._clock_ns()
-        source = f"checkpoint:{group.group_id}:{runtime.ledger_sequence}"
-        detail = checkpoint_detail(
-            group, runtime.ledger_chain, runtime.checkpoint_sequence, runtime.table_sequences
-        )
-        entry = pot_pb2.LedgerEntry(
-            entry_id=f"{source}:0",
-            pot_group_id=group.group_id,
-            ledger_sequence=runtime.ledger_sequence,
-            type=CHECKPOINT,
-            config_version=group.config.version,
-            pending_config_versions=[c.version for c, _, _ in group.pending],
-            detail_json=canonical_json(detail),
-            source_event_id=source,
-            occurred_at=codec.timestamp_ns(now_ns),
-            recorded_at=codec.timestamp_ns(now_ns),
-        )
-        runtime.ledger_chain = chain_next(runtime.ledger_chain, entry.SerializeToString())
-        runtime.checkpoint_sequence = runtime.ledger_sequence
-        runtime.checkpoint_at_ns = now_ns
-        return entry
 
     # ---------------------------------------------------------------------- one record
 
@@ -684,84 +583,7 @@ class PotProcessor:
         runtime.remember(event.event_id, self.event_id_window)
         runtime.events_applied += 1
         outputs.applied += 1
-        self._ledger(runtime, domain_events, context, outputs)
-
-    def _ledger(
-        self,
-        runtime: GroupRuntime,
-        domain_events: Sequence[Event],
-        context: EventContext,
-        outputs: Outputs,
-    ) -> None:
-        """One ledger entry per domain event; one award per prize."""
-        group = runtime.group
-        recorded_at = codec.timestamp_ns(self._clock_ns())
-        # Each entry states the configuration versions in force after it, not after the command.
-        version, pending_before = context.config_before
-        pending = list(pending_before)
-        bets_by_round: dict[int, int] = {}
-        activated = False
-        for index, domain_event in enumerate(domain_events):
-            runtime.ledger_sequence += 1
-            if isinstance(domain_event, ConfigProposed):
-                pending.append(domain_event.version)
-            elif isinstance(domain_event, ConfigActivated):
-                version, pending = domain_event.version, []  # the engine drops older pending ones
-                activated = True
-            detail = _detail(domain_event)
-            moved: tuple[tuple[str, str, int], ...] = getattr(domain_event, "transfers", ())
-            entry = pot_pb2.LedgerEntry(
-                entry_id=f"{context.event_id}:{index}",
-                pot_group_id=group.group_id,
-                ledger_sequence=runtime.ledger_sequence,
-                type=codec.ledger_type(domain_event),
-                transfers=records.transfers(moved),
-                config_version=version,
-                pending_config_versions=pending,
-                detail_json=canonical_json(detail),
-                source_event_id=context.event_id,
-                table_id=detail.get("table_id", context.table_id),
-                round_id=detail.get("round_id", context.round_id),
-                occurred_at=context.occurred_at,
-                recorded_at=recorded_at,
-                table_sequence=context.table_sequence,
-            )
-            if isinstance(domain_event, BetsCollected):
-                entry.amount = domain_event.total_pesos
-                bets_by_round = dict(domain_event.bets)
-            elif isinstance(domain_event, PrizeAwarded | MysteryAwarded):
-                award = self._award(domain_event, bets_by_round, context)
-                entry.seat = award.seat
-                entry.prize = award.prize
-                entry.amount = award.amount
-                outputs.awards.append(award)
-            elif isinstance(domain_event, ConfigProposed | PotGroupOpened):
-                entry.changed_by = domain_event.changed_by
-                entry.reason = domain_event.reason
-            self._append(runtime, entry, outputs)
-        count_due = runtime.ledger_sequence - runtime.checkpoint_sequence >= self.checkpoint_entries
-        if runtime.ledger_chain and (activated or count_due):
-            outputs.ledger.append(self._checkpoint(runtime))
-
-    @staticmethod
-    def _append(runtime: GroupRuntime, entry: pot_pb2.LedgerEntry, outputs: Outputs) -> None:
-        """An entry to write, folded into the group's chain as the bytes the ledger will hold."""
-        if runtime.ledger_chain:
-            runtime.ledger_chain = chain_next(runtime.ledger_chain, entry.SerializeToString())
-        outputs.ledger.append(entry)
-
-    def _award(
-        self,
-        domain_event: PrizeAwarded | MysteryAwarded,
-        bets: Mapping[int, int],
-        context: EventContext,
-    ) -> pot_pb2.Award:
-        award = records.award_from_dict(domain_event.to_dict())
-        if isinstance(domain_event, MysteryAwarded):
-            award.bet = bets.get(domain_event.seat, 0)
-        award.awarded_at.CopyFrom(context.occurred_at)
-        award.source_event_id = context.event_id
-        return award
+        self._writer.ledger(runtime, domain_events, context, outputs)
 
     def _pot_update(self, runtime: GroupRuntime, heartbeat: bool) -> pot_pb2.PotUpdate:
         group = runtime.group
@@ -812,12 +634,6 @@ def _bound(event: table_events_pb2.TableEvent | None) -> Any:
     if event is None:
         return log
     return log.bind(pot_group=event.pot_group_id, table=event.table_id, round=event.round_id)
-
-
-def _detail(domain_event: Event) -> dict[str, Any]:
-    """The event's fields without its transfers (those are typed in the ledger entry); a level
-    field left empty (a one-level group, rule L4) is not written."""
-    return domain_event.detail()
 
 
 def _config_versions(group: PotGroup) -> tuple[int, tuple[int, ...]]:

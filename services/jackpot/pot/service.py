@@ -35,16 +35,11 @@ from jackpot.platform.exactly_once import (
 )
 from jackpot.platform.kafka import KafkaConnection, TopicReader
 from jackpot.platform.serving import ServingFlag
+from jackpot.pot.group_runtime import Outputs
 from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.ledger_restore import TakeoverAudit, disagreement
 from jackpot.pot.metrics import PotMetrics
-from jackpot.pot.processor import (
-    InputRecord,
-    Outputs,
-    PotProcessor,
-    sequence_mark_key,
-    state_key,
-)
+from jackpot.pot.processor import InputRecord, PotProcessor, sequence_mark_key, state_key
 from jackpot.pot.records import pot_levels
 from jackpot.pot.settings import PotSettings
 from jackpot.pot.state_repair import RUN, RUNBOOK, Verdict, judge, refusal, repair
