@@ -29,10 +29,11 @@ from loadtest.rounds import CONFIG, ROYAL_FLUSH, interleaved_rounds, simulated_t
 
 from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
+from jackpot.platform import codec
 from jackpot.platform.authz import AccessSettings
 from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, idempotent_producer
-from jackpot.pot import commands, records
+from jackpot.pot import commands
 from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.partitions import key_partition, topic_partitions
@@ -193,7 +194,7 @@ def comparable(entry: pot_pb2.LedgerEntry) -> tuple[object, ...]:
     return (
         entry.entry_id,
         entry.type,
-        tuple((t.source, t.target, records.minor_units(t.amount)) for t in entry.transfers),
+        tuple((t.source, t.target, codec.minor_units(t.amount)) for t in entry.transfers),
         entry.config_version,
         entry.detail_json,
     )
@@ -724,10 +725,10 @@ async def test_config_change_takes_effect_only_at_the_next_reset_through_the_api
         assert [e.ledger_sequence for e in entries] == list(range(1, len(entries) + 1))
         collected = [e for e in entries if e.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED]
         commission = [
-            next(records.minor_units(t.amount) for t in e.transfers if t.target == "commission")
+            next(codec.minor_units(t.amount) for t in e.transfers if t.target == "commission")
             for e in collected
         ]
-        pesos = records.minor_units(common_pb2.ExactAmount(numerator=1, denominator=1))
+        pesos = codec.minor_units(common_pb2.ExactAmount(numerator=1, denominator=1))
         assert [c // pesos for c in commission] == [125, 250, 125, 800]  # 12.5 % x3, then 20 %
         assert [e.config_version for e in collected] == [1, 1, 1, 2]
         activated = [e for e in entries if e.type == pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED]

@@ -20,6 +20,7 @@ from jackpot.domain import events
 from jackpot.domain.cards import Game
 from jackpot.domain.engine import FORFEIT_REASONS
 from jackpot.domain.errors import DomainError, Reason
+from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.domain.payout import PayoutState
 from jackpot.platform import codec
 from jackpot.platform.deadletter import dead_letter
@@ -212,3 +213,15 @@ def test_the_pure_edges_import_no_io(path: str) -> None:
             assert any(name == p or name.startswith(p + ".") for p in PURE_PREFIXES), name
         else:
             assert top in sys.stdlib_module_names, f"{path} imports {name}"
+
+
+def test_an_amount_finer_than_a_picopeso_is_refused_exactly_and_floored_for_a_sign() -> None:
+    """M1: the pot's books never round an amount (ValueError); a sign's M3 check may floor it
+    (the display's one codec), and an amount that is no fraction at all is refused by both."""
+    third = common_pb2.ExactAmount(numerator=1, denominator=3)  # 333333333333.33... picopesos
+    with pytest.raises(ValueError, match="finer than a picopeso"):
+        codec.minor_units(third)
+    assert codec.minor_units(third, floor=True) == MINOR_PER_PESO // 3
+    for nothing in (0, -4):
+        with pytest.raises(ValueError, match="denominator"):
+            codec.minor_units(common_pb2.ExactAmount(numerator=1, denominator=nothing), floor=True)

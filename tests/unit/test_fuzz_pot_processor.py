@@ -30,8 +30,9 @@ from loadtest.rounds import CONFIG, ROYAL_FLUSH
 
 from jackpot.domain.cards import CARD_CODES
 from jackpot.domain.engine import PotGroup
+from jackpot.platform import codec
 from jackpot.platform.codec import game_to_proto
-from jackpot.pot import commands, records
+from jackpot.pot import commands
 from jackpot.pot.group_runtime import Outputs
 from jackpot.pot.processor import PotProcessor, decode_state
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
@@ -117,7 +118,7 @@ def accounts(entries: list[pot_pb2.LedgerEntry]) -> Counter[str]:
     moved: Counter[str] = Counter()
     for entry in entries:
         for transfer in entry.transfers:
-            amount = records.minor_units(transfer.amount)
+            amount = codec.minor_units(transfer.amount)
             assert amount >= 0, entry
             moved[transfer.source] -= amount
             moved[transfer.target] += amount

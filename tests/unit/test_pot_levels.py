@@ -13,6 +13,7 @@ from loadtest.rounds import CONFIG
 from prometheus_client import CollectorRegistry
 
 from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.platform import codec
 from jackpot.pot import commands, records
 from jackpot.pot.metrics import PotMetrics
 from jackpot.tools.demo_tables import LEVELS_POKER_CONFIG
@@ -42,7 +43,7 @@ def levels_feed(clock: FakeClock | None = None) -> Feeder:
 
 
 def balances(update: pot_pb2.PotUpdate) -> dict[str, int]:
-    return {pot.name: records.minor_units(pot.balance) for pot in update.pots}
+    return {pot.name: codec.minor_units(pot.balance) for pot in update.pots}
 
 
 def judge_levels(update: pot_pb2.PotUpdate, previous: Mapping[str, int]) -> list[str]:
@@ -151,14 +152,14 @@ def test_L4_V1_the_meters_show_each_level_with_the_prizes_it_pays() -> None:
     assert [m.name for m in meters] == list(LEVELS)
     royal = meters[0]
     assert (royal.pot, royal.label, royal.sign_value) == ("main", "Escalera real", 500_000)
-    assert records.minor_units(royal.base) == 500_000 * MINOR_PER_PESO
+    assert codec.minor_units(royal.base) == 500_000 * MINOR_PER_PESO
     assert [(p.prize, p.hits) for p in royal.prizes] == [
         ("ROYAL_FLUSH", 1),
         ("ENVY_ROYAL_FLUSH", 1),
     ]
     assert [p.prize for p in meters[1].prizes] == ["STRAIGHT_FLUSH", "ENVY_STRAIGHT_FLUSH"]
     for meter in meters:  # M3: each is its pot floored
-        assert meter.sign_value == records.minor_units(meter.balance) // MINOR_PER_PESO
+        assert meter.sign_value == codec.minor_units(meter.balance) // MINOR_PER_PESO
 
 
 def test_L4_V1_the_balance_gauge_names_each_pots_level_and_envy_is_counted() -> None:

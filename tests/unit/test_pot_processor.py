@@ -17,7 +17,8 @@ from loadtest.rounds import CONFIG, ROYAL_FLUSH, interleaved_rounds, simulated_t
 
 from jackpot.domain.cards import Game
 from jackpot.domain.money import MINOR_PER_PESO
-from jackpot.pot import commands, records
+from jackpot.platform import codec
+from jackpot.pot import commands
 from jackpot.pot.group_runtime import Outputs
 from jackpot.pot.processor import InputRecord, PotProcessor, decode_state
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, table_events_pb2
@@ -137,7 +138,7 @@ def accounts(entries: Iterable[pot_pb2.LedgerEntry]) -> Counter[str]:
     balances: Counter[str] = Counter()
     for entry in entries:
         for transfer in entry.transfers:
-            amount = records.minor_units(transfer.amount)
+            amount = codec.minor_units(transfer.amount)
             balances[transfer.source] -= amount
             balances[transfer.target] += amount
     return balances
@@ -170,7 +171,7 @@ def test_create_and_link_produce_ledger_update_and_snapshot() -> None:
     assert [e.ledger_sequence for e in out.ledger] == [1, 2]
     opened = out.ledger[0]
     assert [(t.source, t.target) for t in opened.transfers] == [("house", "pot:main")]
-    assert records.minor_units(opened.transfers[0].amount) == 500_000 * MINOR_PER_PESO
+    assert codec.minor_units(opened.transfers[0].amount) == 500_000 * MINOR_PER_PESO
     (update,) = out.pot_updates
     assert update.sign_value == 500_000
     assert update.table_ids == ["T1"]

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.platform import codec
 from jackpot.platform.settings import load
-from jackpot.pot import records
 from jackpot.pot.settings import PotSettings, SettingsError
 from jackpot.tools.settings_doc import variables
 
@@ -90,11 +90,11 @@ def test_every_setting_has_a_variable() -> None:
 @given(st.integers(min_value=0, max_value=10**9 * MINOR_PER_PESO // 10**4))
 def test_exact_amounts_round_trip(units: int) -> None:
     minor = units * 10**4
-    amount = records.exact_amount(minor)
-    assert records.minor_units(amount) == minor
+    amount = codec.exact_amount(minor)
+    assert codec.minor_units(amount) == minor
     assert amount.denominator >= 1
 
 
 def test_an_amount_beyond_int64_is_refused_not_rounded() -> None:
-    with pytest.raises(records.AmountOverflowError):
-        records.exact_amount(2**64 * MINOR_PER_PESO + 1)
+    with pytest.raises(codec.AmountOverflowError):
+        codec.exact_amount(2**64 * MINOR_PER_PESO + 1)

@@ -22,7 +22,7 @@ from google.protobuf.message import DecodeError
 from jackpot.display import metrics
 from jackpot.display.board import Board, LevelReading, PendingPrize, Winner
 from jackpot.display.settings import DisplaySettings
-from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.platform import codec
 from jackpot.platform.kafka import KafkaConnection, follow_latest, stop_client
 from jackpot.platform.tracing import Headers, batch_span, traceparent
 from jackpot.topics import OPEN_PAYOUTS_MARK_KEY, is_bookkeeping_key
@@ -55,11 +55,7 @@ def apply_record(
             if update.lock_traces:
                 traced(update, headers)
             main = next((p.balance for p in update.pots if p.name == "main"), None)
-            main_minor = (
-                None
-                if main is None or main.denominator <= 0
-                else main.numerator * MINOR_PER_PESO // main.denominator
-            )
+            main_minor = None if main is None else pot_minor(main)
             received_ns = time.time_ns()
             for trace in update.lock_traces:
                 trace.display_received_unix_nanos = received_ns
@@ -108,10 +104,12 @@ def apply_award(board: Board, award: pot_pb2.Award, now: float, topic: str = "")
 
 
 def pot_minor(amount: common_pb2.ExactAmount) -> int | None:
-    """An exact balance in minor units, floored; None when it is not a readable fraction."""
-    if amount.denominator <= 0:
+    """An exact balance in picopesos, floored (the one codec,
+    :func:`jackpot.platform.codec.minor_units`); None when it is not a readable fraction."""
+    try:
+        return codec.minor_units(amount, floor=True)
+    except ValueError:
         return None
-    return amount.numerator * MINOR_PER_PESO // amount.denominator
 
 
 def level_readings(update: pot_pb2.PotUpdate) -> list[LevelReading]:

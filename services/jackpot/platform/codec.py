@@ -15,6 +15,7 @@ Pure: protobuf messages and the domain only, no I/O (the pot processor imports i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import TypeVar, cast
 
@@ -39,6 +40,7 @@ from jackpot.domain.events import (
     TableLinked,
     TableUnlinked,
 )
+from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.domain.payout import PayoutState
 from jackpot.v1 import common_pb2, payout_pb2, pot_pb2, table_events_pb2
 
@@ -207,3 +209,44 @@ def timestamp_ns(nanoseconds: int) -> Timestamp:
     """The protobuf Timestamp of ``nanoseconds`` since the epoch: every service's one conversion."""
     seconds, nanos = divmod(nanoseconds, 1_000_000_000)
     return Timestamp(seconds=seconds, nanos=nanos)
+
+
+# ------------------------------------------------------------------------- exact amounts (M1)
+
+INT64_MAX = 2**63 - 1
+
+
+class AmountOverflowError(OverflowError):
+    """An exact amount does not fit the int64 fields of ExactAmount (a bug or an absurd pot)."""
+
+
+def exact_amount(minor: int) -> common_pb2.ExactAmount:
+    """Picopesos to an ExactAmount in lowest terms, never rounded.
+
+    Engine amounts are multiples of 10^4 picopesos (percentages have four decimals at most), so
+    the denominator divides 10^8 and int64 holds balances up to about 92 billion pesos; an amount
+    that does not fit raises rather than being rounded.
+    """
+    if not minor % MINOR_PER_PESO:  # whole pesos, most amounts: no gcd
+        pesos = minor // MINOR_PER_PESO
+        if abs(pesos) > INT64_MAX:
+            raise AmountOverflowError(f"{minor} picopesos does not fit an int64 fraction")
+        return common_pb2.ExactAmount(numerator=pesos, denominator=1)
+    divisor = math.gcd(minor, MINOR_PER_PESO)
+    numerator, denominator = minor // divisor, MINOR_PER_PESO // divisor
+    if abs(numerator) > INT64_MAX:
+        raise AmountOverflowError(f"{minor} picopesos does not fit an int64 fraction")
+    return common_pb2.ExactAmount(numerator=numerator, denominator=denominator)
+
+
+def minor_units(amount: common_pb2.ExactAmount, *, floor: bool = False) -> int:
+    """An ExactAmount back to picopesos; ValueError when it is not a whole number of them
+    (``floor``: rounded down instead, as a sign's M3 check may) or not a fraction at all."""
+    if amount.denominator == 1:  # whole pesos, as the pot writes most: no division
+        return int(amount.numerator) * MINOR_PER_PESO
+    if amount.denominator <= 0:
+        raise ValueError(f"ExactAmount with denominator {amount.denominator}")
+    minor, remainder = divmod(amount.numerator * MINOR_PER_PESO, amount.denominator)
+    if remainder and not floor:
+        raise ValueError(f"{amount.numerator}/{amount.denominator} pesos is finer than a picopeso")
+    return minor

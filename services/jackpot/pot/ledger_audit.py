@@ -29,7 +29,7 @@ from typing import Any
 from jackpot.domain.canonical import canonical_json
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.money import MINOR_PER_PESO, floor_pesos, format_amount
-from jackpot.pot import records
+from jackpot.platform import codec
 from jackpot.pot.level_books import LevelBooks
 from jackpot.v1 import pot_pb2
 
@@ -257,7 +257,7 @@ class GroupAudit:
         accounts = self.accounts
         for transfer in entry.transfers:
             try:
-                amount = records.minor_units(transfer.amount)
+                amount = codec.minor_units(transfer.amount)
             except ValueError as error:
                 self.problems.append(f"entry {entry.entry_id}: {error}")
                 continue
@@ -375,7 +375,7 @@ class GroupAudit:
         if self.update is None:
             self.problems.append("no pot update found for the group")
             return
-        shown = {p.name: records.minor_units(p.balance) for p in self.update.pots}
+        shown = {p.name: codec.minor_units(p.balance) for p in self.update.pots}
         if any(pots.get(name, 0) != shown.get(name, 0) for name in {*pots, *shown}):
             self.problems.append(
                 f"balances differ from the latest pot update #{self.update.update_sequence}: "

@@ -32,7 +32,6 @@ from jackpot.domain.engine import PotGroup
 from jackpot.domain.events import Event
 from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform import codec
-from jackpot.pot import records
 from jackpot.pot.ledger_audit import (
     CHECKPOINT,
     PAYOUT_TYPES,
@@ -72,7 +71,7 @@ def ledger_event(entry: pot_pb2.LedgerEntry) -> dict[str, Any]:
     """A ledger entry back to its domain event's dict, with its transfers in picopesos."""
     event: dict[str, Any] = json.loads(entry.detail_json or "{}")
     event["transfers"] = [
-        [t.source, t.target, records.minor_units(t.amount)] for t in entry.transfers
+        [t.source, t.target, codec.minor_units(t.amount)] for t in entry.transfers
     ]
     return event
 

@@ -2,12 +2,12 @@
 
 Pure functions, no I/O: used by the processor (pot updates, awards, ledger entries), the query API
 (pot groups, meters) and `jackpot audit`. Amounts inside the engine are picopesos (see
-``jackpot.domain.money``); on the wire they are whole pesos or :func:`exact_amount` fractions.
+``jackpot.domain.money``); on the wire they are whole pesos or exact fractions
+(:func:`jackpot.platform.codec.exact_amount`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -15,47 +15,11 @@ from jackpot.domain.canonical import canonical_json
 from jackpot.domain.config import MAIN
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.events import Transfer
-from jackpot.domain.money import MINOR_PER_PESO, floor_pesos
-from jackpot.platform.codec import game_to_proto
-from jackpot.v1 import common_pb2, pot_pb2
+from jackpot.domain.money import floor_pesos
+from jackpot.platform.codec import exact_amount, game_to_proto
+from jackpot.v1 import pot_pb2
 
-INT64_MAX = 2**63 - 1
 MYSTERY_PRIZE = "MYSTERY"
-
-
-class AmountOverflowError(OverflowError):
-    """An exact amount does not fit the int64 fields of ExactAmount (a bug or an absurd pot)."""
-
-
-def exact_amount(minor: int) -> common_pb2.ExactAmount:
-    """Picopesos to an ExactAmount in lowest terms, never rounded.
-
-    Engine amounts are multiples of 10^4 picopesos (percentages have four decimals at most), so
-    the denominator divides 10^8 and int64 holds balances up to about 92 billion pesos; an amount
-    that does not fit raises rather than being rounded.
-    """
-    if not minor % MINOR_PER_PESO:  # whole pesos, most amounts: no gcd
-        pesos = minor // MINOR_PER_PESO
-        if abs(pesos) > INT64_MAX:
-            raise AmountOverflowError(f"{minor} picopesos does not fit an int64 fraction")
-        return common_pb2.ExactAmount(numerator=pesos, denominator=1)
-    divisor = math.gcd(minor, MINOR_PER_PESO)
-    numerator, denominator = minor // divisor, MINOR_PER_PESO // divisor
-    if abs(numerator) > INT64_MAX:
-        raise AmountOverflowError(f"{minor} picopesos does not fit an int64 fraction")
-    return common_pb2.ExactAmount(numerator=numerator, denominator=denominator)
-
-
-def minor_units(amount: common_pb2.ExactAmount) -> int:
-    """An ExactAmount back to picopesos; ValueError when it is not a whole number of them."""
-    if amount.denominator == 1:  # whole pesos, as the pot writes most: no division
-        return int(amount.numerator) * MINOR_PER_PESO
-    if amount.denominator <= 0:
-        raise ValueError(f"ExactAmount with denominator {amount.denominator}")
-    minor, remainder = divmod(amount.numerator * MINOR_PER_PESO, amount.denominator)
-    if remainder:
-        raise ValueError(f"{amount.numerator}/{amount.denominator} pesos is finer than a picopeso")
-    return minor
 
 
 def transfers(items: Iterable[Transfer]) -> list[pot_pb2.Transfer]:
