@@ -77,6 +77,11 @@ class PayoutLink:
                 # To the owner a refusing instance named at once; otherwise the next address.
                 if not self.targets.moved(error):
                     await asyncio.sleep(self.settings.reconnect_seconds)
+            except TimeoutError:  # an instance that took the session and never answered it
+                self._lost("the payout service did not answer", target)
+                log.warning("terminal_link_silent", link="payout", target=target)
+                self.targets.moved()
+                await asyncio.sleep(self.settings.reconnect_seconds)
 
     def _lost(self, detail: str, target: str) -> None:
         self._outgoing = None
@@ -104,12 +109,18 @@ class PayoutLink:
             call = stub.DealerTerminal()
             writing = asyncio.create_task(writer(call))
             try:
-                while (response := await call.read()) is not grpc.aio.EOF:
+                # A serving instance answers the hello at once with the open payouts; one that
+                # does not (dying mid-shutdown, a half-open connection) is left for the next
+                # address, as the floor simulator's dealers do; keepalive alone only leaves a
+                # frozen one, and the link waited on it for good (a D3 test, once).
+                response = await asyncio.wait_for(call.read(), self.settings.answer_seconds)
+                while response is not grpc.aio.EOF:
                     if self._outgoing is not outgoing:
                         self._outgoing = outgoing
                         self.screen.link(self.screen.payout, True, "connected", target)
                     self.screen.open_payouts(list(response.open))
                     self._responses.put_nowait(response)
+                    response = await call.read()
             finally:
                 writing.cancel()
                 # a write that failed because the call ended: read() already said why

@@ -56,7 +56,12 @@ class TerminalSettings(ServiceSettings):
         0.5, gt=0, le=60, description="wait before reconnecting a lost link"
     )
     answer_seconds: float = Field(
-        10.0, gt=0, le=120, description="how long a confirmation waits for the service's answer"
+        10.0,
+        gt=0,
+        le=120,
+        description="how long the terminal waits for the payout service's answer: to a "
+        "confirmation, and to a new session's hello (an instance silent that long is left for "
+        "the next address)",
     )
 
     @field_validator("table_id")
