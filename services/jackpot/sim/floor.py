@@ -10,7 +10,8 @@ Dealer terminals connect to the payout service and confirm every payable payout;
 supervisor approves those waiting for approval (:mod:`jackpot.sim.floor_staff`). Sign watchers
 follow the display service's sign stream and time two things: from a dealer's lock to the sign
 showing a new amount for that pot group, and from a winning result to the dealer terminal
-receiving the payout and to the sign showing the winner (:mod:`jackpot.sim.floor_stats`).
+receiving the payout and to the sign showing the winner (:mod:`jackpot.sim.floor_signs`; the
+figures: :mod:`jackpot.sim.floor_stats`).
 
 The simulator counts the pesos the gateway acknowledged as bets at each accepted lock, and
 records every round it played (``FloorStats.dealt``: the bets, the forfeits the gateway accepted,
@@ -40,16 +41,15 @@ import structlog
 
 from jackpot.clients.device import DeviceClient
 from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
-from jackpot.platform.tls import TlsSettings, secure_channel
+from jackpot.platform.tls import TlsSettings
 from jackpot.sim.device_faults import DeviceFaultRates, FaultyDeviceClient
+from jackpot.sim.floor_signs import SignWatchers
 from jackpot.sim.floor_staff import FloorStaff
 from jackpot.sim.floor_stats import FloorStats
 from jackpot.sim.oracle import Dealt
 from jackpot.v1 import (
     common_pb2,
     device_pb2,
-    display_pb2,
-    display_pb2_grpc,
 )
 
 DECK = [r + s for r in RANKS for s in SUITS]
@@ -110,13 +110,10 @@ class Floor:
         self.fault_rng = random.Random(None if config.seed is None else config.seed + 1)
         self._stop = asyncio.Event()
         self._tables_stop = asyncio.Event()  # tables stop; terminals pay on until _stop
-        self._locks: dict[str, list[tuple[float, int]]] = {}  # group -> [(t, shown amount)]
         self._wins: dict[str, float] = {}  # award key (table/round/seat) -> result time
-        self._win_signs: dict[str, float] = {}  # "table/round" -> result time
-        self._shown: dict[str, int] = {}  # group -> amount the sign shows
-        self._lock_sent: dict[tuple[str, str], int] = {}  # (table, round) -> send, Unix ns
         self._counters: dict[str, Counter[int]] = {}  # table -> seat -> credits on the counter
         self._playing: list[asyncio.Task[None]] = []
+        self.signs = SignWatchers(config.display_target, self._tls, self.stats, self._stop)
         self.staff = FloorStaff(
             config.payout_target,
             config.terminal_urls,
@@ -167,7 +164,7 @@ class Floor:
             # a sign per pot group, as on the floor: each table's sign shows its own group, and
             # the display paces each sign by itself (one stream of every group shared its pace)
             groups = sorted({t.pot_group_id for t in self.config.tables})
-            tasks += [asyncio.create_task(self._watch_signs(g)) for g in groups]
+            tasks += [asyncio.create_task(self.signs.watch(g)) for g in groups]
         try:
             if duration is None:
                 await self._stop.wait()
@@ -288,7 +285,7 @@ class Floor:
         if rigged_seat is not None and rigged_seat not in forfeits:
             self.stats.winning_results += 1
             self._wins[f"{table.table_id}/{round_id}/{rigged_seat}"] = result_time
-            self._win_signs[f"{table.table_id}/{round_id}"] = result_time
+            self.signs.result(table.table_id, round_id, result_time)
 
     async def _lock_per_event(
         self, client: FaultyDeviceClient, table: SimTable, round_id: str
@@ -391,13 +388,11 @@ class Floor:
         self, table: SimTable, round_id: str, bets: dict[int, int], lock_time: float, sent_ns: int
     ) -> None:
         """What the judges and the latency watchers need of a lock the gateway accepted."""
-        self._lock_sent[(table.table_id, round_id)] = sent_ns
+        self.signs.locked(table.pot_group_id, table.table_id, round_id, lock_time, sent_ns)
         total = sum(bets.values())
         self.stats.bets_accepted += total
         self.stats.bets_accepted_by_group[table.pot_group_id] += total
         self.stats.bets_by_round[(table.pot_group_id, table.table_id, round_id)] = dict(bets)
-        shown = self._shown.get(table.pot_group_id, -1)
-        self._locks.setdefault(table.pot_group_id, []).append((lock_time, shown))
 
     def _forfeits(self, game: Game, bets: dict[int, int]) -> dict[int, str]:
         """The seats that exchange cards or fold this round (their games permitting)."""
@@ -487,40 +482,6 @@ class Floor:
             hands[winner] = made[:own] if game is Game.GO_POKER else list(made)
             return hands, community, winner
         return hands, community, None
-
-    # ------------------------------------------------------------------------ sign watchers
-
-    async def _watch_signs(self, group: str) -> None:
-        request = display_pb2.WatchSignsRequest(pot_group_ids=[group])
-        while not self._stop.is_set():
-            try:
-                async with secure_channel(self.config.display_target, self._tls("sign")) as channel:
-                    stub = display_pb2_grpc.SignServiceStub(channel)  # type: ignore[no-untyped-call]
-                    async for message in stub.WatchSigns(request):
-                        self._sign(message.sign, time.monotonic())
-            except grpc.aio.AioRpcError:
-                await asyncio.sleep(0.5)
-
-    def _sign(self, sign: display_pb2.SignState, now: float) -> None:
-        group = sign.pot_group_id
-        signed_ns = time.time_ns()
-        by_table = self.stats.lock_to_sign_by_table
-        for trace in sign.lock_traces:
-            sent_ns = self._lock_sent.pop((trace.table_id, trace.round_id), None)
-            if sent_ns is not None:
-                self.stats.hops.record(trace, sent_ns, signed_ns)
-                by_table.setdefault(trace.table_id, []).append((now, (signed_ns - sent_ns) / 1e9))
-        if sign.live and sign.amount != self._shown.get(group):
-            self._shown[group] = sign.amount
-            pending = self._locks.get(group, [])
-            # every lock made before this new amount appeared is now reflected on the sign
-            for lock_time, _ in pending:
-                self.stats.latencies.add("lock_to_sign", now - lock_time)
-            self._locks[group] = []
-        if sign.HasField("winner"):
-            key = f"{sign.winner.table_id}/{sign.winner.award_id.split('/')[2]}"
-            if key in self._win_signs:
-                self.stats.latencies.add("result_to_sign_winner", now - self._win_signs.pop(key))
 
 
 def _credit_value(client: DeviceClient) -> int:
