@@ -10,7 +10,9 @@ import hashlib
 
 from google.protobuf.message import DecodeError
 
+from jackpot.domain.cards import GAME_RULES
 from jackpot.domain.errors import DomainError, Reason
+from jackpot.domain.table import Table
 from jackpot.domain.table_messages import Fact, SeatAnswer, SeatClosedFact, SeatOpenedFact
 from jackpot.platform import codec
 from jackpot.v1 import device_pb2
@@ -80,3 +82,19 @@ def commands(facts: tuple[Fact, ...]) -> list[device_pb2.ConnectResponse]:
             status = device_pb2.SeatStatus(seat=fact.seat, open=True)
             commands.append(device_pb2.ConnectResponse(seat_status=status))
     return commands
+
+
+def welcome(table: Table) -> device_pb2.ConnectResponse:
+    """The answer to an accepted Hello: where the table stands (its last sequence, its round, its
+    limits, its seats, whether the progressive is open), so the controller resumes from there."""
+    welcome = device_pb2.Welcome(
+        table_id=table.table_id,
+        last_sequence=table.last_sequence,
+        round_id=table.round_id,
+        min_bet=table.limits.min_bet,
+        max_bet=table.limits.max_bet,
+        credit_value=table.limits.credit_value,
+        seats=GAME_RULES[table.game].seats,
+        progressive_open=table.progressive_open,
+    )
+    return device_pb2.ConnectResponse(welcome=welcome)

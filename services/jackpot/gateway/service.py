@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import time
 import uuid
 from collections.abc import Callable
@@ -29,8 +28,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
-from jackpot.domain.access import ANONYMOUS, Action, Principal, Role, authorize
-from jackpot.domain.cards import GAME_RULES
+from jackpot.domain.access import ANONYMOUS, Action, Principal, Role
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.table import REMEMBERED_OUTCOMES, Limits, Table
 from jackpot.domain.table_messages import (
@@ -46,6 +44,7 @@ from jackpot.domain.table_messages import (
 )
 from jackpot.gateway import device_messages, metrics
 from jackpot.gateway.adapters import ADAPTERS
+from jackpot.gateway.hello import authenticated_hello
 from jackpot.gateway.publisher import SpoolPublisher
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool, SpoolWrite
@@ -204,34 +203,7 @@ class Gateway:
         the table the Hello names (a stolen credential alone does not open another table).
         A refused Hello raises :class:`DomainError`; pass it to :meth:`refuse_hello`.
         """
-        try:
-            request = device_pb2.ConnectRequest.FromString(raw)
-        except DecodeError:
-            raise DomainError(
-                Reason.MALFORMED, "the first message is not a ConnectRequest"
-            ) from None
-        if request.WhichOneof("message") != "hello":
-            raise DomainError(Reason.NOT_AUTHENTICATED, "the first message must be a Hello")
-        hello = request.hello
-        configured = self.settings.table(hello.table_id)
-        if configured is None:
-            raise DomainError(
-                Reason.UNKNOWN_TABLE, f"table {hello.table_id!r} is not on this gateway"
-            )
-        if self.settings.access.tls.enabled:
-            decision = authorize(peer or ANONYMOUS, Action.CONNECT_DEVICE, hello.table_id)
-            if not decision.allowed:
-                raise DomainError(Reason.NOT_AUTHENTICATED, decision.detail)
-        if not _same_secret(hello.credential, configured.credential):
-            raise DomainError(
-                Reason.NOT_AUTHENTICATED, f"wrong credential for table {hello.table_id}"
-            )
-        if codec.game_of(hello.game) != configured.game:
-            raise DomainError(
-                Reason.UNKNOWN_GAME,
-                f"table {hello.table_id} runs {configured.game.value}, not "
-                f"{codec.game_name(hello.game)}",
-            )
+        hello = authenticated_hello(raw, self.settings, peer)
         old = self.sessions.get(hello.table_id)
         if old is not None:
             old.push(None)
@@ -240,17 +212,7 @@ class Gateway:
         metrics.CONNECTED.set(len(self.sessions))
         table = self.tables[hello.table_id]
         log.info("device_connected", table=hello.table_id, device=hello.device_id)
-        welcome = device_pb2.Welcome(
-            table_id=table.table_id,
-            last_sequence=table.last_sequence,
-            round_id=table.round_id,
-            min_bet=table.limits.min_bet,
-            max_bet=table.limits.max_bet,
-            credit_value=table.limits.credit_value,
-            seats=GAME_RULES[table.game].seats,
-            progressive_open=table.progressive_open,
-        )
-        return session, device_pb2.ConnectResponse(welcome=welcome)
+        return session, device_messages.welcome(table)
 
     def disconnected(self, session: Session) -> None:
         if self.sessions.get(session.table_id) is session:
@@ -578,10 +540,6 @@ def _sane(limits: Limits) -> bool:
         and limits.min_bet % limits.credit_value == 0
         and limits.max_bet % limits.credit_value == 0
     )
-
-
-def _same_secret(given: str, expected: str) -> bool:
-    return hmac.compare_digest(given.encode(), expected.encode())
 
 
 def _restored(state: dict[str, object], table: Table) -> Table:
