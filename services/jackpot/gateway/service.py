@@ -363,7 +363,7 @@ class Gateway:
             metrics.REJECTS.labels(fact.reason.value).inc()
             raw = device_pb2.ConnectRequest(event=device_event).SerializeToString()
             detail = f"seat {fact.seat}: {fact.detail}"
-            return self._dead_letter_write(raw, fact.reason, detail, table.table_id).records[0]
+            return self._dead_letter_record(raw, fact.reason, detail, table.table_id)
         configured = self.settings.table(table.table_id)
         assert configured is not None
         table.published += 1
@@ -404,12 +404,17 @@ class Gateway:
             message.SerializeToString(),
         )
 
+    def _dead_letter_record(
+        self, raw: bytes, reason: Reason, detail: str, table_id: str
+    ) -> tuple[str, bytes, bytes]:
+        """A refused message as a dead-letter record (topic, key, value) naming why."""
+        letter = dead_letter(self._source, reason, detail, raw[:65536], table_id=table_id)
+        return self.settings.topics.dead_letter, self._source.encode(), letter.SerializeToString()
+
     def _dead_letter_write(
         self, raw: bytes, reason: Reason, detail: str, table_id: str
     ) -> SpoolWrite:
-        letter = dead_letter(self._source, reason, detail, raw[:65536], table_id=table_id)
-        topic = self.settings.topics.dead_letter
-        return SpoolWrite(records=[(topic, self._source.encode(), letter.SerializeToString())])
+        return SpoolWrite(records=[self._dead_letter_record(raw, reason, detail, table_id)])
 
     def _spool_dead_letter(self, raw: bytes, reason: Reason, detail: str, table_id: str) -> None:
         self.spool.submit(self._dead_letter_write(raw, reason, detail, table_id))
