@@ -24,13 +24,18 @@ def read_event(raw: bytes, max_bytes: int) -> device_pb2.DeviceEvent:
         raise DomainError(
             Reason.TOO_LARGE, f"message of {len(raw)} bytes; the limit is {max_bytes}"
         )
-    try:
-        request = device_pb2.ConnectRequest.FromString(raw)
-    except DecodeError:
-        raise DomainError(Reason.MALFORMED, "not a ConnectRequest") from None
+    request = connect_request(raw, "not a ConnectRequest")
     if request.WhichOneof("message") != "event":
         raise DomainError(Reason.INVALID_STATE, "expected a DeviceEvent after the Hello")
     return request.event
+
+
+def connect_request(raw: bytes, unreadable: str) -> device_pb2.ConnectRequest:
+    """A device message read; MALFORMED, saying ``unreadable``, when it is not one."""
+    try:
+        return device_pb2.ConnectRequest.FromString(raw)
+    except DecodeError:
+        raise DomainError(Reason.MALFORMED, unreadable) from None
 
 
 def fingerprint(event: device_pb2.DeviceEvent) -> str:
