@@ -32,7 +32,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -48,6 +47,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from jackpot.platform.kafka import KafkaConnection, follow_latest
 from jackpot.v1 import pot_pb2
+from loadtest.free_ports import free_port
 from loadtest.history_kafka import topic_names
 from loadtest.history_synth import DAY_NS, group_plans
 
@@ -145,12 +145,6 @@ def refusal(log: Path, events: Sequence[str] = ("restored_state_refused",)) -> s
                     return str(json.loads(line).get("why", line.decode(errors="replace")))
                 return line.decode(errors="replace")
     return ""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def tool_env(run: Run) -> dict[str, str]:

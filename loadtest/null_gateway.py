@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import socket
 import sys
 from collections.abc import AsyncIterator
 from types import TracebackType
@@ -23,6 +22,7 @@ from types import TracebackType
 import grpc
 
 from jackpot.v1 import device_pb2
+from loadtest.free_ports import free_port
 
 SERVICE_NAME = "jackpot.v1.TableDeviceService"
 
@@ -70,12 +70,6 @@ async def serve(port: int) -> None:
     await server.start()
     print("ready", flush=True)
     await server.wait_for_termination()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class NullGateway:

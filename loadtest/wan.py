@@ -46,7 +46,6 @@ import asyncio
 import bisect
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -71,6 +70,7 @@ from jackpot.tools.demo_floor import (
 )
 from jackpot.tools.demo_report import report as demo_report
 from jackpot.v1 import pot_pb2
+from loadtest.free_ports import free_port
 from loadtest.netns import NetnsUnavailable, SiteNetwork
 from loadtest.site_cutoff import (
     BROKER_PORT,
@@ -221,12 +221,6 @@ async def sample_signs(demo: WanDemo, into: list[SignSample]) -> None:
 
 
 # ----------------------------------------------------------------------------- the run
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def run_profile(profile: Profile, args: argparse.Namespace) -> dict[str, Any]:

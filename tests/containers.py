@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from loadtest.free_ports import free_port_pair
+
 from jackpot.tools.demo_supervisor import process_alive
 
 if TYPE_CHECKING:
@@ -449,21 +451,6 @@ def kafka_image() -> str:
     if built.returncode != 0:
         raise NoEngine(f"the Kafka image did not build: {built.stderr.strip()[-2000:]}")
     return built.stdout.strip().splitlines()[-1]
-
-
-def free_port_pair() -> int:
-    """A port ``p`` with ``p`` and ``p + 1`` free on loopback (the broker and its controller)."""
-    for _ in range(100):
-        with socket.socket() as first:
-            first.bind(("127.0.0.1", 0))
-            port: int = first.getsockname()[1]
-            with socket.socket() as second:
-                try:
-                    second.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-                return port
-    raise RuntimeError("no two consecutive free ports on 127.0.0.1")
 
 
 @dataclass

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+from loadtest.free_ports import free_port
 
 from jackpot.sim.floor import Floor
 from jackpot.tools.demo_floor import (
@@ -86,13 +86,6 @@ def test_the_build_left_the_hosts_ca_bundle_out(container_engine: Engine, image:
     theirs = in_container(container_engine, image_sh("base-tag"), CA_BUNDLE, entrypoint="sha256sum")
     assert ours.returncode == theirs.returncode
     assert ours.stdout == theirs.stdout
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class ContainerDemo(Demo):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 import grpc
 import pytest
 from loadtest.browser import CHROMIUM, chromium
+from loadtest.free_ports import free_port
 
 from jackpot.display.main import run_display
 from jackpot.display.settings import DisplaySettings
@@ -42,12 +42,6 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 GROUP = "scl-main"
 IDENTIFIERS = (GROUP, "CAR-1", "CAR-2")  # what the signs show that is no word of a language
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass

@@ -25,12 +25,12 @@ import json
 import os
 import random
 import signal
-import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from loadtest.free_ports import free_port
 
 from jackpot.domain.cards import Game
 from jackpot.gateway.spool import Spool
@@ -59,12 +59,6 @@ class Told:
     accepted: int = 0
     in_flight: int | None = None
     accepted_count: int = 0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def undelivered(published: dict[str, int], delivered: dict[str, set[int]]) -> dict[str, object]:

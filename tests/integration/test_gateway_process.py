@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import socket
 import sys
 from pathlib import Path
 
 import pytest
+from loadtest.free_ports import free_port
 
 from jackpot.domain.cards import Game
 from tests.integration.gateway_harness import (
@@ -21,12 +21,6 @@ from tests.integration.gateway_harness import (
 )
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def test_gateway_process_serves_health_and_devices_and_stops_on_sigterm(

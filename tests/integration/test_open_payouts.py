@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -24,6 +23,7 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer
+from loadtest.free_ports import free_port
 from prometheus_client import REGISTRY
 
 from jackpot.display.main import run_display
@@ -48,12 +48,6 @@ DAY_NS = 86_400 * 1_000_000_000
 # What a start may read of the open-payouts topic here: the open payouts, a mark per partition
 # and the few transactions of the test, never the history.
 RESTORE_BOUND = 60
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def legacy_payout(i: int, state: int, at_ns: int) -> payout_pb2.Payout:

@@ -23,7 +23,6 @@ import contextlib
 import os
 import random
 import signal
-import socket
 import sys
 import time
 from collections import Counter
@@ -35,6 +34,7 @@ import grpc
 import pytest
 from aiokafka import AIOKafkaConsumer
 from grpc_health.v1 import health_pb2
+from loadtest.free_ports import free_port
 
 from jackpot.clients.payout import KEEPALIVE_OPTIONS, PayoutTargets, call_owner, owner_named
 from jackpot.domain.access import Role
@@ -58,12 +58,6 @@ from tests.integration.gateway_harness import read_topic, wait_health, wait_unti
 from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def award(round_id: str, seat: int, prize: str, amount: int, table: str = "T1") -> pot_pb2.Award:

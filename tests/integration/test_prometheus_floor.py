@@ -15,7 +15,6 @@ import contextlib
 import json
 import re
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -26,6 +25,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from loadtest.free_ports import free_port
 from loadtest.monitor import NAMESPACE, command, rule_groups, stage
 
 from jackpot.platform.kafka import idempotent_producer
@@ -54,13 +54,6 @@ GROUPED_BY = re.compile(r"\bby \(([^)]*)\)")
 DEADLINE = 60.0
 
 Query = Callable[[str], Awaitable[list[dict[str, Any]]]]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def dashboard_queries() -> list[tuple[str, str]]:

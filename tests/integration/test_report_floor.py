@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import socket
 import uuid
 from pathlib import Path
 
 import pytest
 from loadtest.browser import chromium
+from loadtest.free_ports import free_port
 
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.platform.access_log import read_entries
@@ -42,13 +42,6 @@ from tests.report_ledgers import read_whole_ledger
 pytestmark = pytest.mark.integration
 
 PLAY_SECONDS = 12
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 async def test_R1_the_report_of_a_floor_equals_the_audit_and_the_books(

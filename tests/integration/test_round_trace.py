@@ -20,6 +20,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from loadtest.free_ports import free_port
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -51,7 +52,6 @@ from tests.integration.gateway_harness import (
     wait_until,
 )
 from tests.integration.in_process import pot_in_process
-from tests.integration.test_display import free_port
 from tests.integration.test_supervised_services import payout_settings  # the same topics
 
 pytestmark = pytest.mark.integration

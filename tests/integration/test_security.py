@@ -17,6 +17,7 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from loadtest.free_ports import free_port
 from loadtest.rounds import CONFIG
 
 from jackpot.clients.device import DeviceClient
@@ -55,7 +56,7 @@ from tests.integration.gateway_harness import (
     wait_until,
 )
 from tests.integration.in_process import pot_in_process
-from tests.integration.test_payout import award, free_port, publish
+from tests.integration.test_payout import award, publish
 from tests.integration.test_pot_service import pot_settings, read_topic
 from tests.polling import eventually
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from loadtest.browser import chromium
+from loadtest.free_ports import free_port
 
 from jackpot.domain.cards import Game
 from jackpot.domain.events import PrizeAwarded
@@ -41,7 +42,7 @@ from tests.integration.gateway_harness import (
     wait_until,
 )
 from tests.integration.page_language import assert_spanish
-from tests.integration.test_display import artifacts, free_port
+from tests.integration.test_display import artifacts
 from tests.integration.test_payout import Running, award, ledger_types, payout_settings, publish
 from tests.integration.test_security import audit_entries
 from tests.polling import eventually

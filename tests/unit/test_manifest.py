@@ -12,12 +12,12 @@ import hmac
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from loadtest.free_ports import free_port
 
 from jackpot import cli
 from jackpot.platform.manifest import (
@@ -30,13 +30,6 @@ from jackpot.platform.manifest import (
 from jackpot.platform.runtime import SOFTWARE_NOT_VERIFIED_EXIT
 
 SEED = bytes(range(32))  # an inspector's seed (in the field: 32 random bytes of their own)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.fixture
