@@ -26,6 +26,7 @@ from jackpot.domain.events import (
     PrizeAwarded,
     RoundSettled,
 )
+from jackpot.domain.level_figures import level_figures, level_increments, level_sign_values
 from jackpot.domain.money import parse_amount, pesos
 
 LIMITS = {"min_bet": 1000, "max_bet": 5000, "credit_value": 1000}
@@ -435,9 +436,9 @@ def test_L4_M3_each_levels_sign_is_its_pot_floored() -> None:
     collected = next(
         e for e in group.lock_round("T1", "R1", {1: 1000}) if isinstance(e, BetsCollected)
     )
-    assert group.level_sign_values() == {"royal": 100_700, "sf": 175}
-    assert group.level_increments(collected) == {"royal": pesos(700), "sf": pesos(175)}
-    royal, sf = group.level_figures()
+    assert level_sign_values(group) == {"royal": 100_700, "sf": 175}
+    assert level_increments(group.config, collected) == {"royal": pesos(700), "sf": pesos(175)}
+    royal, sf = level_figures(group)
     assert (royal.name, royal.label, royal.pot, royal.sign_value) == (
         "royal",
         "Royal Flush",
@@ -451,7 +452,7 @@ def test_L4_M3_each_levels_sign_is_its_pot_floored() -> None:
         pesos(9),
     )
     assert (sf.share_ppm, sf.ceiling) == (200_000, None)
-    for level in group.level_figures():
+    for level in level_figures(group):
         assert pesos(level.sign_value) <= level.balance < pesos(level.sign_value + 1)
 
 
@@ -610,7 +611,7 @@ def test_V3_S7_an_envy_shortfall_comes_from_its_levels_reserves_then_the_house()
     assert royal.amount_pesos == 101_600
     # main 0 -> its base 100,000 from reserve1 50,000 and the house 50,000; sf -> 20,000 house.
     assert group.house_advance - house == pesos(4_600 + 50_000 + 20_000)
-    assert group.level_figures()[1].balance == pesos(20_000)
+    assert level_figures(group)[1].balance == pesos(20_000)
 
 
 def test_V1_envy_with_a_one_level_group_is_written_without_levels() -> None:

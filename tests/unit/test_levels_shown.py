@@ -13,6 +13,7 @@ from __future__ import annotations
 from loadtest.rounds import CONFIG
 from prometheus_client import CollectorRegistry
 
+from jackpot.domain.level_figures import level_figures
 from jackpot.domain.payout import approve, pay
 from jackpot.payout.codec import from_proto, payout_for_award, to_proto
 from jackpot.pot import commands, records
@@ -153,7 +154,7 @@ def test_L3_L4_each_levels_sign_and_base_are_gauges_labelled_by_the_level() -> N
     group = feed.processor.groups[GROUP].group
     registry = CollectorRegistry()
     metrics = PotMetrics(registry)
-    metrics.set_levels(GROUP, group.level_figures())
+    metrics.set_levels(GROUP, level_figures(group))
 
     def sample(name: str, level: str) -> float | None:
         return registry.get_sample_value(name, {"pot_group": GROUP, "level": level})
@@ -161,7 +162,7 @@ def test_L3_L4_each_levels_sign_and_base_are_gauges_labelled_by_the_level() -> N
     bases = [500_000, 100_000, 25_000, 10_000, 5_000]
     assert [sample("jackpot_level_base_pesos", n) for n in LEVELS] == bases
     assert [sample("jackpot_level_sign_value_pesos", n) for n in LEVELS] == bases  # C4, L1
-    metrics.set_levels(GROUP, group.level_figures()[:2])  # three levels went (C7)
+    metrics.set_levels(GROUP, level_figures(group)[:2])  # three levels went (C7)
     assert sample("jackpot_level_base_pesos", "sf") == 100_000
     assert sample("jackpot_level_base_pesos", "quads") is None
     assert sample("jackpot_level_sign_value_pesos", "flush") is None
@@ -171,6 +172,6 @@ def test_L3_L4_each_levels_sign_and_base_are_gauges_labelled_by_the_level() -> N
     single = Feeder(make_processor())
     single(commands.create_group(GROUP, CONFIG))
     one = single.processor.groups[GROUP].group
-    metrics.set_levels(GROUP, one.level_figures())
+    metrics.set_levels(GROUP, level_figures(one))
     assert sample("jackpot_level_sign_value_pesos", "main") == one.sign_value
     assert sample("jackpot_level_base_pesos", "main") == CONFIG["base"]

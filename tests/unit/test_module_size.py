@@ -19,12 +19,10 @@ MAX_MODULE_LINES = 600
 MAX_CLASS_LINES = 400
 # "path under services/" or "path:Class" -> its size today, the most it may have until split.
 OVER: dict[str, int] = {
-    "jackpot/domain/engine.py": 844,
-    "jackpot/domain/engine.py:PotGroup": 704,
     "jackpot/gateway/service.py:Gateway": 436,
     "jackpot/platform/exactly_once.py": 1184,
     "jackpot/platform/exactly_once.py:ExactlyOnceProcessor": 849,
-    "jackpot/pot/processor.py": 671,
+    "jackpot/pot/processor.py": 670,
     "jackpot/pot/processor.py:PotProcessor": 530,
     "jackpot/tools/report_figures.py": 617,
 }
@@ -80,9 +78,10 @@ def test_a_new_long_module_or_class_is_refused() -> None:
 
 
 def test_a_listed_module_that_grew_or_was_split_is_named() -> None:
-    grown = {**OVER, "jackpot/pot/processor.py": OVER["jackpot/pot/processor.py"] + 1}
+    ceiling = OVER["jackpot/pot/processor.py"]
+    grown = {**OVER, "jackpot/pot/processor.py": ceiling + 1}
     assert refused(grown) == [
-        f"jackpot/pot/processor.py: grew to 672 lines from {OVER['jackpot/pot/processor.py']}"
+        f"jackpot/pot/processor.py: grew to {ceiling + 1} lines from {ceiling}"
     ]
     split = {k: v for k, v in OVER.items() if k != "jackpot/tools/report_figures.py"}
     assert refused(split) == [

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from loadtest.rounds import CONFIG
 from prometheus_client import CollectorRegistry
 
+from jackpot.domain.level_figures import level_sign_values
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.platform import codec
 from jackpot.pot import commands, records
@@ -63,7 +64,7 @@ def judge_levels(update: pot_pb2.PotUpdate, previous: Mapping[str, int]) -> list
 
 def test_L4_M3_D2_a_pot_update_carries_every_level_floored_with_its_rise() -> None:
     feed = levels_feed()
-    before = feed.processor.groups[GROUP].group.level_sign_values()
+    before = level_sign_values(feed.processor.groups[GROUP].group)
     (update,) = feed(lock(1, "R1", {1: 1000, 2: 3000})).pot_updates
     assert [(v.name, v.label) for v in update.levels] == list(zip(LEVELS, LABELS, strict=True))
     assert [v.base for v in update.levels] == [500_000, 100_000, 25_000, 10_000, 5_000]
@@ -76,7 +77,7 @@ def test_L4_M3_D2_a_pot_update_carries_every_level_floored_with_its_rise() -> No
 
 def test_L4_M3_D2_the_level_judge_refuses_a_sign_above_its_pot_and_a_wrong_rise() -> None:
     feed = levels_feed()
-    before = feed.processor.groups[GROUP].group.level_sign_values()
+    before = level_sign_values(feed.processor.groups[GROUP].group)
     (update,) = feed(lock(1, "R1", {1: 1000, 2: 3000})).pot_updates
     broken = pot_pb2.PotUpdate()
     broken.CopyFrom(update)

@@ -1,126 +1,54 @@
-"""The pot group engine: contributions, round resolution, reseeding, configuration versions.
+"""The pot group engine: the commands that change a pot group (links, locks, forfeits, results,
+configuration versions, the mystery prize) and the queries that read it.
 
 A :class:`PotGroup` is one main pot plus its reserves, shared by linked tables. Each command
 validates its whole input first and raises :class:`DomainError` before touching anything, so a
 refused input never changes a balance. A command that succeeds mutates the group and returns the
 events it caused; rule M2 is checked exactly after every command (:meth:`check_conservation`).
 How a group is written down and rebuilt from its ledger is :mod:`jackpot.domain.group_persistence`;
-how a locked round's cards and winners are read, :mod:`jackpot.domain.round_reading`.
+how a locked round's cards and winners are read, :mod:`jackpot.domain.round_reading`; the
+state's shape, :mod:`jackpot.domain.group_state`.
 
-Order of resolution within one round (rules S1-S8), all amounts exact:
-
-1. fixed prizes, smaller multiples first, then by seat; each is the winner's bet times the
-   multiple, taken from the main pot; a shortfall comes from the reserves in configured order,
-   then the house (S7);
-2. percentage prizes, smaller percentages first, each computed on what the main pot holds then,
-   floored to whole pesos (S6), split equally with the whole remainder to the lowest seat (S3),
-   each share capped at its multiple of the bet, the excess staying in the pot (S4);
-3. if the round was a reset (a prize of 100 % of the main pot was paid, or a prize left the main
-   pot below its base), a pending configuration takes effect now (C7), and then the main pot is
-   topped up to the (new) base from the reserves, then the house (S8).
-
-Levels and envy (docs/rules.md, L and V: operator options beside the SCJ rules): a group may pay
-from several levels, each a pot with its own base and reserves. Each prize is paid from its level
-(L2): a fixed prize or a shortfall from that level's pot, then its reserves, then the house (S7);
-a percentage on what that level's pot holds (S2, S6). Envy bonuses (V1-V3) are fixed prizes paid
-after the multiples of the bet and before any percentage. After the prizes, every level that paid
-one and is below its base is topped up from its own reserves, then the house (L3); only the main
-level's reset activates a pending configuration (C7). A group with one level resolves exactly as
-it did before levels existed.
+How money moves is beside it: the commission and the pots' shares of each lock in
+:mod:`jackpot.domain.contributions` (C1-C5), the prizes, reseeds and a configuration's activation
+of a resolved round in :mod:`jackpot.domain.round_resolution` (S1-S9, L, V), in the order the
+rules give.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from jackpot.domain import group_persistence
+from jackpot.domain import contributions, group_persistence, round_resolution
 from jackpot.domain.cards import (
     GAME_RULES,
     Game,
     check_seat,
     parse_game,
 )
-from jackpot.domain.config import MAIN, LevelSpec, PotGroupConfig
+from jackpot.domain.config import MAIN, PotGroupConfig
 from jackpot.domain.errors import ConservationError, DomainError, Reason
 from jackpot.domain.events import (
     BetsCollected,
     ConfigActivated,
     ConfigProposed,
-    EnvyHit,
     Event,
-    MysteryAwarded,
     MysteryCommitted,
     PotGroupOpened,
-    PotReseeded,
-    PrizeAwarded,
-    RoundSettled,
     SeatForfeited,
     TableLinked,
     TableUnlinked,
     Transfer,
 )
-from jackpot.domain.group_state import (
-    SETTLED_ROUNDS_REMEMBERED,
-    LinkedTable,
-    LockedRound,
-    MysteryState,
-)
-from jackpot.domain.money import (
-    MINOR_PER_PESO,
-    PPM,
-    floor_pesos,
-    percent_of_floored,
-    pesos,
-    split_equally,
-)
-from jackpot.domain.mystery import TriggerSource, commitment, secure_trigger
-from jackpot.domain.round_reading import (
-    Payee,
-    ResolvingRound,
-    envy_payees,
-    seat_payee,
-    validated_round,
-)
+from jackpot.domain.group_state import LinkedTable, LockedRound, MysteryState
+from jackpot.domain.level_figures import transfer_levels
+from jackpot.domain.money import MINOR_PER_PESO, PPM, floor_pesos
+from jackpot.domain.mystery import TriggerSource, commitment, pay_mystery, secure_trigger
+from jackpot.domain.round_reading import validated_round
 from jackpot.domain.round_reading import winners as round_winners
 
 FORFEIT_REASONS = ("FOLD", "CARD_EXCHANGE")
-
-
-@dataclass(frozen=True, slots=True)
-class Award:
-    """One resolved prize, for callers that do not need the whole event."""
-
-    seat: int
-    prize: str
-    amount_pesos: int
-
-
-@dataclass(slots=True)
-class RoundAwards:
-    """What one round's resolution has paid so far; each prize step adds to it."""
-
-    events: list[Event] = field(default_factory=list)  # PrizeAwarded, in the order paid
-    award_ids: list[str] = field(default_factory=list)
-    jackpot_hit: bool = False  # a prize of 100 % of the main pot was paid: a reset (C7, S8)
-    levels_paid: set[str] = field(default_factory=set)  # L3: the levels that paid a prize
-
-
-@dataclass(frozen=True, slots=True)
-class LevelFigures:
-    """One level as meters, signs, reports and metrics show it (L1, L4); money in minor units
-    but ``sign_value``, whole pesos floored (M3)."""
-
-    name: str
-    label: str
-    pot: str
-    balance: int
-    sign_value: int
-    base: int
-    reserves: int  # what its reserves hold together (S7, L3)
-    share_ppm: int  # its pot's part of what the commission leaves (C3)
-    ceiling: int | None  # its pot's ceiling (C5)
 
 
 class PotGroup:
@@ -149,7 +77,7 @@ class PotGroup:
         self.last_awards: list[dict[str, Any]] = []
         self.mystery: MysteryState | None = None
         self._trigger_source = trigger_source
-        self._allocation = _allocation(config)
+        self.allocation = contributions.allocation(config)
 
     # ------------------------------------------------------------------ creation and snapshots
 
@@ -193,7 +121,7 @@ class PotGroup:
                 config.to_config(),
                 changed_by,
                 reason,
-                group._transfer_levels(transfers),
+                transfer_levels(config, transfers),
             )
         ]
         events.extend(group.draw_mystery())
@@ -232,51 +160,6 @@ class PotGroup:
     def sign_value(self) -> int:
         """What a sign shows: the main pot floored to whole pesos, never more than it holds (M3)."""
         return floor_pesos(self.balances[MAIN])
-
-    def level_figures(self) -> tuple[LevelFigures, ...]:
-        """Every level's figures, the main level first (L1, L4, M3); one for a one-level group."""
-        shares = {pot.name: pot for pot in self.config.pots}
-        return tuple(
-            LevelFigures(
-                name=level.name,
-                label=level.label,
-                pot=level.pot,
-                balance=self.balances[level.pot],
-                sign_value=floor_pesos(self.balances[level.pot]),
-                base=level.base,
-                reserves=sum(self.balances[pot] for pot in level.reserve_order),
-                share_ppm=shares[level.pot].share_ppm,
-                ceiling=shares[level.pot].ceiling,
-            )
-            for level in self.config.levels
-        )
-
-    def level_sign_values(self) -> dict[str, int]:
-        """Level name -> what its sign shows: its pot floored to whole pesos (M3, L4)."""
-        return {level.name: floor_pesos(self.balances[level.pot]) for level in self.config.levels}
-
-    def level_increments(self, collected: BetsCollected) -> dict[str, int]:
-        """Level name -> minor units one lock credited to the level's pot, overflow included
-        (C5, L4); a pot of no level (a reserve, the mystery pot) is not counted."""
-        pots = {level.pot: level.name for level in self.config.levels}
-        increments = dict.fromkeys(pots.values(), 0)
-        for pot, amount in collected.increments:
-            if pot in pots:
-                increments[pots[pot]] += amount
-        return increments
-
-    def _transfer_levels(self, transfers: Sequence[Transfer]) -> tuple[str, ...]:
-        """L4: the level of each transfer's pot (``""`` for none); empty in a one-level group,
-        whose events are written as they were before levels existed."""
-        if not self.config.has_levels:
-            return ()
-        levels = []
-        for source, target, _ in transfers:
-            pot = target if target.startswith("pot:") else source
-            levels.append(
-                self.config.level_of_pot(pot.removeprefix("pot:")) if pot.startswith("pot:") else ""
-            )
-        return tuple(levels)
 
     def check_conservation(self) -> None:
         """Rule M2, exact: collected + house advances == commission + pots + awarded."""
@@ -363,7 +246,7 @@ class PotGroup:
         """The dealer locked the round: collect its valid bets and allocate them (C1-C5)."""
         table = self._table(table_id)
         self._check_can_lock(table_id, round_id)
-        total = self._checked_total(table, bets)
+        total = contributions.checked_total(self.config, table.game, bets)
         ordered = tuple(sorted(bets.items()))
         self.locked[table_id] = LockedRound(round_id, dict(ordered))
         if total == 0:
@@ -372,7 +255,7 @@ class PotGroup:
         commission = total * self.config.commission_ppm * PPM
         transfers: list[Transfer] = [("bets", "commission", commission)]
         overflow: list[tuple[str, str, int]] = []
-        increments, mystery_winner = self._contribute(total, ordered, overflow)
+        increments, mystery_winner = contributions.contribute(self, total, ordered, overflow)
         transfers += [("bets", f"pot:{pot}", amount) for pot, amount in increments]
         self.collected += total * MINOR_PER_PESO
         self.commission += commission
@@ -387,11 +270,11 @@ class PotGroup:
                 tuple(increments),
                 tuple(overflow),
                 tuple(transfers),
-                self._transfer_levels(transfers),
+                transfer_levels(self.config, transfers),
             )
         ]
         if mystery_winner is not None:
-            events.extend(self._pay_mystery(table_id, round_id, mystery_winner))
+            events.extend(pay_mystery(self, table_id, round_id, mystery_winner))
         self.check_conservation()
         return events
 
@@ -408,89 +291,6 @@ class PotGroup:
                 Reason.INVALID_STATE,
                 f"round {round_id} of table {table_id} is already settled: its bets were collected",
             )
-
-    def _checked_total(self, table: LinkedTable, bets: Mapping[int, int]) -> int:
-        """The whole pesos bet; each bet whole credits within the limits (E1, M1)."""
-        config = self.config
-        seats = GAME_RULES[table.game].seats
-        total = 0
-        for seat, bet in bets.items():
-            if not 1 <= seat <= seats:
-                check_seat(table.game, seat)
-            if type(bet) is not int:  # M1: whole pesos only, never a float
-                raise DomainError(Reason.MALFORMED, f"seat {seat} bet {bet!r} is not whole pesos")
-            if not config.min_bet <= bet <= config.max_bet or bet % config.credit_value:
-                raise DomainError(
-                    Reason.BET_OUT_OF_LIMITS,
-                    f"seat {seat} bet {bet} is outside {config.min_bet}-{config.max_bet} or not "
-                    f"whole credits of {config.credit_value} (rule E1)",
-                )
-            total += bet
-        return total
-
-    def _contribute(
-        self,
-        total: int,
-        ordered: tuple[tuple[int, int], ...],
-        overflow: list[tuple[str, str, int]],
-    ) -> tuple[list[tuple[str, int]], int | None]:
-        """Credit the pots (C3, C5): the increments, and the seat whose bet took the mystery pot
-        across its hidden trigger (X2), if one did."""
-        mystery = self.config.mystery
-        if mystery is None:
-            return self._allocate(total, overflow), None
-        # X2: allocate bet by bet (seat 1 first) to find the bet whose contribution, overflow
-        # included, takes the mystery pot across its hidden trigger.
-        credited: dict[str, int] = {}
-        trigger = self._mystery_trigger()
-        mystery_winner = None
-        for seat, bet in ordered:
-            for pot, amount in self._allocate(bet, overflow):
-                credited[pot] = credited.get(pot, 0) + amount
-            if mystery_winner is None and self.balances[mystery.pot] >= trigger:
-                mystery_winner = seat
-        return list(credited.items()), mystery_winner
-
-    def _allocate(
-        self, pesos_collected: int, overflow: list[tuple[str, str, int]]
-    ) -> list[tuple[str, int]]:
-        """Credit each pot its exact share of ``pesos_collected`` after commission (C3, C5)."""
-        increments: list[tuple[str, int]] = []
-        balances = self.balances
-        for pot, multiplier, ceiling, overflow_to in self._allocation:
-            amount = pesos_collected * multiplier
-            if ceiling is None or balances[pot] + amount <= ceiling:
-                balances[pot] += amount
-                increments.append((pot, amount))
-            else:
-                increments.extend(self._credit(pot, amount, ceiling, overflow_to, overflow))
-        return increments
-
-    def _credit(
-        self,
-        pot: str,
-        amount: int,
-        ceiling: int | None,
-        overflow_to: str | None,
-        overflow: list[tuple[str, str, int]],
-    ) -> list[tuple[str, int]]:
-        """Credit a pot; above its ceiling the excess goes down the overflow chain (C5)."""
-        credited: list[tuple[str, int]] = []
-        while True:
-            balance = self.balances[pot]
-            if ceiling is None or overflow_to is None or balance + amount <= ceiling:
-                self.balances[pot] = balance + amount
-                credited.append((pot, amount))
-                return credited
-            kept = max(ceiling - balance, 0)
-            if kept:
-                self.balances[pot] = balance + kept
-                credited.append((pot, kept))
-            excess = amount - kept
-            overflow.append((pot, overflow_to, excess))
-            self.overflow += excess
-            spec = next(p for p in self.config.pots if p.name == overflow_to)
-            pot, amount, ceiling, overflow_to = overflow_to, excess, spec.ceiling, spec.overflow_to
 
     # ------------------------------------------------------------------------ forfeits (E2, E3)
 
@@ -525,184 +325,12 @@ class PotGroup:
         """Resolve a locked round's winners and settle it. Refused whole on any device error.
 
         The steps, in the order of the rules: validate the hands (nothing changes if refused),
-        find the winners, pay the fixed prizes (S1), then the percentage prizes (S2-S4, S6), then
-        settle (C7, S8). Each prize step adds to one :class:`RoundAwards`.
+        find the winners, then pay and settle them as :mod:`.round_resolution` says (S1-S9).
         """
         table = self._table(table_id)
         resolving = validated_round(table, self._locked(table_id, round_id), hands, community)
-        winners = round_winners(self.config.paytable, resolving)
-        awards = RoundAwards()
-        self._pay_fixed_prizes(resolving, winners, awards)
-        self._pay_envy(resolving, winners, awards)
-        self._pay_percentage_prizes(resolving, winners, awards)
-        return self._settle(resolving, awards)
-
-    def _pay_fixed_prizes(
-        self, resolving: ResolvingRound, winners: Mapping[str, list[int]], awards: RoundAwards
-    ) -> None:
-        """S1: fixed prizes, smaller multiples first, then by seat: the bet times the multiple."""
-        paytable = self.config.paytable
-        bets = resolving.locked.bets
-        for prize_name in paytable.fixed_order:
-            seats = winners.get(prize_name)
-            if not seats:
-                continue
-            prize = paytable.prizes[prize_name]
-            level = self.config.level(prize.level)  # L2
-            for seat in seats:
-                amount = prize.multiple * bets[seat]
-                self._pay(awards, seat_payee(resolving, seat), prize_name, amount, level)
-
-    def _pay_envy(
-        self, resolving: ResolvingRound, winners: Mapping[str, list[int]], awards: RoundAwards
-    ) -> None:
-        """V1-V3: for each winner of a prize with an envy bonus (in the paytable's order, then
-        from the lowest winning seat), every other eligible seat is paid the bonus, from seat 1
-        of the winner's table, then (V2, when linked) of each other table in the order of its id.
-        """
-        paytable = self.config.paytable
-        for prize_name in paytable.fixed_order + paytable.percent_order:
-            prize = paytable.prizes[prize_name]
-            envy = prize.envy
-            if envy is None:
-                continue
-            level = self.config.level(envy.level or prize.level)
-            for winner in winners.get(prize_name, ()):
-                hit: EnvyHit = (resolving.table_id, resolving.round_id, winner)
-                cards = seat_payee(resolving, winner).cards
-                for paid in envy_payees(resolving, winner, cards, self.locked, linked=envy.linked):
-                    prize_paid = f"ENVY_{prize_name}"
-                    self._pay(awards, paid, prize_paid, envy.amount_pesos, level, hit)
-
-    def _pay_percentage_prizes(
-        self, resolving: ResolvingRound, winners: Mapping[str, list[int]], awards: RoundAwards
-    ) -> None:
-        """S2: percentage prizes, smaller first, each on what the main pot holds then."""
-        paytable = self.config.paytable
-        bets = resolving.locked.bets
-        for prize_name in paytable.percent_order:
-            seats = winners.get(prize_name)
-            if not seats:
-                continue
-            prize = paytable.prizes[prize_name]
-            level = self.config.level(prize.level)  # L2: a percentage of its own level
-            pool = percent_of_floored(self.balances[level.pot], prize.percent_ppm)  # S6
-            shares = split_equally(pool, seats)  # S3
-            for seat in seats:
-                amount = shares[seat]
-                if prize.cap_multiple is not None:  # S4: the excess stays in the level's pot
-                    amount = min(amount, prize.cap_multiple * bets[seat])
-                self._pay(awards, seat_payee(resolving, seat), prize_name, amount, level)
-            if level.pot == MAIN:
-                awards.jackpot_hit = awards.jackpot_hit or prize.percent_ppm == PPM
-
-    def _pay(
-        self,
-        awards: RoundAwards,
-        payee: Payee,
-        prize: str,
-        amount_pesos: int,
-        level: LevelSpec,
-        envy_of: EnvyHit | None = None,
-    ) -> None:
-        """Pay one prize from its level (taken as S7 says), count it in the group's totals and in
-        ``awards``; an envy bonus (V1) names the hit it is paid for."""
-        award_id = f"{self.group_id}/{payee.table_id}/{payee.round_id}/{payee.seat}/{prize}"
-        if envy_of is not None:
-            award_id += f"/{envy_of[0]}/{envy_of[1]}/{envy_of[2]}"
-        transfers = self._take(pesos(amount_pesos), level)
-        self.awarded += pesos(amount_pesos)
-        self.hits[prize] = self.hits.get(prize, 0) + 1
-        self.wins[prize] = self.wins.get(prize, 0) + amount_pesos
-        named = self.config.has_levels  # L4: a one-level group's events are as they were
-        award = PrizeAwarded(
-            award_id,
-            self.group_id,
-            payee.table_id,
-            payee.round_id,
-            payee.seat,
-            prize,
-            payee.bet_pesos,
-            amount_pesos,
-            payee.cards,
-            transfers,
-            level.name if named else "",
-            (level.name,) * len(transfers) if named else (),
-            envy_of,
-        )
-        self.remember_award(award.to_dict())
-        awards.events.append(award)
-        awards.award_ids.append(award_id)
-        awards.levels_paid.add(level.name)
-
-    def _settle(self, resolving: ResolvingRound, awards: RoundAwards) -> list[Event]:
-        """Unlock the round; after a reset, the pending configuration (C7), then the base (S8)."""
-        table_id, round_id = resolving.table_id, resolving.round_id
-        del self.locked[table_id]
-        recent = self.settled.setdefault(table_id, [])
-        recent.append(round_id)
-        del recent[:-SETTLED_ROUNDS_REMEMBERED]
-        events = awards.events
-        main_paid = self.config.main_level_name in awards.levels_paid
-        below_base = main_paid and self.balances[MAIN] < self.config.base
-        if awards.jackpot_hit or below_base:  # a reset of the main pot
-            events.extend(self._activate_pending())
-            if self.balances[MAIN] < self.config.base:  # S8
-                events.append(self._reseed(table_id, round_id, self.config.levels[0]))
-        for level in self.config.other_levels:  # L3: each level that paid, back to its base
-            if level.name in awards.levels_paid and self.balances[level.pot] < level.base:
-                events.append(self._reseed(table_id, round_id, level))
-        events.append(
-            RoundSettled(
-                self.group_id, table_id, round_id, tuple(awards.award_ids), self.balances[MAIN]
-            )
-        )
-        self.check_conservation()
-        return events
-
-    def _take(self, amount: int, level: LevelSpec) -> tuple[Transfer, ...]:
-        """Take a prize from its level's pot, then that level's reserves in order, then the
-        house (S7, per level: L2)."""
-        transfers: list[Transfer] = []
-        for pot in (level.pot, *level.reserve_order):
-            if amount == 0:
-                break
-            taken = min(self.balances[pot], amount)
-            if taken:
-                self.balances[pot] -= taken
-                amount -= taken
-                transfers.append((f"pot:{pot}", "awards", taken))
-        if amount:
-            self.house_advance += amount
-            transfers.append(("house", "awards", amount))
-        return tuple(transfers)
-
-    def _reseed(self, table_id: str, round_id: str, level: LevelSpec) -> PotReseeded:
-        """Top a level's pot up to its base from its reserves in order, then the house (S8; L3
-        for a level other than the main one)."""
-        missing = level.base - self.balances[level.pot]
-        transfers: list[Transfer] = []
-        for pot in level.reserve_order:
-            if missing == 0:
-                break
-            taken = min(self.balances[pot], missing)
-            if taken:
-                self.balances[pot] -= taken
-                missing -= taken
-                transfers.append((f"pot:{pot}", f"pot:{level.pot}", taken))
-        if missing:
-            self.house_advance += missing
-            transfers.append(("house", f"pot:{level.pot}", missing))
-        self.balances[level.pot] = level.base
-        named = self.config.has_levels
-        return PotReseeded(
-            self.group_id,
-            table_id,
-            round_id,
-            level.base,
-            tuple(transfers),
-            level.name if named else "",
-            (level.name,) * len(transfers) if named else (),
+        return round_resolution.resolve(
+            self, resolving, round_winners(self.config.paytable, resolving)
         )
 
     def remember_award(self, award: dict[str, Any]) -> None:
@@ -741,7 +369,9 @@ class PotGroup:
             ConfigProposed(self.group_id, config.version, config.to_config(), changed_by, reason)
         ]
 
-    def _activate_pending(self) -> list[Event]:
+    def activate_pending(self) -> list[Event]:
+        """At a reset (C7): the newest pending configuration takes effect, and a new hidden
+        trigger is drawn if its mystery range changed (X2)."""
         if not self.pending:
             return []
         config = self.pending[-1][0]  # the newest version wins; older pending ones never applied
@@ -757,7 +387,7 @@ class PotGroup:
         """Make ``config`` the one in force (its new pots start empty); the caller has checked
         it may (C7: at a reset, or as the ledger recorded it)."""
         self.config = config
-        self._allocation = _allocation(config)
+        self.allocation = contributions.allocation(config)
         for pot in config.pots:
             self.balances.setdefault(pot.name, 0)
 
@@ -772,38 +402,6 @@ class PotGroup:
         value, salt = self._trigger_source(spec.min_pesos, spec.max_pesos)
         self.mystery = MysteryState(value, salt, commitment(value, salt))
         return [MysteryCommitted(self.group_id, spec.pot, self.mystery.commitment)]
-
-    def _mystery_trigger(self) -> int:
-        state = self.mystery
-        assert state is not None
-        return pesos(state.trigger_pesos)
-
-    def _pay_mystery(self, table_id: str, round_id: str, winner: int) -> list[Event]:
-        """Pay the mystery prize (the trigger value) to the seat whose bet crossed it (X2)."""
-        spec = self.config.mystery
-        state = self.mystery
-        assert spec is not None
-        assert state is not None
-        trigger = pesos(state.trigger_pesos)
-        self.balances[spec.pot] -= trigger
-        self.awarded += trigger
-        self.hits["MYSTERY"] = self.hits.get("MYSTERY", 0) + 1
-        self.wins["MYSTERY"] = self.wins.get("MYSTERY", 0) + state.trigger_pesos
-        award = MysteryAwarded(
-            f"{self.group_id}/{table_id}/{round_id}/{winner}/MYSTERY",
-            self.group_id,
-            table_id,
-            round_id,
-            winner,
-            state.trigger_pesos,
-            state.trigger_pesos,
-            state.salt.hex(),
-            state.commitment,
-            ((f"pot:{spec.pot}", "awards", trigger),),
-            ("",) if self.config.has_levels else (),  # L4: the mystery pot is of no level
-        )
-        self.remember_award(award.to_dict())
-        return [award, *self.draw_mystery()]
 
     # --------------------------------------------------------------------------- helpers
 
@@ -832,13 +430,3 @@ class PotGroup:
 def _opening_bases(config: PotGroupConfig) -> dict[str, int]:
     """C4, L1: each level's pot opens at its base (a one-level group: the main pot alone)."""
     return {MAIN: config.base, **{level.pot: level.base for level in config.other_levels}}
-
-
-def _allocation(config: PotGroupConfig) -> tuple[tuple[str, int, int | None, str | None], ...]:
-    """Per pot: minor units credited per whole peso collected, exact (see jackpot.domain.money)."""
-    net = PPM - config.commission_ppm
-    return tuple(
-        (pot.name, net * pot.share_ppm, pot.ceiling, pot.overflow_to)
-        for pot in config.pots
-        if pot.share_ppm
-    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from jackpot.domain.canonical import canonical_json
 from jackpot.domain.cards import Game
@@ -20,6 +20,7 @@ from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.events import Event
 from jackpot.domain.group_state import (
     SETTLED_ROUNDS_REMEMBERED,
+    Group,
     LinkedTable,
     LockedRound,
     MysteryState,
@@ -28,33 +29,6 @@ from jackpot.domain.mystery import TriggerSource
 
 SNAPSHOT_FORMAT = 1
 COUNTERS = ("collected", "commission", "awarded", "house_advance", "overflow")
-
-
-class Group(Protocol):
-    """What is persisted of a pot group (the engine's ``PotGroup``), and what its replay asks of
-    it: persistence knows the state's shape, not the rules."""
-
-    group_id: str
-    config: PotGroupConfig
-    pending: list[tuple[PotGroupConfig, str, str]]
-    balances: dict[str, int]
-    collected: int
-    commission: int
-    awarded: int
-    house_advance: int
-    overflow: int
-    tables: dict[str, LinkedTable]
-    locked: dict[str, LockedRound]
-    settled: dict[str, list[str]]
-    hits: dict[str, int]
-    wins: dict[str, int]
-    last_awards: list[dict[str, Any]]
-    mystery: MysteryState | None
-
-    def check_conservation(self) -> None: ...
-    def remember_award(self, award: dict[str, Any]) -> None: ...
-    def adopt_config(self, config: PotGroupConfig) -> None: ...
-    def draw_mystery(self) -> list[Event]: ...
 
 
 G = TypeVar("G", bound=Group)

@@ -1,12 +1,18 @@
-"""The parts of a pot group's state that are values: its linked tables, its locked rounds and
-its hidden mystery trigger (X2), shared by the engine (:mod:`jackpot.domain.engine`) and its
-persistence (:mod:`jackpot.domain.group_persistence`)."""
+"""The shape of a pot group's state: the :class:`Group` its rules, its contributions, its round
+resolution and its persistence all work on (the engine's ``PotGroup`` is one), and the parts of
+it that are values: its linked tables, its locked rounds and its hidden mystery trigger (X2).
+:mod:`jackpot.domain.engine` holds the commands, :mod:`jackpot.domain.contributions` and
+:mod:`jackpot.domain.round_resolution` the money they move, :mod:`jackpot.domain.group_persistence`
+how it is written down and replayed."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from jackpot.domain.cards import Game
+from jackpot.domain.config import PotGroupConfig
+from jackpot.domain.events import Event
 
 SETTLED_ROUNDS_REMEMBERED = 64  # per table: a round settled this recently cannot lock again
 
@@ -32,3 +38,36 @@ class MysteryState:
     trigger_pesos: int
     salt: bytes
     commitment: str
+
+
+# Per pot with a share: (pot, minor units per whole peso collected, ceiling, overflow pot).
+Allocation = tuple[tuple[str, int, int | None, str | None], ...]
+
+
+class Group(Protocol):
+    """A pot group's state as the modules beside the engine see it: the balances and the M2
+    counters in minor units, the tables and rounds, and the few commands they call back."""
+
+    group_id: str
+    config: PotGroupConfig
+    allocation: Allocation
+    pending: list[tuple[PotGroupConfig, str, str]]
+    balances: dict[str, int]
+    collected: int
+    commission: int
+    awarded: int
+    house_advance: int
+    overflow: int
+    tables: dict[str, LinkedTable]
+    locked: dict[str, LockedRound]
+    settled: dict[str, list[str]]
+    hits: dict[str, int]
+    wins: dict[str, int]
+    last_awards: list[dict[str, Any]]
+    mystery: MysteryState | None
+
+    def check_conservation(self) -> None: ...
+    def remember_award(self, award: dict[str, Any]) -> None: ...
+    def adopt_config(self, config: PotGroupConfig) -> None: ...
+    def activate_pending(self) -> list[Event]: ...
+    def draw_mystery(self) -> list[Event]: ...

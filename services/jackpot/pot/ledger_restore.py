@@ -30,6 +30,7 @@ from typing import Any
 from jackpot.domain.canonical import canonical_json
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.events import Event
+from jackpot.domain.level_figures import level_sign_values
 from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform import codec
 from jackpot.pot.ledger_audit import (
@@ -221,7 +222,7 @@ def _state(
         update_sequence=update_sequence,
         last_sign_value=group.sign_value,
         # L4: each level's sign as the last one (none for a one-level group)
-        last_level_sign_values=group.level_sign_values() if group.config.has_levels else {},
+        last_level_sign_values=level_sign_values(group) if group.config.has_levels else {},
         ledger_sequence=ledger_sequence,
         events_applied=start.events_applied,
         events_ignored=start.events_ignored,

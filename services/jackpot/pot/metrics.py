@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from jackpot.domain.engine import LevelFigures
+from jackpot.domain.level_figures import LevelFigures
 from jackpot.domain.money import floor_pesos
 from jackpot.platform.metrics import ProcessorMetrics
 from jackpot.pot.processor import IgnoreReason

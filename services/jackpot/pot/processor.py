@@ -40,9 +40,8 @@ from google.protobuf.message import DecodeError
 from jackpot.domain.config import PotGroupConfig, load_config
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.events import (
-    Event,
-)
+from jackpot.domain.events import Event
+from jackpot.domain.level_figures import level_sign_values
 from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform import codec
 from jackpot.platform.deadletter import dead_letter
@@ -619,7 +618,7 @@ class PotProcessor:
             runtime.last_level_sign_values.clear()  # a configuration without levels took effect
             runtime.last_level_increments.clear()
             return []
-        values = group.level_sign_values()
+        values = level_sign_values(group)
         if not heartbeat:
             last = runtime.last_level_sign_values
             runtime.last_level_increments = {

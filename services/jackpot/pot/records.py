@@ -15,6 +15,7 @@ from jackpot.domain.canonical import canonical_json
 from jackpot.domain.config import MAIN
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.events import Transfer
+from jackpot.domain.level_figures import level_figures
 from jackpot.domain.money import floor_pesos
 from jackpot.platform.codec import exact_amount, game_to_proto
 from jackpot.v1 import pot_pb2
@@ -152,7 +153,7 @@ def level_values(
             base=floor_pesos(figures.base),
             pot=figures.pot,
         )
-        for figures in group.level_figures()
+        for figures in level_figures(group)
     ]
 
 
@@ -185,7 +186,7 @@ def level_meters(group: PotGroup) -> list[pot_pb2.LevelMeter]:
                 for name in paid_by[figures.name]
             ],
         )
-        for figures in group.level_figures()
+        for figures in level_figures(group)
     ]
 
 

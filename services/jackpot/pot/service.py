@@ -27,6 +27,7 @@ from google.protobuf.message import DecodeError
 
 from jackpot.domain.access import Principal, Role
 from jackpot.domain.errors import DomainError
+from jackpot.domain.level_figures import level_figures
 from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform.access_log import AuditLog
 from jackpot.platform.exactly_once import (
@@ -291,7 +292,7 @@ class PotPartition:
         group = self.processor.groups[group_id].group
         self.metrics.group_served(group_id)
         self.metrics.set_balances(group_id, group.balances, pot_levels(group))
-        self.metrics.set_levels(group_id, group.level_figures())
+        self.metrics.set_levels(group_id, level_figures(group))
 
     def rollback(self) -> None:
         self.processor.rollback()
