@@ -14,7 +14,9 @@ value in the group's state. At a bounded interval it writes a ``CHECKPOINT`` ent
 audit that follows the chain checks each checkpoint against its own figures and chain, so a
 verifier that trusted a checkpoint once can start from it (:meth:`GroupAudit.from_checkpoint`)
 instead of re-reading what it already verified, and a takeover reads only the entries since the
-last checkpoint.
+last checkpoint. A reader that has not verified the entries before a checkpoint (``jackpot report``
+reading a window) asks :func:`checkpoint_disagreement` whether the checkpoint at least agrees with
+itself before it begins there.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from jackpot.domain.engine import PotGroup
 from jackpot.domain.money import MINOR_PER_PESO, floor_pesos, format_amount
 from jackpot.platform import codec
 from jackpot.pot.level_books import LevelBooks
+from jackpot.pot.records import award_from_dict
 from jackpot.v1 import pot_pb2
 
 RECENT_IDS = 100_000  # entry and award ids remembered to see a replay (bounded memory)
@@ -482,3 +485,54 @@ def audit_from_dict(data: dict[str, Any]) -> GroupAudit:
         checkpoint_sequence=int(data["checkpoint_sequence"]),
         levels=None if levels is None else LevelBooks.from_dict(levels),
     )
+
+
+def checkpoint_disagreement(entry: pot_pb2.LedgerEntry) -> str:
+    """Why a checkpoint cannot begin a group's books ('' when it can): it must be readable, its
+    figures must conserve (M2) and equal those of the engine state it holds, for the group and
+    configuration version the entry names. (That they equal the entries before it is what
+    `jackpot audit` verifies, and what a later checkpoint read states.)"""
+    where = f"checkpoint at ledger entry {entry.ledger_sequence}"
+    try:
+        detail = json.loads(entry.detail_json)
+        bytes.fromhex(str(detail["chain"]))
+        stated = _figures(detail, detail["house_advances"], detail["pots"])
+        state = detail["state"]
+        held = _figures(state, state["house_advance"], state["balances"])
+        versions = [int(state["config"]["version"])]
+        versions += [int(config["version"]) for config, _, _ in state["pending"]]
+        for award in state["last_awards"]:
+            award_from_dict(award)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        return f"{where} is unreadable ({error!r})"
+    wrong = [f"{k} {stated[k]} != {held[k]}" for k in stated if stated[k] != held[k]]
+    if wrong:
+        return f"{where} disagrees with the state it holds: {'; '.join(wrong)}"
+    left = stated["collected"] + stated["house_advances"]
+    right = stated["commission"] + stated["awarded"] + sum(stated["pots"].values())
+    if left != right:
+        return (
+            f"{where} does not conserve (M2): collected + house advances {format_amount(left)} "
+            f"!= commission + awarded + pots {format_amount(right)}"
+        )
+    if state.get("group_id") != entry.pot_group_id or versions[0] != entry.config_version:
+        return f"{where} holds the state of {state.get('group_id')} v{versions[0]}"
+    return ""
+
+
+def _figures(source: Mapping[str, Any], house: Any, pots: Mapping[str, Any]) -> dict[str, Any]:
+    """The figures a checkpoint states twice (as its own and in its state), to compare."""
+
+    def nonzero(values: Mapping[str, Any]) -> dict[str, int]:
+        return {str(k): int(v) for k, v in sorted(values.items()) if int(v)}
+
+    return {
+        "collected": int(source["collected"]),
+        "commission": int(source["commission"]),
+        "awarded": int(source["awarded"]),
+        "house_advances": int(house),
+        "pots": nonzero(pots),
+        "overflow": int(source["overflow"]),
+        "hits": nonzero(source["hits"]),
+        "wins": nonzero(source["wins"]),
+    }

@@ -19,7 +19,8 @@ the differences, and its reconciliation line is rule M2 for the period::
 Where a group's books begin. A partition read from its first record (:func:`compute`) replays
 every entry. A partition read from a later point (``windowed``: `jackpot report` seeks by time to a
 checkpoint interval before ``--from``) begins each group at its first CHECKPOINT entry there
-(:meth:`GroupAudit.from_checkpoint`, once :func:`checkpoint_disagreement` finds it consistent), or
+(:meth:`GroupAudit.from_checkpoint`, once
+:func:`~jackpot.pot.ledger_audit.checkpoint_disagreement` finds it consistent), or
 at its opening entry; its entries before that only name configurations and awards. The
 checkpoint's ``state`` stands for what came before: the configuration in force and the pending
 ones, the last 25 awards; a field only unread records state says ``not read (before T)``. A group
@@ -42,9 +43,16 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from jackpot.domain.money import MINOR_PER_PESO, format_amount
+from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.pot import records
-from jackpot.pot.ledger_audit import AWARD_TYPES, CHECKPOINT, PAYOUT_TYPES, GroupAudit, RecentIds
+from jackpot.pot.ledger_audit import (
+    AWARD_TYPES,
+    CHECKPOINT,
+    PAYOUT_TYPES,
+    GroupAudit,
+    RecentIds,
+    checkpoint_disagreement,
+)
 from jackpot.tools.report_model import (
     ConfigVersion,
     GroupReport,
@@ -86,60 +94,6 @@ def written_by_the_pot(value: bytes) -> bool:
 
 def _stamp(timestamp: Any) -> int:
     return int(timestamp.seconds) * 10**9 + int(timestamp.nanos)
-
-
-# ------------------------------------------------------------------------------ checkpoints
-
-
-def checkpoint_disagreement(entry: pot_pb2.LedgerEntry) -> str:
-    """Why a checkpoint cannot begin a group's books ('' when it can): it must be readable, its
-    figures must conserve (M2) and equal those of the engine state it holds, for the group and
-    configuration version the entry names. (That they equal the entries before it is what
-    `jackpot audit` verifies, and what a later checkpoint read states.)"""
-    where = f"checkpoint at ledger entry {entry.ledger_sequence}"
-    try:
-        detail = json.loads(entry.detail_json)
-        bytes.fromhex(str(detail["chain"]))
-        stated = _figures(detail, detail["house_advances"], detail["pots"])
-        state = detail["state"]
-        held = _figures(state, state["house_advance"], state["balances"])
-        versions = [int(state["config"]["version"])]
-        versions += [int(config["version"]) for config, _, _ in state["pending"]]
-        for award in state["last_awards"]:
-            records.award_from_dict(award)
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        return f"{where} is unreadable ({error!r})"
-    wrong = [f"{k} {stated[k]} != {held[k]}" for k in stated if stated[k] != held[k]]
-    if wrong:
-        return f"{where} disagrees with the state it holds: {'; '.join(wrong)}"
-    left = stated["collected"] + stated["house_advances"]
-    right = stated["commission"] + stated["awarded"] + sum(stated["pots"].values())
-    if left != right:
-        return (
-            f"{where} does not conserve (M2): collected + house advances {format_amount(left)} "
-            f"!= commission + awarded + pots {format_amount(right)}"
-        )
-    if state.get("group_id") != entry.pot_group_id or versions[0] != entry.config_version:
-        return f"{where} holds the state of {state.get('group_id')} v{versions[0]}"
-    return ""
-
-
-def _figures(source: Mapping[str, Any], house: Any, pots: Mapping[str, Any]) -> dict[str, Any]:
-    """The figures a checkpoint states twice (as its own and in its state), to compare."""
-
-    def nonzero(values: Mapping[str, Any]) -> dict[str, int]:
-        return {str(k): int(v) for k, v in sorted(values.items()) if int(v)}
-
-    return {
-        "collected": int(source["collected"]),
-        "commission": int(source["commission"]),
-        "awarded": int(source["awarded"]),
-        "house_advances": int(house),
-        "pots": nonzero(pots),
-        "overflow": int(source["overflow"]),
-        "hits": nonzero(source["hits"]),
-        "wins": nonzero(source["wins"]),
-    }
 
 
 # ---------------------------------------------------------------------------- group books
