@@ -54,7 +54,7 @@ from typing import Any, NamedTuple
 from jackpot.domain.auditchain import ChainHead
 from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
 from jackpot.domain.payout import Payout, PayoutState, approve, pay
-from jackpot.gateway.service import EVENT_ID_NAMESPACE
+from jackpot.gateway.event_records import EVENT_ID_NAMESPACE
 from jackpot.payout.codec import ledger_entry, payout_for_award, to_proto
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.access_log import to_record

@@ -17,14 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
 from aiokafka import ConsumerRecord
 from google.protobuf.message import DecodeError
-from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
@@ -32,32 +30,21 @@ from jackpot.domain.access import ANONYMOUS, Action, Principal, Role
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.table import REMEMBERED_OUTCOMES, Limits, Table
 from jackpot.domain.table_messages import (
-    Fact,
     Outcome,
-    RoundLockedFact,
-    RoundResultFact,
-    RoundVoidedFact,
-    SeatClosedFact,
-    SeatForfeitedFact,
-    SeatOpenedFact,
-    SeatRefusedFact,
 )
-from jackpot.gateway import device_messages, metrics
+from jackpot.gateway import device_messages, event_records, metrics
 from jackpot.gateway.adapters import ADAPTERS
 from jackpot.gateway.hello import authenticated_hello
 from jackpot.gateway.publisher import SpoolPublisher
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool, SpoolWrite
-from jackpot.platform import codec
 from jackpot.platform.access_log import AuditLog
-from jackpot.platform.deadletter import dead_letter
 from jackpot.platform.kafka import KafkaConnection, follow_latest
 from jackpot.platform.tracing import TRACER, traceparent
-from jackpot.v1 import device_pb2, pot_pb2, table_events_pb2
+from jackpot.v1 import device_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.gateway")
 
-EVENT_ID_NAMESPACE = uuid.UUID("5d1f0d3e-6a53-4b8e-9a8c-8f0b3c6d2a11")
 UNKNOWN_LIMITS = Limits(0, 0, 1)
 ACCEPT_SPAN = "gateway.accept"  # a device event judged and made durable (jackpot.platform.tracing)
 
@@ -337,7 +324,10 @@ class Gateway:
             metrics.DUPLICATES.inc()
             reply = device_messages.reply(sequence, duplicate=True, seats=outcome.seat_answers)
             return _Decision(table_id, [reply])
-        records = [self._record(table, fact, event) for fact in outcome.facts]
+        records = [
+            event_records.fact_record(self.settings, self._source, table, fact, event)
+            for fact in outcome.facts
+        ]
         write = SpoolWrite(
             table_id,
             table.to_state(with_seen=False),  # the spool stores the fingerprints a row each
@@ -352,69 +342,13 @@ class Gateway:
         ]
         return _Decision(table_id, responses, write, before, outcome)
 
-    def _record(
-        self, table: Table, fact: Fact, device_event: device_pb2.DeviceEvent
-    ) -> tuple[str, bytes, bytes] | None:
-        """A fact as a TableEvent for Kafka, keyed by pot group (a refused seat as a dead letter
-        naming it); None for gateway-only facts."""
-        if isinstance(fact, SeatOpenedFact):
-            return None
-        if isinstance(fact, SeatRefusedFact):
-            metrics.REJECTS.labels(fact.reason.value).inc()
-            raw = device_pb2.ConnectRequest(event=device_event).SerializeToString()
-            detail = f"seat {fact.seat}: {fact.detail}"
-            return self._dead_letter_record(raw, fact.reason, detail, table.table_id)
-        configured = self.settings.table(table.table_id)
-        assert configured is not None
-        table.published += 1
-        message = table_events_pb2.TableEvent(
-            event_id=str(uuid.uuid5(EVENT_ID_NAMESPACE, f"{table.table_id}/{table.published}")),
-            table_id=table.table_id,
-            round_id=getattr(fact, "round_id", "") or device_event.round_id,
-            sequence=table.published,
-            pot_group_id=configured.pot_group_id,
-            game=codec.game_to_proto(table.game),
-            gateway_accepted_unix_nanos=time.time_ns(),  # the latency budget's first stamp
-        )
-        if device_event.HasField("occurred_at"):
-            message.occurred_at.CopyFrom(device_event.occurred_at)
-        else:
-            message.occurred_at.CopyFrom(_now())
-        match fact:
-            case RoundLockedFact(_, bets):
-                message.round_locked.bets.extend(
-                    table_events_pb2.SeatBet(seat=s, bet=b) for s, b in bets
-                )
-            case SeatForfeitedFact(_, seat, reason):
-                message.seat_forfeited.seat = seat
-                message.seat_forfeited.reason = codec.forfeit_reason_to_proto(reason)
-            case RoundResultFact(_, hands, community):
-                message.round_result.hands.extend(
-                    table_events_pb2.SeatHand(seat=s, cards=list(cards)) for s, cards in hands
-                )
-                message.round_result.community_cards.extend(community)
-            case RoundVoidedFact(_, reason, _):
-                message.round_voided.reason = reason
-            case SeatClosedFact(seat, reason):
-                message.seat_closed.seat = seat
-                message.seat_closed.reason = reason
-        return (
-            self.settings.topics.table_events,
-            configured.pot_group_id.encode(),
-            message.SerializeToString(),
-        )
-
-    def _dead_letter_record(
-        self, raw: bytes, reason: Reason, detail: str, table_id: str
-    ) -> tuple[str, bytes, bytes]:
-        """A refused message as a dead-letter record (topic, key, value) naming why."""
-        letter = dead_letter(self._source, reason, detail, raw[:65536], table_id=table_id)
-        return self.settings.topics.dead_letter, self._source.encode(), letter.SerializeToString()
-
     def _dead_letter_write(
         self, raw: bytes, reason: Reason, detail: str, table_id: str
     ) -> SpoolWrite:
-        return SpoolWrite(records=[self._dead_letter_record(raw, reason, detail, table_id)])
+        letter = event_records.dead_letter_record(
+            self.settings, self._source, raw, reason, detail, table_id
+        )
+        return SpoolWrite(records=[letter])
 
     def _spool_dead_letter(self, raw: bytes, reason: Reason, detail: str, table_id: str) -> None:
         self.spool.submit(self._dead_letter_write(raw, reason, detail, table_id))
@@ -551,7 +485,3 @@ def _restored(state: dict[str, object], table: Table) -> Table:
     restored = Table.from_state(state)
     restored.progressive_open = table.progressive_open
     return restored
-
-
-def _now() -> Timestamp:
-    return codec.timestamp_ns(time.time_ns())
