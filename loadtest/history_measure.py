@@ -402,11 +402,9 @@ def gateway_config(run: Run, address: str) -> Path:
         "name": "site-a-pit-1",
         "grpc_address": address,
         "spool_path": str(run.logs / "gateway-a.sqlite"),
-        "topics": {
-            "table_events": run.topics["table-events"],
-            "pot_updates": run.topics["pot-updates"],
-            "dead_letter": run.topics["dead-letter"],
-        },
+        "table_events_topic": run.topics["table-events"],
+        "pot_updates_topic": run.topics["pot-updates"],
+        "dead_letter_topic": run.topics["dead-letter"],
         "tables": [
             {
                 "table_id": t.table_id,

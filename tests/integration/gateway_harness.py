@@ -22,7 +22,7 @@ from jackpot.clients.device import DeviceClient
 from jackpot.domain.cards import Game
 from jackpot.gateway.grpc_api import SERVICE_NAME, TableDeviceServicer
 from jackpot.gateway.service import Gateway
-from jackpot.gateway.settings import GatewaySettings, TableSettings, Topics
+from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool
 from jackpot.platform.access_log import AuditLog
 from jackpot.platform.grpc_server import GrpcServer
@@ -59,11 +59,9 @@ def settings_for(
         grpc_address="127.0.0.1:0",
         spool_path=str(spool),
         heartbeat_timeout_seconds=heartbeat_timeout,
-        topics=Topics(
-            table_events=f"test.table-events.{unique}",
-            pot_updates=f"test.pot-updates.{unique}",
-            dead_letter=f"test.dead-letter.{unique}",
-        ),
+        table_events_topic=f"test.table-events.{unique}",
+        pot_updates_topic=f"test.pot-updates.{unique}",
+        dead_letter_topic=f"test.dead-letter.{unique}",
     )
 
 
@@ -117,7 +115,7 @@ class PotHeartbeat:
             )
             try:
                 await producer.send_and_wait(
-                    self._settings.topics.pot_updates,
+                    self._settings.pot_updates_topic,
                     update.SerializeToString(),
                     key=GROUP.encode(),
                 )

@@ -61,7 +61,7 @@ async def test_a_record_the_broker_refuses_stays_spooled_and_nothing_overtakes_i
     kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> None:
     async with serving(kafka_bootstrap, unique, tmp_path / "spool.sqlite") as (running, _):
-        gateway, topics = running.gateway, running.settings.topics
+        gateway, settings = running.gateway, running.settings
         device = Device(running.target, "CAR-1", Game.CARIBBEAN)
         await device.connect()
         assert (await device.open_round("R0")).accepted
@@ -69,7 +69,7 @@ async def test_a_record_the_broker_refuses_stays_spooled_and_nothing_overtakes_i
         assert await gateway.drained()
         failed_before = failed_rounds()
         async with refusing(
-            kafka_bootstrap, TopicSpec(topics.table_events, 3), TABLE_EVENTS_MAX_BYTES
+            kafka_bootstrap, TopicSpec(settings.table_events_topic, 3), TABLE_EVENTS_MAX_BYTES
         ):
             assert (await device.open_round("R1")).accepted
             assert (await device.void(LARGE_REASON)).accepted  # durable in the spool
@@ -88,21 +88,23 @@ async def test_a_record_the_broker_refuses_stays_spooled_and_nothing_overtakes_i
             )
             await wait_until(lambda: not gateway.tables["CAR-1"].progressive_open, within=10)
             assert gateway.closed_reason["CAR-1"] == "events cannot be delivered to Kafka"
-            published = table_events(await read_topic(kafka_bootstrap, topics.table_events))
+            published = table_events(await read_topic(kafka_bootstrap, settings.table_events_topic))
             assert [e.sequence for e in published] == [1], (
                 "records of the partition overtook the refused one: "
                 f"{[(e.sequence, e.round_voided.reason[:25]) for e in published]}"
             )
-            letters = await read_topic(kafka_bootstrap, topics.dead_letter)
+            letters = await read_topic(kafka_bootstrap, settings.dead_letter_topic)
             assert len(letters) == 1, f"the dead letter was published {len(letters)} times"
         assert await gateway.drained(within_seconds=30), "the spool did not drain"
         await wait_until(lambda: gateway.tables["CAR-1"].progressive_open, within=10)
-    published = table_events(await read_topic(kafka_bootstrap, topics.table_events, expected=6))
+    published = table_events(
+        await read_topic(kafka_bootstrap, settings.table_events_topic, expected=6)
+    )
     reasons = ["before the fault", LARGE_REASON, *(f"after the large one {n}" for n in range(2, 6))]
     assert [(e.sequence, e.round_voided.reason) for e in published] == list(
         enumerate(reasons, start=1)
     ), "not every event exactly once in spool order"
-    letters = await read_topic(kafka_bootstrap, topics.dead_letter, expected=1)
+    letters = await read_topic(kafka_bootstrap, settings.dead_letter_topic, expected=1)
     (letter,) = [dead_letter_pb2.DeadLetter.FromString(r.value) for r in letters]
     assert letter.table_id == "CAR-1"
 

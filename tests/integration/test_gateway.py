@@ -76,7 +76,7 @@ async def test_a_whole_round_reaches_kafka(
     assert await gateway.gateway.drained()
 
     records = await read_topic(
-        gateway.settings.bootstrap_servers, gateway.settings.topics.table_events, 3
+        gateway.settings.bootstrap_servers, gateway.settings.table_events_topic, 3
     )
     events = [e for e in table_events(records) if e.table_id == table_id]
     assert all(r.key == GROUP.encode() for r in records)
@@ -154,7 +154,7 @@ async def test_bad_input_gets_specific_reasons_and_dead_letters(
     letters = [
         dead_letter_pb2.DeadLetter.FromString(r.value)
         for r in await read_topic(
-            gateway.settings.bootstrap_servers, gateway.settings.topics.dead_letter, 12
+            gateway.settings.bootstrap_servers, gateway.settings.dead_letter_topic, 12
         )
     ]
     reasons = [R.Name(letter.reason) for letter in letters]
@@ -223,7 +223,7 @@ async def test_a_resent_event_is_answered_again_and_published_once(
         await device.close()
     assert await gateway.gateway.drained()
     records = await read_topic(
-        gateway.settings.bootstrap_servers, gateway.settings.topics.table_events, 2, quiet_ms=1500
+        gateway.settings.bootstrap_servers, gateway.settings.table_events_topic, 2, quiet_ms=1500
     )
     assert [e.WhichOneof("payload") for e in table_events(records)] == ["round_locked"]
 
@@ -325,7 +325,7 @@ async def test_a_restarted_gateway_resumes_the_round_from_its_spool(
             await second.stop()
     finally:
         await beat.stop()
-    records = await read_topic(kafka_bootstrap, settings.topics.table_events, 2)
+    records = await read_topic(kafka_bootstrap, settings.table_events_topic, 2)
     events = table_events(records)
     assert [e.WhichOneof("payload") for e in events] == ["round_locked", "round_result"]
     assert [e.sequence for e in events] == [1, 2]

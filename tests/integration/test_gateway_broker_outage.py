@@ -90,7 +90,7 @@ async def test_broker_outage_mid_round(broker: dict[str, str], unique: str, tmp_
         await beat.stop()
         await gateway.stop()
 
-    events = table_events(await read_topic(bootstrap, settings.topics.table_events, 4))
+    events = table_events(await read_topic(bootstrap, settings.table_events_topic, 4))
     assert [e.WhichOneof("payload") for e in events] == [
         "round_locked",
         "seat_forfeited",

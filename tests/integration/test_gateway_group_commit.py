@@ -185,11 +185,9 @@ async def test_kill_9_in_the_middle_of_a_group_commit_keeps_exactly_what_was_acc
         "bootstrap_servers": kafka_bootstrap,
         "grpc_address": target,
         "spool_path": settings.spool_path,
-        "topics": {
-            "table_events": settings.topics.table_events,
-            "pot_updates": settings.topics.pot_updates,
-            "dead_letter": settings.topics.dead_letter,
-        },
+        "table_events_topic": settings.table_events_topic,
+        "pot_updates_topic": settings.pot_updates_topic,
+        "dead_letter_topic": settings.dead_letter_topic,
         "tables": [
             {"table_id": t, "game": "caribbean", "pot_group_id": "g", "credential": CREDENTIAL}
             for t in TABLES
@@ -214,5 +212,5 @@ async def test_kill_9_in_the_middle_of_a_group_commit_keeps_exactly_what_was_acc
             assert stored.get(table, 0) in allowed, (seen, table, stored.get(table), told[table])
         durable_unanswered = sorted(t for t, n in owed.items() if stored.get(t) == n)
         print(f"{seen}: {len(owed)} replies owed, {len(durable_unanswered)} of them on disk")
-    topic = settings.topics.table_events
+    topic = settings.table_events_topic
     assert await delivered_events(kafka_bootstrap, topic, settings.spool_path) == {}

@@ -34,11 +34,9 @@ async def test_gateway_process_serves_health_and_devices_and_stops_on_sigterm(
         "bootstrap_servers": kafka_bootstrap,
         "grpc_address": f"127.0.0.1:{port}",
         "spool_path": settings.spool_path,
-        "topics": {
-            "table_events": settings.topics.table_events,
-            "pot_updates": settings.topics.pot_updates,
-            "dead_letter": settings.topics.dead_letter,
-        },
+        "table_events_topic": settings.table_events_topic,
+        "pot_updates_topic": settings.pot_updates_topic,
+        "dead_letter_topic": settings.dead_letter_topic,
         "tables": [
             {
                 "table_id": "CAR-1",

@@ -74,7 +74,7 @@ async def test_C1_D1_a_round_in_three_messages_publishes_what_the_per_event_form
         await device.close()
     assert await gateway.gateway.drained()
     records = await read_topic(
-        gateway.settings.bootstrap_servers, gateway.settings.topics.table_events, 4
+        gateway.settings.bootstrap_servers, gateway.settings.table_events_topic, 4
     )
     events = [e for e in table_events(records) if e.table_id == "DRW-1"]
     assert [e.WhichOneof("payload") for e in events] == [
@@ -138,7 +138,7 @@ async def test_E1_E5_E6_a_lock_judges_each_seat_and_locks_the_others(
         await device.close()
     assert await gateway.gateway.drained()
     records = await read_topic(
-        gateway.settings.bootstrap_servers, gateway.settings.topics.table_events, 1
+        gateway.settings.bootstrap_servers, gateway.settings.table_events_topic, 1
     )
     events = [e for e in table_events(records) if e.table_id == "DRW-1"]
     assert [e.WhichOneof("payload") for e in events] == ["seat_closed", "round_locked"]
@@ -147,7 +147,7 @@ async def test_E1_E5_E6_a_lock_judges_each_seat_and_locks_the_others(
     letters = [
         dead_letter_pb2.DeadLetter.FromString(r.value)
         for r in await read_topic(
-            gateway.settings.bootstrap_servers, gateway.settings.topics.dead_letter, 5
+            gateway.settings.bootstrap_servers, gateway.settings.dead_letter_topic, 5
         )
     ]
     assert [(R.Name(letter.reason), letter.detail.split(":")[0]) for letter in letters] == [
@@ -185,7 +185,7 @@ async def test_E2_E3_a_settlement_judges_forfeits_seat_by_seat_and_hands_whole(
         await device.close()
     assert await gateway.gateway.drained()
     records = await read_topic(
-        gateway.settings.bootstrap_servers, gateway.settings.topics.table_events, 3
+        gateway.settings.bootstrap_servers, gateway.settings.table_events_topic, 3
     )
     events = [e for e in table_events(records) if e.table_id == "CAR-1"]
     assert [e.WhichOneof("payload") for e in events] == [

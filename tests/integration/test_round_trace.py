@@ -120,15 +120,18 @@ def pot_settings(bootstrap: str, unique: str, table_events: str, pot_updates: st
 async def floor(bootstrap: str, unique: str, spool: Path) -> AsyncIterator[tuple[str, str, str]]:
     """Pot, gateway and display in this process: (pot, gateway, display) gRPC addresses."""
     gateway_settings = settings_for(bootstrap, unique, spool)
-    topics = gateway_settings.topics
-    pot = pot_in_process(pot_settings(bootstrap, unique, topics.table_events, topics.pot_updates))
+    events_topic, updates_topic = (
+        gateway_settings.table_events_topic,
+        gateway_settings.pot_updates_topic,
+    )
+    pot = pot_in_process(pot_settings(bootstrap, unique, events_topic, updates_topic))
     await pot.start()
     display_settings = DisplaySettings(
         bootstrap_servers=bootstrap,
         grpc_address=f"127.0.0.1:{free_port()}",
         http_port=free_port(),
         metrics_port=0,
-        pot_updates_topic=topics.pot_updates,
+        pot_updates_topic=updates_topic,
         awards_topic=f"test.awards.{unique}",
         payouts_topic=f"test.payouts.{unique}",
     )

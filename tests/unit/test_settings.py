@@ -247,6 +247,25 @@ def test_display_http_sets_host_and_port() -> None:
     assert DisplaySettings(http_port=0).http_port == 0
 
 
+def test_a_gateway_file_with_the_earlier_topics_object_still_reads(tmp_path: Path) -> None:
+    """The topics were a nested ``topics`` object before they were flat fields like the other
+    services' (issue 38): such a file still reads, and a variable still wins over it."""
+    written = json.loads(EXAMPLE_GATEWAY.read_text())
+    written["topics"] = {"table_events": "old.table-events", "dead_letter": "old.dead-letter"}
+    config = tmp_path / "gateway.json"
+    config.write_text(json.dumps(written))
+    settings = load(
+        GatewaySettings, {"JACKPOT_GATEWAY_DEAD_LETTER_TOPIC": "site-a.dead-letter"}, file=config
+    )
+    assert settings.table_events_topic == "old.table-events"
+    assert settings.dead_letter_topic == "site-a.dead-letter"
+    assert settings.pot_updates_topic == "jackpot.pot-updates.v1"
+    written["topics"] = {"table_event": "misspelt"}
+    config.write_text(json.dumps(written))
+    with pytest.raises(SettingsError, match=r"table_event_topic: extra inputs"):
+        load(GatewaySettings, {}, file=config)
+
+
 def test_gateway_variables_win_over_its_file(tmp_path: Path) -> None:
     settings = load(
         GatewaySettings,
@@ -260,8 +279,8 @@ def test_gateway_variables_win_over_its_file(tmp_path: Path) -> None:
     )
     assert settings.metrics_port == 0
     assert settings.spool_path == ".run/gateway-pit-a.sqlite"  # from the file
-    assert settings.topics.table_events == "site-a.table-events"
-    assert settings.topics.pot_updates == "jackpot.pot-updates.v1"
+    assert settings.table_events_topic == "site-a.table-events"
+    assert settings.pot_updates_topic == "jackpot.pot-updates.v1"
     assert settings.bootstrap_servers == "kafka:9093"
     assert settings.create_topics is False
     config = tmp_path / "gateway.json"

@@ -62,7 +62,7 @@ def fact_record(
     else:
         message.occurred_at.CopyFrom(codec.timestamp_ns(time.time_ns()))
     _payload(message, fact)
-    topic = settings.topics.table_events
+    topic = settings.table_events_topic
     return topic, configured.pot_group_id.encode(), message.SerializeToString()
 
 
@@ -92,4 +92,4 @@ def dead_letter_record(
 ) -> Record:
     """A refused message as a dead-letter record naming why (its first bytes kept)."""
     letter = dead_letter(source, reason, detail, raw[:DEAD_LETTER_BYTES], table_id=table_id)
-    return settings.topics.dead_letter, source.encode(), letter.SerializeToString()
+    return settings.dead_letter_topic, source.encode(), letter.SerializeToString()

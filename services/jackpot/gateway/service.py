@@ -465,7 +465,7 @@ class Gateway:
 
         await follow_latest(
             KafkaConnection.of(self.settings),
-            [self.settings.topics.pot_updates],
+            [self.settings.pot_updates_topic],
             on_record,
             # Every pot group beats twice a second: silence this long means a stuck client too.
             idle_restart_seconds=2 * self.settings.heartbeat_timeout_seconds,

@@ -6,13 +6,13 @@ deploy/local/gateway.example.json)::
     {"name": "pit-a", "grpc_address": "127.0.0.1:50051", "metrics_port": 9101,
      "spool_path": ".run/gateway-pit-a.sqlite", "heartbeat_timeout_seconds": 5,
      "credentials_file": "/etc/jackpot/credentials.json",      # optional {table_id: credential}
-     "topics": {"table_events": "...", "pot_updates": "...", "dead_letter": "..."},
+     "table_events_topic": "...", "pot_updates_topic": "...", "dead_letter_topic": "...",
      "tables": [{"table_id": "SCL-CAR-01", "game": "caribbean", "pot_group_id": "scl-main",
                  "credential": "..."}]}                       # the device secret of this table id
 
-Every scalar setting can also be given as ``JACKPOT_GATEWAY_<FIELD IN CAPITALS>`` (the topics as
-``JACKPOT_GATEWAY_<TOPIC>_TOPIC``), which wins over the file; the brokers also come from
-``KAFKA_BOOTSTRAP_SERVERS``; Kafka security and access are the shared sections of
+Every scalar setting can also be given as ``JACKPOT_GATEWAY_<FIELD IN CAPITALS>``, which wins over
+the file (a file of an earlier release with a ``topics`` object still reads); the brokers also
+come from ``KAFKA_BOOTSTRAP_SERVERS``; Kafka security and access are the shared sections of
 :mod:`jackpot.platform.settings`. The tables come only from the file. Credentials in the file are
 for development; production leaves them out and mounts ``credentials_file`` from a Secret.
 ``load(GatewaySettings, file=FILE)`` (:func:`jackpot.platform.settings.load`) reads them. The
@@ -29,7 +29,7 @@ from pydantic_settings import SettingsConfigDict
 
 from jackpot.domain.cards import Game, parse_game
 from jackpot.platform.service_settings import ServiceSettings, brokers
-from jackpot.platform.settings import Bool, Port, Settings, not_from_environment, read_credentials
+from jackpot.platform.settings import Bool, Port, not_from_environment, read_credentials
 from jackpot.topics import AUDIT, DEAD_LETTER, POT_UPDATES, TABLE_EVENTS, TopicSpec, named_topics
 
 MIN_CREDENTIAL_LENGTH = 16
@@ -57,26 +57,6 @@ class TableSettings(BaseModel):
                 f"{MIN_CREDENTIAL_LENGTH} characters"
             )
         return self
-
-
-class Topics(Settings):
-    """The topics a gateway writes and follows (``JACKPOT_GATEWAY_<TOPIC>_TOPIC``)."""
-
-    table_events: str = Field(
-        TABLE_EVENTS.name,
-        validation_alias="JACKPOT_GATEWAY_TABLE_EVENTS_TOPIC",
-        description="output: the tables' events",
-    )
-    pot_updates: str = Field(
-        POT_UPDATES.name,
-        validation_alias="JACKPOT_GATEWAY_POT_UPDATES_TOPIC",
-        description="input: pot updates (D5: betting closes without them)",
-    )
-    dead_letter: str = Field(
-        DEAD_LETTER.name,
-        validation_alias="JACKPOT_GATEWAY_DEAD_LETTER_TOPIC",
-        description="refused device messages, with the reason",
-    )
 
 
 class GatewaySettings(ServiceSettings):
@@ -135,7 +115,25 @@ class GatewaySettings(ServiceSettings):
         "in which a table reopens after a cut, since a request lost in the cut is retried only "
         "then; 5 s holds from metro to satellite",
     )
-    topics: Topics = Topics()
+    table_events_topic: str = Field(TABLE_EVENTS.name, description="output: the tables' events")
+    pot_updates_topic: str = Field(
+        POT_UPDATES.name, description="input: pot updates (D5: betting closes without them)"
+    )
+    dead_letter_topic: str = Field(
+        DEAD_LETTER.name, description="refused device messages, with the reason"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _topics_as_written_before(cls, data: Any) -> Any:
+        """A file written before the topics were flat fields (``"topics": {"table_events": ...}``)
+        still reads: each of its keys is the field ``<key>_topic``."""
+        if not isinstance(data, dict) or not isinstance(data.get("topics"), Mapping):
+            return data
+        flat = {k: v for k, v in data.items() if k != "topics"}
+        for key, name in data["topics"].items():
+            flat.setdefault(f"{key}_topic", name)
+        return flat
 
     @model_validator(mode="before")
     @classmethod
@@ -169,8 +167,8 @@ class GatewaySettings(ServiceSettings):
     def topic_specs(self) -> list[TopicSpec]:
         """The topics a gateway creates at start, named as these settings say."""
         return named_topics(
-            (TABLE_EVENTS, self.topics.table_events),
-            (POT_UPDATES, self.topics.pot_updates),
-            (DEAD_LETTER, self.topics.dead_letter),
+            (TABLE_EVENTS, self.table_events_topic),
+            (POT_UPDATES, self.pot_updates_topic),
+            (DEAD_LETTER, self.dead_letter_topic),
             (AUDIT, self.access.audit_topic),
         )

@@ -276,11 +276,9 @@ class Demo:
             "grpc_address": self.target(name),
             "metrics_port": self.metrics_ports[name],
             "spool_path": str(self.state / f"{name}.sqlite"),
-            "topics": {
-                "table_events": self.topic("table-events"),
-                "pot_updates": self.topic("pot-updates"),
-                "dead_letter": self.topic("dead-letter"),
-            },
+            "table_events_topic": self.topic("table-events"),
+            "pot_updates_topic": self.topic("pot-updates"),
+            "dead_letter_topic": self.topic("dead-letter"),
             "tables": [
                 {
                     "table_id": t.table_id,
