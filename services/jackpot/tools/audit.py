@@ -44,6 +44,7 @@ from typing import Any
 
 from aiokafka.errors import KafkaError
 
+from jackpot.domain.canonical import canonical_json
 from jackpot.domain.money import format_amount
 from jackpot.platform.kafka import KafkaConnection, TopicReader
 from jackpot.pot.ledger_audit import (
@@ -90,7 +91,7 @@ class AuditState:
             "groups": {g: audit_to_dict(a) for g, a in sorted(self.groups.items())},
         }
         temporary = path.with_suffix(path.suffix + ".tmp")
-        temporary.write_text(json.dumps(data, sort_keys=True))
+        temporary.write_text(canonical_json(data))
         temporary.replace(path)  # a crash leaves the previous state, never half of one
 
 

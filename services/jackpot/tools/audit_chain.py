@@ -30,12 +30,13 @@ from typing import Any, TextIO
 from aiokafka.errors import KafkaError
 
 from jackpot.domain.auditchain import Anchor, AuditEntry, Break, ChainReport, ChainVerifier
+from jackpot.domain.canonical import canonical_json
 from jackpot.platform.access_log import read_entries
 from jackpot.platform.kafka import KafkaConnection
 
 
 def entry_to_json(entry: AuditEntry) -> str:
-    return json.dumps(dataclasses.asdict(entry), sort_keys=True, ensure_ascii=False)
+    return canonical_json(dataclasses.asdict(entry), utf8=True)
 
 
 def entry_from_json(line: str) -> AuditEntry:
