@@ -31,7 +31,7 @@ After each fault the floor must be whole again (``loadtest.chaos.floor_whole``, 
 ``GIVE_UP_SECONDS``). A run is judged by (``loadtest.verdicts.run_violations``):
 
 - the books (``jackpot.sim.books``): no peso lost or duplicated bet by bet, every award with one
-  payout, paid once by the end, the audit and the audit chain clean;
+  payout, paid once by the end, the audit and the access log's chain clean;
 - the round oracle: every award what the rules give for the cards dealt;
 - the takeover check (``loadtest.takeover``): with the services stopped, the pot's stored states
   as a taking-over pot checks them (its own R14 check) and against the whole ledger; the payouts

@@ -1146,7 +1146,7 @@ def print_summary(result: dict[str, Any], out: Path) -> None:
         print_books("books", result)
         chain = result["audit_chain"]
         print(
-            f"audit chain      {chain['entries']} entries in {chain['chains']} chains: "
+            f"access log's chain      {chain['entries']} entries in {chain['chains']} chains: "
             f"{'OK' if chain['ok'] else 'TAMPERED: ' + str(chain['first_break'])}"
         )
         print(f"books            -> {'PASSED' if result['books_ok'] else 'FAILED'}")

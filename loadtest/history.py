@@ -68,7 +68,7 @@ REQUIRED = (
 ROWS: tuple[tuple[str, str, str], ...] = (
     ("ledger entries", "ledger_entries", "{:,.0f}"),
     ("rounds", "rounds", "{:,.0f}"),
-    ("audit log entries", "audit_entries", "{:,.0f}"),
+    ("access log entries", "audit_entries", "{:,.0f}"),
     ("synthesizer s (cached: -)", "synth_seconds", "{:,.1f}"),
     ("synthesizer rounds/s", "synth_rounds_per_second", "{:,.0f}"),
     ("pot first start -> all groups s", "pot_first_start_seconds", "{:.2f}"),

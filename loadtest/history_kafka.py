@@ -12,7 +12,7 @@ and the payout's consumer groups (``<prefix>-pot``, ``<prefix>-payout``) are lef
 the end of what they consumed, as the running services would have left them.
 
 The groups are synthesized in ``--workers`` processes (the machine's cores), each writing its
-groups' partitions; the audit log, which chains the facts of every group in time order, is
+groups' partitions; the access log, which chains the facts of every group in time order, is
 written last. ``build/history/<prefix>.json`` describes a complete history (counts, times, the
 synthesizer's rounds per second); a later run finds it and reuses the topics unless the
 history was consumed (``jackpot restore`` rewrites the ledger's tail and the state: the manifest
@@ -218,7 +218,7 @@ async def commit_offsets(bootstrap: str, group_id: str, offsets: Mapping[str, in
 async def write_floor(
     bootstrap: str, plan: Plan, prefix: str, done: Sequence[tuple[Any, ...]], digest: str
 ) -> int:
-    """The audit log of every group's facts and the floor's own; the consumer groups'
+    """The access log of every group's facts and the floor's own; the consumer groups'
     offsets. The audit records written."""
     names = topic_names(prefix)
     groups = group_plans(plan.tables, plan.partitions)

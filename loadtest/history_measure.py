@@ -13,7 +13,7 @@ a :class:`Code` (today's tree, or an old copy on ``PYTHONPATH`` for the 'before'
   start after an upgrade may write what older code never wrote); from the process start until
   its gRPC health answers SERVING (the payout: its PayoutService, i.e. it owns and restored the
   payouts). The figure is the second start's; the first is kept beside it.
-- **audit writer resume**: an :class:`~jackpot.platform.access_log.AuditLog` of the gateway's
+- **audit writer resume**: an :class:`~jackpot.platform.access_log.AccessLog` of the gateway's
   chain in a process of its own, from ``start()`` to ``ready`` (its chain's head found); the
   process then dies without a clean stop, as a crash would, and the second such start is the
   figure.
@@ -61,9 +61,9 @@ PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")  # a page object, not /Page
 MONTH_DAYS = 30
 RESUME_SNIPPET = """
 import asyncio, json, os, sys, time
-from jackpot.platform.access_log import AuditLog
+from jackpot.platform.access_log import AccessLog
 async def main():
-    log = AuditLog(sys.argv[1], sys.argv[2], sys.argv[3], {})
+    log = AccessLog(sys.argv[1], sys.argv[2], sys.argv[3], {})
     started = time.perf_counter()
     await log.start()
     await log.ready.wait()

@@ -23,11 +23,11 @@ when its input pauses.
 Every award becomes the payout service's payout (``jackpot.domain.payout``: ordered, approved by
 a supervisor when at or above the approval threshold, paid by the table's dealer a few minutes
 later) with its ledger entries (``jackpot.payout.codec``); prizes whose payment would come after
-the history's end stay open. The audit log holds what the services note
+the history's end stay open. The access log holds what the services note
 (``jackpot.platform.authz``): the admin commands, each payment and approval, dealer terminals
 connecting at each shift, the progressive closing and reopening around each day's rollout of the
 pot, and each service instance's ``software_verified`` first entry, chained per writer by
-:class:`~jackpot.domain.auditchain.ChainHead`.
+:class:`~jackpot.domain.access_chain.ChainHead`.
 
 Not synthesized: what only the services' Kafka edges keep beside these records, which older
 code never wrote (the payout's open-payouts topic and its marks, the audit writers' chain
@@ -51,7 +51,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from jackpot.domain.auditchain import ChainHead
+from jackpot.domain.access_chain import ChainHead
 from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
 from jackpot.domain.payout import Payout, PayoutState, approve, pay
 from jackpot.gateway.event_records import EVENT_ID_NAMESPACE
@@ -106,7 +106,7 @@ class Record(NamedTuple):
 
 
 class Fact(NamedTuple):
-    """Something a service notes on the audit log; ``writer`` is a service name whose
+    """Something a service notes on the access log; ``writer`` is a service name whose
     instance at ``time_ns`` owns the chain (``payout``, ``pot-api``), or a whole chain id."""
 
     time_ns: int
@@ -352,7 +352,7 @@ def payout_steps(
     award: pot_pb2.Award, order: int, awarded_ns: int, rng: random.Random
 ) -> list[tuple[int, Payout, list[Fact]]]:
     """The payout of one award, step by step: ordered (or awaiting approval, then approved by a
-    supervisor), then paid at the table; with what each step puts on the audit log."""
+    supervisor), then paid at the table; with what each step puts on the access log."""
     at = awarded_ns + PAYOUT_NS
     current = _ordered(award, order, at)
     steps: list[tuple[int, Payout, list[Fact]]] = [(at, current, [])]
@@ -584,7 +584,7 @@ def _windows(
     yield batch, min(window_end, plan.end_ns), False
 
 
-# ------------------------------------------------------------------------------ audit log
+# ------------------------------------------------------------------------------ access log
 
 
 def admin_facts(commands_made: Sequence[tuple[int, table_events_pb2.TableEvent]]) -> list[Fact]:

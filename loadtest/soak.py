@@ -27,8 +27,8 @@ c. with ``--cluster``: ``broker_kill_9``: ``kill -9`` of one broker (1, 2, 3 in 
 
 A service that exits on its own meanwhile is restarted, as Kubernetes would (``chaos.supervise``),
 and listed. At the end the floor plays on ``--settle-seconds``, stops, and the pipeline drains;
-then the books (``jackpot.sim.books.judge``: ``jackpot audit``, the audit chain, the pesos lost and
-duplicated bet by bet) and the payouts, counted from the ledger and the payouts topic
+then the books (``jackpot.sim.books.judge``: ``jackpot audit``, the access log's chain, the
+pesos lost and duplicated bet by bet) and the payouts, counted from the ledger and the payouts topic
 (``count_payouts``): payouts created, paid, paid twice (two PAYOUT_PAID ledger entries, or two
 PAID transitions in the payouts topic, for one award id), created twice, awards without a payout
 and payouts without an award. ``build/soak/report.json`` has every figure, and the payout logs'
@@ -237,7 +237,7 @@ def soak_verdict(
     if not books["audit_ok"]:
         failed.append(f"audit: {'; '.join(books.get('audit_problems', [])[:3]) or 'FAILED'}")
     if not books["audit_chain"]["ok"]:
-        failed.append(f"audit chain broken at {books['audit_chain'].get('first_break')}")
+        failed.append(f"access log's chain broken at {books['audit_chain'].get('first_break')}")
     for what in ("lost", "duplicated"):
         pesos = max(books[what], books.get(f"{what}_in_total", 0))
         if pesos:
@@ -603,7 +603,7 @@ def print_summary(result: dict[str, Any], out: Path) -> None:
     print(
         f"books            rounds {b['rounds']}, accepted {b['bets_accepted']}, collected "
         f"{b['collected']}, lost {b['lost']}, duplicated {b['duplicated']}; audit "
-        f"{'OK' if b['audit_ok'] else 'FAILED'}; audit chain {chain['entries']} entries "
+        f"{'OK' if b['audit_ok'] else 'FAILED'}; access log's chain {chain['entries']} entries "
         f"{'OK' if chain['ok'] else 'TAMPERED'}"
     )
     print_books("books", b)

@@ -299,7 +299,7 @@ VIOLATION_KINDS: dict[str, str] = {
     "duplicated": "pesos collected twice (bet by bet)",
     "awards": "an award without exactly one payout, paid twice, or never paid",
     "round_oracle": "an award that is not what the rules give for the cards dealt",
-    "audit": "the ledger or the audit log's hash chain does not audit",
+    "audit": "the ledger or the access log's hash chain does not audit",
     "takeover_refused": "the pot's stored state disagrees with its ledger (R14 takeover check)",
     "payout_records": "the payouts topic and the ledger disagree on a payout",
     "floor_not_held": "the floor was not whole between faults or after the last one",
@@ -337,7 +337,11 @@ def _books_violations(books: Mapping[str, Any]) -> dict[str, list[str]]:
     if not books.get("audit_ok", False) or not chain.get("ok", False):
         found["audit"] = [
             *[str(p) for p in books.get("audit_problems", [])[:5]],
-            *([f"audit chain: {chain.get('first_break')}"] if not chain.get("ok", False) else []),
+            *(
+                [f"access log's chain: {chain.get('first_break')}"]
+                if not chain.get("ok", False)
+                else []
+            ),
         ] or ["the audit failed"]
     return found
 

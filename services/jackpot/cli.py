@@ -40,7 +40,7 @@ def _audit(args: argparse.Namespace) -> int:
     if args.bootstrap_servers:
         options["bootstrap_servers"] = args.bootstrap_servers
     if args.chain or args.chain_file:
-        from jackpot.tools.audit_chain import run as run_chain
+        from jackpot.tools.access_chain import run as run_chain
 
         topic = args.audit_topic or settings.access.audit_topic
         return run_chain(
@@ -387,7 +387,7 @@ def _add_audit(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     audit = commands.add_parser(
         "audit",
         help="recompute every pot group from the ledger; check rule M2 and the latest pot "
-        "update (--chain: verify the hash-chained audit log)",
+        "update (--chain: verify the hash-chained access log)",
     )
     audit.add_argument("--bootstrap-servers", help="default: JACKPOT_BOOTSTRAP_SERVERS")
     audit.add_argument("--ledger-topic", help="default: JACKPOT_LEDGER_TOPIC")
@@ -406,7 +406,7 @@ def _add_audit(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     audit.add_argument(
         "--chain",
         action="store_true",
-        help="verify the hash-chained audit log instead; name the first tampered entry",
+        help="verify the hash-chained access log instead; name the first tampered entry",
     )
     audit.add_argument("--audit-topic", help="default: JACKPOT_AUDIT_TOPIC (jackpot.audit.v1)")
     audit.add_argument("--chain-file", metavar="FILE", help="verify an exported copy (JSON lines)")

@@ -118,7 +118,7 @@ ALL_TOPICS: tuple[TopicSpec, ...] = (
 def renamed(spec: TopicSpec, name: str, partitions: int = 0) -> TopicSpec:
     """``spec`` under the name a service's settings give it (a deployment's or a test's), with
     ``partitions`` when given, unless the topic has a single partition: dead letters and the
-    audit log keep theirs, for their order."""
+    access log keep theirs, for their order."""
     if partitions and spec.partitions > 1:
         return replace(spec, name=name, partitions=partitions)
     return replace(spec, name=name)

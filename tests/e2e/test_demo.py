@@ -110,7 +110,7 @@ def test_headless_demo_reports_a_clean_audit(kafka_bootstrap: str, tmp_path: Pat
     ):
         assert key in result
     assert result["audit_ok"] is True
-    # Every admin call, approval and payment went over mutual TLS onto the audit chain.
+    # Every admin call, approval and payment went over mutual TLS onto the access log's chain.
     assert result["audit_chain"]["ok"] is True
     assert result["audit_chain"]["entries"] >= 2 * (2 + 10)  # groups + links: allowed, applied
     assert result["rounds"] > 20

@@ -24,7 +24,7 @@ from jackpot.gateway.grpc_api import SERVICE_NAME, TableDeviceServicer
 from jackpot.gateway.service import Gateway
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool
-from jackpot.platform.access_log import AuditLog
+from jackpot.platform.access_log import AccessLog
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import (
     KafkaConnection,
@@ -142,7 +142,7 @@ class RunningGateway:
     gateway: Gateway
     server: GrpcServer
     spool: Spool
-    audit: AuditLog | None = None
+    access_log: AccessLog | None = None
 
     @property
     def target(self) -> str:
@@ -156,22 +156,22 @@ class RunningGateway:
     async def stop(self) -> None:
         await self.server.stop(0.5)
         await self.gateway.stop()
-        if self.audit is not None:
-            await self.audit.stop()
+        if self.access_log is not None:
+            await self.access_log.stop()
         self.spool.close()
 
 
-async def start_gateway(settings: GatewaySettings, audited: bool = False) -> RunningGateway:
-    """The gateway and its gRPC server (mutual TLS if the settings say so); with ``audited``
+async def start_gateway(settings: GatewaySettings, access_logged: bool = False) -> RunningGateway:
+    """The gateway and its gRPC server (mutual TLS if the settings say so); with ``access_logged``
     its access decisions go to ``settings.access.audit_topic``."""
     spool = Spool(settings.spool_path)
-    audit = None
-    if audited:
-        audit = AuditLog(
+    access_log = None
+    if access_logged:
+        access_log = AccessLog(
             settings.bootstrap_servers, settings.access.audit_topic, f"gateway:{settings.name}"
         )
-        await audit.start()
-    gateway = Gateway(settings, spool, audit=audit)
+        await access_log.start()
+    gateway = Gateway(settings, spool, access_log=access_log)
     server = GrpcServer(
         settings.grpc_address,
         [TableDeviceServicer(gateway).register],
@@ -180,7 +180,7 @@ async def start_gateway(settings: GatewaySettings, audited: bool = False) -> Run
     )
     await gateway.start()
     await server.start()
-    return RunningGateway(settings, gateway, server, spool, audit)
+    return RunningGateway(settings, gateway, server, spool, access_log)
 
 
 @contextlib.asynccontextmanager

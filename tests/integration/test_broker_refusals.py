@@ -10,7 +10,7 @@ answers MESSAGE_TOO_LARGE for the one large record and takes the others.
   ignore the refused event once a later one of its table is applied, ``DUPLICATE_SEQUENCE``), the
   records of other topics the broker took are published once, and once the fault is cleared
   everything is on the topics exactly once, in spool order.
-- The audit log: an entry the broker refused is not reported written; it is written once the
+- The access log: an entry the broker refused is not reported written; it is written once the
   fault is cleared (aiokafka's producer refuses every later batch of the partition after a
   failed one: the writer must not stay stuck on it), and the chain verifies.
 """
@@ -26,9 +26,9 @@ import pytest
 from jackpot.domain.access import Principal, Role
 from jackpot.domain.cards import Game
 from jackpot.gateway import metrics
-from jackpot.platform.access_log import AuditLog, read_entries
+from jackpot.platform.access_log import AccessLog, read_entries
 from jackpot.platform.kafka import KafkaConnection, ensure_topics
-from jackpot.tools.audit_chain import verify_stream
+from jackpot.tools.access_chain import verify_stream
 from jackpot.topics import AUDIT, TopicSpec
 from jackpot.v1 import dead_letter_pb2
 from tests.integration.gateway_harness import (
@@ -114,7 +114,7 @@ async def test_an_audit_entry_the_broker_refuses_is_not_reported_written_until_i
 ) -> None:
     spec = dataclasses.replace(AUDIT, name=f"test.audit.{unique}")
     await ensure_topics(kafka_bootstrap, [spec])
-    audit = AuditLog(kafka_bootstrap, spec.name, "pot-api:refusals")
+    audit = AccessLog(kafka_bootstrap, spec.name, "pot-api:refusals")
     await audit.start()
     try:
         # The broker then knows the writer's producer on the audit partition.

@@ -316,7 +316,7 @@ async def test_the_pot_service_runs_a_round_on_the_secure_cluster(
     secure_cluster: SecureCluster, unique: str
 ) -> None:
     """The real pot service (its composition root, in-process) with the settings `jackpot pot`
-    reads from client-jackpot-pot.env: admin API commands and its audit log as jackpot-pot, a
+    reads from client-jackpot-pot.env: admin API commands and its access log as jackpot-pot, a
     round from the gateway user, one transaction per batch with the group's offsets, audited as
     jackpot-audit."""
     group_id = f"secure-{unique}"

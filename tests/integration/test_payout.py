@@ -44,7 +44,7 @@ from jackpot.payout.codec import from_proto
 from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
 from jackpot.payout.service import NotServedHere, PayoutService
 from jackpot.payout.settings import PayoutSettings
-from jackpot.platform.access_log import AuditLog
+from jackpot.platform.access_log import AccessLog
 from jackpot.platform.authz import AccessSettings, Authorizer
 from jackpot.platform.changelog import read_compacted
 from jackpot.platform.grpc_server import GrpcServer
@@ -82,7 +82,7 @@ class Running:
         self.settings = settings
         self.standby = standby
         self.service = PayoutService(settings)
-        self.audit = AuditLog(
+        self.audit = AccessLog(
             settings.bootstrap_servers,
             settings.access.audit_topic,
             f"payout:{settings.grpc_address}",

@@ -1,5 +1,5 @@
 """Security on real Kafka and real gRPC (issue 9): mutual TLS on every endpoint with the project's
-development CA, authorization by role and table, every attempt on the hash-chained audit log, and
+development CA, authorization by role and table, every attempt on the hash-chained access log, and
 `jackpot audit --chain` naming the first tampered entry."""
 
 from __future__ import annotations
@@ -24,18 +24,18 @@ from jackpot.clients.device import DeviceClient
 from jackpot.display.main import run_display
 from jackpot.display.settings import DisplaySettings
 from jackpot.domain.access import Role
-from jackpot.domain.auditchain import AuditEntry, ChainReport
+from jackpot.domain.access_chain import AccessEntry, ChainReport
 from jackpot.domain.cards import Game
 from jackpot.payout.grpc_api import SERVICE_NAME as PAYOUT_SERVICE
 from jackpot.payout.grpc_api import PayoutServicer
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
-from jackpot.platform.access_log import AuditLog, read_entries, to_record
+from jackpot.platform.access_log import AccessLog, read_entries, to_record
 from jackpot.platform.authz import AccessSettings, Authorizer
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, idempotent_producer
 from jackpot.platform.tls import TlsSettings, secure_channel
-from jackpot.tools.audit_chain import verify_stream
+from jackpot.tools.access_chain import verify_stream
 from jackpot.tools.payouts import decide
 from jackpot.tools.pki import issue, issue_dev
 from jackpot.topics import TopicSpec
@@ -75,7 +75,7 @@ def tls(pki: Path, name: str) -> TlsSettings:
     return TlsSettings.for_name(pki, name)
 
 
-async def audit_entries(bootstrap: str, topic: str) -> list[tuple[int, AuditEntry | None]]:
+async def audit_entries(bootstrap: str, topic: str) -> list[tuple[int, AccessEntry | None]]:
     """The entries of a test's own (small) audit topic, to assert on."""
     connection = KafkaConnection({"bootstrap_servers": bootstrap})
     return [position async for position in read_entries(connection, topic)]
@@ -88,12 +88,12 @@ async def verify_topic(bootstrap: str, topic: str) -> ChainReport:
     )
 
 
-async def wait_for_entries(bootstrap: str, topic: str, count: int) -> list[AuditEntry]:
-    async def enough() -> list[AuditEntry] | None:
+async def wait_for_entries(bootstrap: str, topic: str, count: int) -> list[AccessEntry]:
+    async def enough() -> list[AccessEntry] | None:
         entries = [e for _, e in await audit_entries(bootstrap, topic) if e is not None]
         return entries if len(entries) >= count else None
 
-    found: list[AuditEntry] = await eventually(enough, f"{count} audit entries on {topic}")
+    found: list[AccessEntry] = await eventually(enough, f"{count} audit entries on {topic}")
     return found
 
 
@@ -245,7 +245,7 @@ async def payout_under_tls(
         ],
     )
     service = PayoutService(settings)
-    audit = AuditLog(kafka_bootstrap, settings.access.audit_topic, "payout:test")
+    audit = AccessLog(kafka_bootstrap, settings.access.audit_topic, "payout:test")
     servicer = PayoutServicer(service, Authorizer(settings.access, audit))
     server = GrpcServer(
         settings.grpc_address,
@@ -343,7 +343,7 @@ async def test_a_device_certificate_opens_only_its_own_table_at_the_gateway(
     settings = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite").replace(
         access=access
     )
-    gateway = await start_gateway(settings, audited=True)
+    gateway = await start_gateway(settings, access_logged=True)
     target = gateway.tls_target
     try:
         own = DeviceClient(
@@ -395,7 +395,7 @@ async def test_signs_need_a_sign_certificate(kafka_bootstrap: str, unique: str, 
     task = asyncio.create_task(run_display(settings, stop))
     target = f"localhost:{settings.grpc_address.rsplit(':', 1)[1]}"
     try:
-        await wait_health(settings.access.health_address, within=20)  # audit log and gRPC up
+        await wait_health(settings.access.health_address, within=20)  # access log and gRPC up
         async with secure_channel(target, tls(pki, "device-CAR-1")) as channel:
             stub = display_pb2_grpc.SignServiceStub(channel)  # type: ignore[no-untyped-call]
             stream = stub.WatchSigns(display_pb2.WatchSignsRequest())

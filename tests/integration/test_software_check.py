@@ -1,7 +1,7 @@
 """R6, the field check on a real service: the pot service, over mutual TLS, answers an
 inspector's certificate with the HMAC of every file of its installation under the inspector's
 seed (equal to one computed here from the files alone), and ``jackpot verify --seed --service``
-agrees with it; an operator is refused; each call is on the service's audit chain."""
+agrees with it; an operator is refused; each call is on the service's access log's chain."""
 
 from __future__ import annotations
 

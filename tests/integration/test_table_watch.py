@@ -133,5 +133,5 @@ async def test_a_terminal_certificate_for_one_table_never_sees_another(
     assert ("watch_table", "allowed", "CAR-1") in seen
     assert ("watch_table", "refused", "DRW-1") in seen
     refused_device = [e for e in entries if e.outcome == "refused" and e.target == "CAR-1"]
-    assert refused_device, "the device certificate's attempt is on the audit chain"
+    assert refused_device, "the device certificate's attempt is on the access log's chain"
     assert "needs the role terminal" in refused_device[0].detail

@@ -165,7 +165,7 @@ async def test_D3_the_terminal_shows_a_locked_rounds_bets_and_a_double_click_pay
 ) -> None:
     """D3 and S5: the locked round's bets with lamps, the pot, the prizes in payment order; the
     dealer's double click on "Pagado" pays once (PAID once in the ledger); a second confirmation
-    and another table's prize are refused with the reason on screen and in the audit log."""
+    and another table's prize are refused with the reason on screen and in the access log."""
     await locked_round(floor.device, "R1", {2: 3, 5: 1})
     small = award("R1", 5, "FLUSH", 40_000, table=TABLE)
     full = award("R1", 2, "FULL_HOUSE", 90_000, table=TABLE)
@@ -369,7 +369,7 @@ async def test_a_supervisor_approves_at_the_terminal_with_a_one_time_code_as_the
     """The jackpot lock at the table: the supervisor asks for a one-time code with their own
     identity (IssueApprovalCode, as `jackpot payouts --code`), enters it at the terminal and the
     payout is approved as that supervisor, never the terminal; a wrong code and a reused one are
-    refused; every attempt is on the audit chain."""
+    refused; every attempt is on the access log's chain."""
     await locked_round(floor.device, "R4", {3: 1})
     large = award("R4", 3, "ROYAL_FLUSH", 3_000_000, table=TABLE)
     await publish(floor.payout, large)

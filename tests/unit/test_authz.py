@@ -1,5 +1,5 @@
 """The authorization edge without a network: principal resolution, the audit entry written for
-every protected attempt, and how a refusal or an unwritable audit log is answered."""
+every protected attempt, and how a refusal or an unwritable access log is answered."""
 
 from __future__ import annotations
 

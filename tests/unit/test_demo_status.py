@@ -175,7 +175,8 @@ def test_summary_names_rounds_collected_awards_payouts_restarts_and_the_verdict(
         "  awards      4 (ROYAL_FLUSH 1, STRAIGHT_FLUSH 3)",
         "  payouts     3 paid, 1 pending",
         "  restarts    1 (pot 1)",
-        "  audit       OK (2 pot groups recomputed from the ledger; audit chain OK, 54 entries)",
+        "  audit       OK (2 pot groups recomputed from the ledger; access log's chain OK, "
+        "54 entries)",
     ]
 
 
@@ -191,7 +192,7 @@ def test_summary_of_a_failed_audit_names_the_first_problem_in_red() -> None:
     plain = [ANSI.sub("", line) for line in lines]
     assert plain[-1] == (
         "  audit       FAILED: pot main is negative: -1 (2 pot groups recomputed from the ledger; "
-        "audit chain OK, 54 entries)"
+        "access log's chain OK, 54 entries)"
     )
     assert "\x1b[31mFAILED" in lines[-1]
     assert plain[3] == "  awards      0"

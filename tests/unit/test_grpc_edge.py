@@ -1,6 +1,6 @@
 """The audited gRPC edge without a network (jackpot.platform.grpc_edge): every refusal reason has
 its one status; a servicer method's refusal is answered with it and its message, and an
-authorized change's outcome reaches the audit log, whatever ends it; what is not a refusal is not
+authorized change's outcome reaches the access log, whatever ends it; what is not a refusal is not
 answered for."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from jackpot.domain.access import Action, Principal, Role
-from jackpot.domain.auditchain import OUTCOMES
+from jackpot.domain.access_chain import OUTCOMES
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.platform.authz import AccessSettings, Authorizer
 from jackpot.platform.grpc_edge import (

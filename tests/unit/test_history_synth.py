@@ -4,7 +4,7 @@ A tiny floor (3 tables, 20 minutes, a round every 6 s so prizes come) through th
 processor: each group's ledger passes the same judge as `jackpot audit` (sequences continuous,
 M2, every payment matching its award, the latest pot update's balances), its record times run
 forward for time-based seeks, its state names the last entry and the last table event, and its
-audit log's chains hold. Corrupting one amount makes the judge fail.
+access log's chains hold. Corrupting one amount makes the judge fail.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from loadtest.history_synth import (
     instance_starts,
 )
 
-from jackpot.domain.auditchain import verify
+from jackpot.domain.access_chain import verify
 from jackpot.platform.access_log import from_record
 from jackpot.pot.ledger_audit import GroupAudit  # the judge of `jackpot audit` (tools.audit)
 from jackpot.pot.processor import state_key

@@ -153,7 +153,7 @@ async def test_a_composition_root_that_fails_at_start_exits_1_and_stops_what_sta
 
 
 async def test_steps_added_last_run_after_every_other_step() -> None:
-    """The audit log's stop is added first (the edge is built first) yet runs last: every step
+    """The access log's stop is added first (the edge is built first) yet runs last: every step
     before it may still write to it."""
     journal: list[str] = []
     stop = asyncio.Event()

@@ -1,7 +1,7 @@
 """R6, the field check without a network: ``AttestSoftware`` answers an inspector's certificate
 with the HMAC of every installed file under the inspector's seed (equal to one computed in the
 test from the files alone), refuses anyone else and a seed too short, and puts every call on the
-audit log."""
+access log."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from jackpot.display.feed import clock, follow, follow_payouts
 from jackpot.display.grpc_api import SignServicer
 from jackpot.display.settings import DisplaySettings
 from jackpot.display.web import build_app
-from jackpot.platform.grpc_edge import audited_grpc_edge
+from jackpot.platform.grpc_edge import access_logged_grpc_edge
 from jackpot.platform.runtime import Supervisor, serve, service_main
 from jackpot.platform.settings import load
 
@@ -26,7 +26,7 @@ async def compose_display(settings: DisplaySettings, supervisor: Supervisor) -> 
     """Build and start the display's parts under ``supervisor``: the feed, the clock, the web
     signs and the SignService."""
     board = Board(settings.stale_seconds, settings.winner_seconds)
-    edge = await audited_grpc_edge(
+    edge = await access_logged_grpc_edge(
         supervisor, settings, f"display:{socket.gethostname()}-{os.getpid()}"
     )
     server = edge.serve(SignServicer(board, settings.max_rate, edge.authorizer), grace_seconds=1)

@@ -6,7 +6,7 @@ devices (bet acceptors, dealer terminal) the table its certificate is bound to. 
 a table also require the principal's table to be that table. Operators change pot configuration;
 supervisors approve and void payouts; nobody else can (issue 9). The regulator's inspector, and
 only the inspector, asks a service for the field check of its software (R6). Every decision
-carries a sentence that the edge returns to the caller and writes to the audit chain.
+carries a sentence that the edge returns to the caller and writes to the access log's chain.
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ class TableDeviceServicer:
 
     def __init__(self, gateway: Gateway, authorizer: Authorizer | None = None) -> None:
         self._gateway = gateway
-        if authorizer is None and gateway.audit is not None:
-            authorizer = Authorizer(gateway.settings.access, gateway.audit)
+        if authorizer is None and gateway.access_log is not None:
+            authorizer = Authorizer(gateway.settings.access, gateway.access_log)
         self.authorizer = authorizer
 
     def register(self, server: grpc.aio.Server) -> None:

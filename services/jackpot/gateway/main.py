@@ -11,7 +11,7 @@ from jackpot.gateway.grpc_api import TableDeviceServicer
 from jackpot.gateway.service import Gateway
 from jackpot.gateway.settings import GatewaySettings
 from jackpot.gateway.spool import Spool
-from jackpot.platform.grpc_edge import audited_grpc_edge
+from jackpot.platform.grpc_edge import access_logged_grpc_edge
 from jackpot.platform.kafka import ensure_service_topics
 from jackpot.platform.runtime import Supervisor, serve, service_main
 from jackpot.platform.settings import load
@@ -25,10 +25,10 @@ async def compose_gateway(settings: GatewaySettings, supervisor: Supervisor) -> 
     # the broker may be away: the spool covers for it
     await ensure_service_topics(settings, within_seconds=10)
     spool = Spool(settings.spool_path)
-    edge = await audited_grpc_edge(
+    edge = await access_logged_grpc_edge(
         supervisor, settings, f"gateway:{settings.name}", audit_drain_seconds=2
     )
-    gateway = Gateway(settings, spool, audit=edge.audit)
+    gateway = Gateway(settings, spool, access_log=edge.access_log)
     server = edge.serve(TableDeviceServicer(gateway, edge.authorizer), grace_seconds=5)
 
     async def close_spool() -> None:

@@ -38,7 +38,7 @@ from jackpot.gateway.hello import authenticated_hello
 from jackpot.gateway.publisher import SpoolPublisher
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool, SpoolWrite
-from jackpot.platform.access_log import AuditLog
+from jackpot.platform.access_log import AccessLog
 from jackpot.platform.kafka import KafkaConnection, follow_latest
 from jackpot.platform.tracing import TRACER, traceparent
 from jackpot.v1 import device_pb2, pot_pb2
@@ -94,11 +94,11 @@ class Gateway:
         settings: GatewaySettings,
         spool: Spool,
         clock: Callable[[], float] = time.monotonic,
-        audit: AuditLog | None = None,
+        access_log: AccessLog | None = None,
     ) -> None:
         self.settings = settings
         self.spool = spool
-        self.audit = audit
+        self.access_log = access_log
         self._identity = Principal(f"gateway:{settings.name}", frozenset({Role.SERVICE}))
         self._faulted: set[str] = set()  # tables whose closing was audited as a fault
         self._clock = clock
@@ -208,8 +208,8 @@ class Gateway:
 
     def refuse_hello(self, raw: bytes, refused: DomainError, peer: Principal | None = None) -> None:
         metrics.REJECTS.labels(refused.reason.value).inc()
-        if refused.reason is Reason.NOT_AUTHENTICATED and self.audit is not None:
-            self.audit.note(
+        if refused.reason is Reason.NOT_AUTHENTICATED and self.access_log is not None:
+            self.access_log.note(
                 peer or ANONYMOUS, Action.CONNECT_DEVICE.value, "refused", "", refused.detail
             )
         self._spool_dead_letter(raw, refused.reason, refused.detail, "")
@@ -391,16 +391,18 @@ class Gateway:
         metrics.TABLES_CLOSED.set(closed)
 
     def _audit_transition(self, table_id: str, is_open: bool, reason: str) -> None:
-        """A table that was open closing is a fault on the audit chain; its reopening closes it.
+        """A table that was open closing is a fault on the access log; its reopening closes it.
         (Tables start closed until their pot group is heard from: that is not a fault.)"""
-        if self.audit is None:
+        if self.access_log is None:
             return
         if not is_open and table_id not in self._faulted and not reason.startswith("no update"):
             self._faulted.add(table_id)
-            self.audit.note(self._identity, "progressive_closed", "fault", table_id, reason)
+            self.access_log.note(self._identity, "progressive_closed", "fault", table_id, reason)
         elif is_open and table_id in self._faulted:
             self._faulted.discard(table_id)
-            self.audit.note(self._identity, "progressive_opened", "recovered", table_id, "reopened")
+            self.access_log.note(
+                self._identity, "progressive_opened", "recovered", table_id, "reopened"
+            )
 
     def _closed_reason(self, configured: TableSettings, now: float) -> str:
         """Why the table's progressive is closed; "" when it is open (as ``closed_reason``

@@ -41,7 +41,7 @@ class _Session:
 
 class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
     """Supervisors approve and void, a table's terminal confirms its payments: each attempt is
-    decided by :mod:`jackpot.domain.access` and written to the audit chain with its outcome."""
+    decided by :mod:`jackpot.domain.access` and written to the access log with its outcome."""
 
     service_name = SERVICE_NAME
 
@@ -271,7 +271,7 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         decision: payout_pb2.SupervisorDecision,
     ) -> None:
         """A supervisor's approval or void entered at the terminal with their one-time code:
-        applied as that supervisor, never as the terminal; every attempt on the audit chain."""
+        applied as that supervisor, never as the terminal; every attempt on the access log."""
         action = Action.APPROVE_PAYOUT if decision.approve else Action.VOID_PAYOUT
         award_id = decision.award_id
         payout = self._service.book.payouts.get(award_id)
@@ -300,7 +300,7 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
     async def _confirm(
         self, hello: payout_pb2.TerminalHello, terminal: Principal, award_id: str
     ) -> None:
-        """One payment confirmed by a table's terminal, its outcome on the audit chain."""
+        """One payment confirmed by a table's terminal, its outcome on the access log's chain."""
         try:
             payout = await self._service.paid(hello.table_id, award_id, hello.dealer)
         except Exception as error:

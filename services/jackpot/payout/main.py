@@ -14,7 +14,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
-from jackpot.platform.grpc_edge import audited_grpc_edge
+from jackpot.platform.grpc_edge import access_logged_grpc_edge
 from jackpot.platform.kafka import ensure_service_topics
 from jackpot.platform.metrics import ProcessorMetrics
 from jackpot.platform.runtime import Supervisor, serve, service_main
@@ -29,7 +29,7 @@ async def compose_payout(
     """Build and start the payout service's parts under ``supervisor``."""
     await ensure_service_topics(settings)
     service = PayoutService(settings, processor_metrics=ProcessorMetrics(registry))
-    edge = await audited_grpc_edge(
+    edge = await access_logged_grpc_edge(
         supervisor, settings, f"payout:{socket.gethostname()}-{os.getpid()}"
     )
     servicer = PayoutServicer(service, edge.authorizer)

@@ -1,11 +1,11 @@
-"""The audit log's Kafka edge: a writer that appends to its hash chain, and a streamed reader.
+"""The access log's Kafka edge: a writer that appends to its hash chain, and a streamed reader.
 
-:class:`AuditLog` owns one chain (``chain`` = this service instance) and appends its entries in
+:class:`AccessLog` owns one chain (``chain`` = this service instance) and appends its entries in
 order through one writer task with an idempotent producer (acks=all). ``record`` returns a future
 the caller may await (the admin and payout APIs do, so an allowed change is on the log before it
 is answered) or ignore (a gateway noting a fault while Kafka is away: the entry is written when
 Kafka returns). The future resolves only once the broker acknowledged the entry; an entry it
-refused is sent again, on a new producer (:meth:`AuditLog._drop_producer` says why), and nothing
+refused is sent again, on a new producer (:meth:`AccessLog._drop_producer` says why), and nothing
 after it is sent meanwhile.
 
 Resuming without reading the history (issue 23). After every entry the writer puts its chain's
@@ -23,7 +23,7 @@ writes every chain's head, then the mark; so does a writer whose head is not on 
 recreated topic).
 
 Reading (:func:`read_entries`) is streamed through :class:`jackpot.platform.kafka.TopicReader`:
-nothing holds the topic. Pure chaining and verification live in :mod:`jackpot.domain.auditchain`.
+nothing holds the topic. Pure chaining and verification live in :mod:`jackpot.domain.access_chain`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from aiokafka.structs import RecordMetadata
 from google.protobuf.message import DecodeError
 
 from jackpot.domain.access import Principal, Role
-from jackpot.domain.auditchain import GENESIS, AuditEntry, ChainHead
+from jackpot.domain.access_chain import GENESIS, AccessEntry, ChainHead
 from jackpot.platform.kafka import (
     KafkaConnection,
     TopicReader,
@@ -61,16 +61,16 @@ REFRESH_SECONDS = 300.0  # while idle, the head's checked offset follows the aud
 PARTITION = 0  # the audit topic has one partition (jackpot.topics.AUDIT)
 
 
-def to_record(entry: AuditEntry) -> audit_pb2.AuditRecord:
+def to_record(entry: AccessEntry) -> audit_pb2.AuditRecord:
     return audit_pb2.AuditRecord(**{**asdict(entry), "roles": list(entry.roles)})
 
 
-def from_record(record: audit_pb2.AuditRecord) -> AuditEntry:
-    values = {name.name: getattr(record, name.name) for name in fields(AuditEntry)}
-    return AuditEntry(**{**values, "roles": tuple(record.roles)})
+def from_record(record: audit_pb2.AuditRecord) -> AccessEntry:
+    values = {name.name: getattr(record, name.name) for name in fields(AccessEntry)}
+    return AccessEntry(**{**values, "roles": tuple(record.roles)})
 
 
-def decode(value: bytes | None) -> AuditEntry | None:
+def decode(value: bytes | None) -> AccessEntry | None:
     """An audit record's entry, or None when the bytes are not one (the verifier says so)."""
     try:
         return from_record(audit_pb2.AuditRecord.FromString(value or b""))
@@ -80,7 +80,7 @@ def decode(value: bytes | None) -> AuditEntry | None:
 
 async def read_entries(
     connection: KafkaConnection, topic: str
-) -> AsyncIterator[tuple[int, AuditEntry | None]]:
+) -> AsyncIterator[tuple[int, AccessEntry | None]]:
     """Every record of the audit topic in order, as (offset, entry), streamed from its beginning
     to the end it had when the read began; None for a record that is not an entry."""
     async for record in read_records(connection, topic):
@@ -97,7 +97,7 @@ class Resumed:
     read_from: list[int] = field(default_factory=list)  # where each audit read began
 
 
-class AuditLog:
+class AccessLog:
     """Appends this instance's entries to its chain on the audit topic, its head on the heads
     topic (``heads_topic``, default :func:`jackpot.topics.audit_heads_topic` of ``topic``)."""
 
@@ -123,7 +123,7 @@ class AuditLog:
         self._entry_offset = -1  # audit offset of the head's entry (-1: no entry yet)
         self._checked = 0  # no later entry of this chain before this audit offset
         self._in_flight = False  # an entry was sent and its head is not yet written
-        self._queue: asyncio.Queue[tuple[dict[str, Any], asyncio.Future[AuditEntry]]] = (
+        self._queue: asyncio.Queue[tuple[dict[str, Any], asyncio.Future[AccessEntry]]] = (
             asyncio.Queue(MAX_QUEUED)
         )
         self._producer: AIOKafkaProducer | None = None
@@ -141,7 +141,7 @@ class AuditLog:
     def writer(self) -> asyncio.Task[None]:
         """The task that appends the entries (a part its service's supervisor watches)."""
         if self._writer is None:
-            raise RuntimeError("the audit log was not started")
+            raise RuntimeError("the access log was not started")
         return self._writer
 
     async def start(self) -> None:
@@ -287,7 +287,7 @@ class AuditLog:
 
     async def _entries(
         self, reader: TopicReader, start: int, end: int
-    ) -> AsyncIterator[tuple[int, AuditEntry | None]]:
+    ) -> AsyncIterator[tuple[int, AccessEntry | None]]:
         """Audit records [start, end) of partition 0, counted in :attr:`resumed`."""
         if start < end:
             self.resumed.read_from.append(start)
@@ -384,9 +384,9 @@ class AuditLog:
         outcome: str,
         target: str = "",
         detail: str = "",
-    ) -> asyncio.Future[AuditEntry]:
+    ) -> asyncio.Future[AccessEntry]:
         """Queue an entry; the future resolves once it is on the log (acks=all)."""
-        future: asyncio.Future[AuditEntry] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[AccessEntry] = asyncio.get_running_loop().create_future()
         values = {
             "principal": principal.name,
             "roles": [role.value for role in principal.roles],
@@ -401,7 +401,7 @@ class AuditLog:
         except asyncio.QueueFull:
             self.dropped += 1
             log.error("audit_queue_full", chain=self.chain, action=action, target=target)
-            future.set_exception(RuntimeError("the audit log is not accepting entries"))
+            future.set_exception(RuntimeError("the access log is not accepting entries"))
         return future
 
     def note(
@@ -428,7 +428,7 @@ class AuditLog:
             finally:
                 self._queue.task_done()
 
-    async def _append(self, fields: dict[str, Any], future: asyncio.Future[AuditEntry]) -> None:
+    async def _append(self, fields: dict[str, Any], future: asyncio.Future[AccessEntry]) -> None:
         """The entry, then its head: a crash between the two is what a restart reads past the
         head for."""
         try:
@@ -461,10 +461,10 @@ def _decode_head(value: bytes | None) -> audit_pb2.AuditHead | None:
         return None
 
 
-def entries_of(records: Iterable[tuple[int, AuditEntry | None]]) -> list[tuple[int, AuditEntry]]:
+def entries_of(records: Iterable[tuple[int, AccessEntry | None]]) -> list[tuple[int, AccessEntry]]:
     return [(offset, entry) for offset, entry in records if entry is not None]
 
 
-def _retrieved(future: asyncio.Future[AuditEntry]) -> None:
+def _retrieved(future: asyncio.Future[AccessEntry]) -> None:
     if not future.cancelled():
         future.exception()

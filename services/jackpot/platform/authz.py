@@ -1,10 +1,10 @@
-"""Authorization at the gRPC edge: who is calling, may they, and the audit entry either way.
+"""Authorization at the gRPC edge: who is calling, may they, and the access log's entry either way.
 
 :class:`AccessSettings` is the one typed group of security settings every service reads in
 ``main`` (TLS files, the audit topic, and the development escape hatch below).
 :class:`Authorizer` resolves the caller's :class:`~jackpot.domain.access.Principal` from its
 verified client certificate, asks :func:`jackpot.domain.access.authorize`, writes the attempt to
-the hash-chained audit log (allowed attempts are on the log *before* the change is made; if the
+the hash-chained access log (allowed attempts are on the log *before* the change is made; if the
 log cannot be written the call fails UNAVAILABLE rather than act unaudited), and aborts refused
 calls with PERMISSION_DENIED (or UNAUTHENTICATED when there is no identity at all).
 
@@ -25,7 +25,7 @@ import grpc
 import structlog
 
 from jackpot.domain.access import ANONYMOUS, Action, Principal, authorize
-from jackpot.platform.access_log import AuditLog
+from jackpot.platform.access_log import AccessLog
 from jackpot.platform.service_settings import AccessSettings as AccessSettings
 from jackpot.platform.tls import peer_principal
 
@@ -40,11 +40,11 @@ class Authorizer:
     def __init__(
         self,
         settings: AccessSettings,
-        audit: AuditLog,
+        access_log: AccessLog,
         audit_timeout_seconds: float = AUDIT_WRITE_TIMEOUT_SECONDS,
     ) -> None:
         self.settings = settings
-        self.audit = audit
+        self.access_log = access_log
         self.audit_timeout_seconds = audit_timeout_seconds
         if not settings.tls.enabled:
             log.warning(
@@ -79,29 +79,30 @@ class Authorizer:
             target=target,
         )
         if not decision.allowed:
-            self.audit.note(principal, action.value, "refused", target, decision.detail)
+            self.access_log.note(principal, action.value, "refused", target, decision.detail)
             status = (
                 grpc.StatusCode.UNAUTHENTICATED
                 if principal is ANONYMOUS
                 else grpc.StatusCode.PERMISSION_DENIED
             )
             await context.abort(status, decision.detail)
-        entry = self.audit.record(principal, action.value, "allowed", target, detail)
+        entry = self.access_log.record(principal, action.value, "allowed", target, detail)
         try:
             await asyncio.wait_for(asyncio.shield(entry), self.audit_timeout_seconds)
         except Exception as error:
             log.error("audit_unavailable", action=action.value, target=target, error=repr(error))
             # The "allowed" entry is still queued and will reach the log: say how it ended.
-            self.audit.note(
+            self.access_log.note(
                 principal,
                 action.value,
                 "fault",
                 target,
-                "the audit log could not be written in time: the call was refused, nothing changed",
+                "the access log could not be written in time: the call was refused, nothing "
+                "changed",
             )
             await context.abort(
                 grpc.StatusCode.UNAVAILABLE,
-                "the audit log cannot be written; nothing was changed, try again",
+                "the access log cannot be written; nothing was changed, try again",
             )
         return principal
 
@@ -116,11 +117,11 @@ class Authorizer:
         principal = self.principal(context)
         decision = authorize(principal, action)
         if not decision.allowed:
-            self.audit.note(principal, action.value, "refused", method, decision.detail)
+            self.access_log.note(principal, action.value, "refused", method, decision.detail)
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, decision.detail)
 
     def outcome(
         self, principal: Principal, action: Action, outcome: str, target: str, detail: str
     ) -> None:
         """Record what an allowed call came to (applied, or refused by the rules)."""
-        self.audit.note(principal, action.value, outcome, target, detail)
+        self.access_log.note(principal, action.value, outcome, target, detail)

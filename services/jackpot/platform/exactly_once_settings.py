@@ -40,7 +40,7 @@ class ExactlyOnceSettings(Settings):
     )
     instance_id: str = Field(
         default_factory=default_instance_id,
-        description="names this instance in logs, client ids and the audit log (the pod name in "
+        description="names this instance in logs, client ids and the access log (the pod name in "
         "Kubernetes)",
         json_schema_extra={"shown_default": "<hostname>-<pid>"},
     )

@@ -1,4 +1,4 @@
-"""The audited gRPC edge of every service: one answer per refusal, one way to build the edge.
+"""The access-logged gRPC edge of every service: one answer per refusal, one way to build the edge.
 
 **One answer per refusal.** A servicer method does not choose status codes for refusals: it
 raises, and :func:`answered` (the decorator every servicer method wears) answers.
@@ -14,15 +14,15 @@ Anything else is a bug and goes to gRPC as it is (UNKNOWN). The few answers that
 refusal (a Hello that never came: DEADLINE_EXCEEDED; a watcher too far behind:
 RESOURCE_EXHAUSTED; a pot group that exists already: ALREADY_EXISTS, as the contract says) are
 given with :meth:`Call.abort`. A method that was authorized as a change (:meth:`Call.require`)
-has its outcome on the audit log either way: ``applied`` when it says so (:meth:`Call.applied`),
+has its outcome on the access log either way: ``applied`` when it says so (:meth:`Call.applied`),
 ``refused`` or ``fault`` when it is answered.
 
-**One way to build the edge.** :func:`audited_grpc_edge` starts a service's audit log (its hash
-chain) and gives the :class:`~jackpot.platform.authz.Authorizer` that writes to it; its
-:meth:`~AuditedEdge.serve` builds the :class:`~jackpot.platform.grpc_server.GrpcServer` of the
+**One way to build the edge.** :func:`access_logged_grpc_edge` starts a service's access log
+(its hash chain) and gives the :class:`~jackpot.platform.authz.Authorizer` that writes to it; its
+:meth:`~AccessLoggedEdge.serve` builds the :class:`~jackpot.platform.grpc_server.GrpcServer` of the
 service's servicers. Both put their stop steps on the service's
 :class:`~jackpot.platform.runtime.Supervisor`: the gRPC server's where the composition root builds
-it (calls in flight may finish), the audit log's after everything else (every stop step before
+it (calls in flight may finish), the access log's after everything else (every stop step before
 it may still write to it).
 
 **The software's field check.** Every edge also serves ``jackpot.v1.SoftwareService``
@@ -30,7 +30,7 @@ it may still write to it).
 inspector's seed of every file of the installed package as it is on disk when asked
 (:func:`jackpot.platform.manifest.attest`), with the manifest digest the service verified at
 start. The inspector computes the same over the approved build (``jackpot verify --seed``); a seed
-of their own choosing makes a recorded answer useless. Each call is on the audit log.
+of their own choosing makes a recorded answer useless. Each call is on the access log.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ import grpc
 
 from jackpot.domain.access import Action, Principal
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.platform.access_log import AuditLog
+from jackpot.platform.access_log import AccessLog
 from jackpot.platform.authz import AccessSettings, Authorizer
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.manifest import attest, check_seed, package_root, verified_digest
@@ -99,7 +99,7 @@ STATUS: Mapping[Reason, grpc.StatusCode] = MappingProxyType(
     }
 )
 
-# What the audit log says an authorized change came to (jackpot.domain.auditchain.OUTCOMES).
+# What the access log says an authorized change came to (jackpot.domain.access_chain.OUTCOMES).
 REFUSED = "refused"  # the rules or the place said no; nothing changed
 FAULT = "fault"  # it could not be done now; nothing changed
 
@@ -143,7 +143,7 @@ class _Subject:
 
 class Call:
     """One call at an audited edge: its gRPC context, and, once it was authorized as a change
-    (:meth:`require`), who does what to what, so that its outcome reaches the audit log."""
+    (:meth:`require`), who does what to what, so that its outcome reaches the access log."""
 
     def __init__(self, context: grpc.aio.ServicerContext, authorizer: Authorizer | None) -> None:
         self.context = context
@@ -161,7 +161,7 @@ class Call:
     async def require(
         self, action: Action, target: str, table_id: str = "", detail: str = ""
     ) -> Principal:
-        """The caller, allowed to make this change (on the audit log before it is made); the
+        """The caller, allowed to make this change (on the access log before it is made); the
         call's outcome follows on the log (:meth:`applied`, or the decorator's answer)."""
         principal = await self.admit(action, target, table_id, detail)
         self._subject = _Subject(principal, action, target)
@@ -176,14 +176,14 @@ class Call:
         return await authorizer.require(self.context, action, target, table_id, detail)
 
     def applied(self, detail: str) -> None:
-        """The change was made: its outcome on the audit log."""
+        """The change was made: its outcome on the access log."""
         self._outcome("applied", detail)
 
     async def abort(
         self, status: grpc.StatusCode, detail: str, *, outcome: str | None = REFUSED
     ) -> NoReturn:
         """End the call with ``status``: an answer of the edge itself, not a rule's refusal (no
-        Hello in time, a group that exists already). The outcome goes on the audit log when the
+        Hello in time, a group that exists already). The outcome goes on the access log when the
         call was authorized as a change (None: the outcome is not known)."""
         if outcome is not None:
             self._outcome(outcome, detail)
@@ -206,7 +206,7 @@ class Call:
     async def _authorizer_or_abort(self) -> Authorizer:
         if self._authorizer is None:
             await self.context.abort(
-                grpc.StatusCode.PERMISSION_DENIED, "no audit log here: nothing protected is served"
+                grpc.StatusCode.PERMISSION_DENIED, "no access log here: nothing protected is served"
             )
         assert self._authorizer is not None
         return self._authorizer
@@ -279,7 +279,7 @@ class SoftwareServicer(software_pb2_grpc.SoftwareServiceServicer):
     package is ``root``."""
 
     service_name = "jackpot.v1.SoftwareService"
-    TARGET = "software"  # what the audit log names as the object of the check
+    TARGET = "software"  # what the access log names as the object of the check
 
     def __init__(self, authorizer: Authorizer, service: str, root: Path | None = None) -> None:
         self.authorizer = authorizer
@@ -335,13 +335,15 @@ class Registered(Protocol):
     def register(self, server: grpc.aio.Server) -> None: ...
 
 
-class AuditedEdge:
-    """A service's audit log (one hash chain), the authorizer that writes to it and, once
-    :meth:`serve` is called, its gRPC server. Made by :func:`audited_grpc_edge`."""
+class AccessLoggedEdge:
+    """A service's access log (one hash chain), the authorizer that writes to it and, once
+    :meth:`serve` is called, its gRPC server. Made by :func:`access_logged_grpc_edge`."""
 
-    def __init__(self, supervisor: Supervisor, settings: EdgeSettings, audit: AuditLog) -> None:
-        self.audit = audit
-        self.authorizer = Authorizer(settings.access, audit)
+    def __init__(
+        self, supervisor: Supervisor, settings: EdgeSettings, access_log: AccessLog
+    ) -> None:
+        self.access_log = access_log
+        self.authorizer = Authorizer(settings.access, access_log)
         self._supervisor = supervisor
         self._settings = settings
 
@@ -351,7 +353,7 @@ class AuditedEdge:
         service's, and its stop step ("grpc": refuse new calls, let those in flight finish for
         ``grace_seconds``) comes after the steps added so far."""
         access = self._settings.access
-        servicers = (*servicers, SoftwareServicer(self.authorizer, self.audit.chain))
+        servicers = (*servicers, SoftwareServicer(self.authorizer, self.access_log.chain))
         server = GrpcServer(
             self._settings.grpc_address,
             [servicer.register for servicer in servicers],
@@ -365,21 +367,23 @@ class AuditedEdge:
         return server
 
 
-async def audited_grpc_edge(
+async def access_logged_grpc_edge(
     supervisor: Supervisor,
     settings: EdgeSettings,
     chain: str,
     *,
     audit_drain_seconds: float = 5.0,
-) -> AuditedEdge:
-    """The audited edge of a service: its audit log on the chain ``chain``, started first (the
-    software it verified heads what it records; a part the supervisor watches, whose stop step
+) -> AccessLoggedEdge:
+    """The access-logged edge of a service: its access log on the chain ``chain``, started first
+    (the software it verified heads what it records; a part the supervisor watches, whose stop step
     comes after every other: each may still write to it), and its authorizer."""
     options = dict(settings.kafka_options())
-    audit = AuditLog(options.pop("bootstrap_servers"), settings.access.audit_topic, chain, options)
-    supervisor.on_stop(
-        "audit", lambda: audit.stop(supervisor.grace(audit_drain_seconds)), last=True
+    access_log = AccessLog(
+        options.pop("bootstrap_servers"), settings.access.audit_topic, chain, options
     )
-    await audit.start()
-    supervisor.watch(audit.writer)
-    return AuditedEdge(supervisor, settings, audit)
+    supervisor.on_stop(
+        "access log", lambda: access_log.stop(supervisor.grace(audit_drain_seconds)), last=True
+    )
+    await access_log.start()
+    supervisor.watch(access_log.writer)
+    return AccessLoggedEdge(supervisor, settings, access_log)

@@ -2,10 +2,11 @@
 
 A service's composition root (``compose_<service>`` in its ``main`` module) builds its
 components, starts them, and tells the :class:`Supervisor` three things: the parts to watch (the
-asyncio tasks that do the work: a processor, a publisher, a watchdog, a feed, the audit writer),
-the gRPC servers whose health reports for the service, and the steps that stop it gracefully, in
-order (the audited gRPC edge, :class:`jackpot.platform.grpc_edge.AuditedEdge`, adds its own: the
-server's where it is built, the audit log's last). Then :func:`serve` waits for one of two things:
+asyncio tasks that do the work: a processor, a publisher, a watchdog, a feed, the access log's
+writer), the gRPC servers whose health reports for the service, and the steps that stop it
+gracefully, in order (the access-logged gRPC edge,
+:class:`jackpot.platform.grpc_edge.AccessLoggedEdge`, adds its own: the server's where it is built,
+the access log's last). Then :func:`serve` waits for one of two things:
 
 - SIGTERM or SIGINT (or the ``stop`` event): the stop steps run, each within its budget, the
   parts still running are cancelled, and the exit status is 0;
@@ -91,7 +92,7 @@ class Supervisor:
         self, name: str, step: Callable[[], Awaitable[object]], *, last: bool = False
     ) -> None:
         """A graceful stop step; steps run in the order they were added, those added ``last``
-        after all the others (the audit log: every step before it may still write to it)."""
+        after all the others (the access log: every step before it may still write to it)."""
         (self._last_steps if last else self._steps).append(StopStep(name, step))
 
     async def end_part(self, name: str) -> None:

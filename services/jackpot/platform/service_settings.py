@@ -166,11 +166,13 @@ class TlsSettings(Settings):
 
 
 class AccessSettings(Settings):
-    """Who may call the gRPC APIs (jackpot.platform.authz): mutual TLS, the audit log, and the
+    """Who may call the gRPC APIs (jackpot.platform.authz): mutual TLS, the access log, and the
     development escape hatch for plaintext."""
 
     model_config = SettingsConfigDict(env_prefix="JACKPOT_")
-    shared_title: ClassVar[str] = "Access: mutual TLS, audit log, development roles (every service)"
+    shared_title: ClassVar[str] = (
+        "Access: mutual TLS, access log, development roles (every service)"
+    )
 
     tls: TlsSettings = TlsSettings()
     insecure_roles: Roles = Field(
@@ -179,7 +181,7 @@ class AccessSettings(Settings):
         "(development; refused together with TLS)",
         json_schema_extra={"shown_type": "roles, comma-separated"},
     )
-    audit_topic: str = Field(AUDIT.name, description="the hash-chained audit log")
+    audit_topic: str = Field(AUDIT.name, description="the hash-chained access log")
     health_address: str = Field(
         "",
         validation_alias="JACKPOT_HEALTH_GRPC",

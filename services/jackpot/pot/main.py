@@ -17,7 +17,7 @@ from functools import partial
 import structlog
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from jackpot.platform.grpc_edge import audited_grpc_edge
+from jackpot.platform.grpc_edge import access_logged_grpc_edge
 from jackpot.platform.kafka import ensure_service_topics
 from jackpot.platform.runtime import Supervisor, service_main
 from jackpot.platform.settings import load
@@ -38,10 +38,12 @@ async def compose_pot(
     await ensure_service_topics(settings, settings.replication_factor)
     view = PotStateView(settings)
     publisher = CommandPublisher(settings)
-    edge = await audited_grpc_edge(
+    edge = await access_logged_grpc_edge(
         supervisor, settings, f"pot-api:{settings.processor.instance_id}"
     )
-    service = PotService(settings, PotMetrics(registry), audit=edge.audit)  # R14 repairs go there
+    service = PotService(
+        settings, PotMetrics(registry), access_log=edge.access_log
+    )  # R14 repairs go there
     api = PotApi(settings, view, publisher, edge.authorizer)
 
     async def stop_view() -> None:

@@ -29,7 +29,7 @@ from jackpot.domain.access import Principal, Role
 from jackpot.domain.errors import DomainError
 from jackpot.domain.level_figures import level_figures
 from jackpot.domain.mystery import TriggerSource, secure_trigger
-from jackpot.platform.access_log import AuditLog
+from jackpot.platform.access_log import AccessLog
 from jackpot.platform.exactly_once import (
     ExactlyOnceProcessor,
     OutputRecord,
@@ -67,12 +67,12 @@ class PotPartition:
         settings: PotSettings,
         metrics: PotMetrics,
         trigger_source: TriggerSource = secure_trigger,
-        audit: AuditLog | None = None,
+        access_log: AccessLog | None = None,
     ) -> None:
         self.partition = partition
         self.settings = settings
         self.metrics = metrics
-        self.audit = audit  # the service's access log: a repair at the takeover is written there
+        self.access_log = access_log  # a repair at the takeover is written there (R14)
         self._trigger_source = trigger_source
         self.processor = PotProcessor(
             partition,
@@ -215,13 +215,15 @@ class PotPartition:
             runbook=RUNBOOK,
         )
         self.metrics.states_repaired.labels(pot_group=group_id).inc()
-        if self.audit is not None:
+        if self.access_log is not None:
             me = Principal(f"pot:{self.settings.processor.instance_id}", frozenset({Role.SERVICE}))
             detail = (
                 f"stored state at ledger entry {state_at}, ledger at {ledger_at}: "
                 f"{replayed} entries replayed from the ledger; runbook {RUNBOOK}"
             )
-            self.audit.note(me, "pot_state_repaired_from_ledger", "recovered", group_id, detail)
+            self.access_log.note(
+                me, "pot_state_repaired_from_ledger", "recovered", group_id, detail
+            )
         return ""
 
     async def _last_update(self, group_id: str) -> int:
@@ -337,9 +339,9 @@ class PotService:
         metrics: PotMetrics | None = None,
         *,
         trigger_source: TriggerSource = secure_trigger,
-        audit: AuditLog | None = None,
+        access_log: AccessLog | None = None,
     ) -> None:
-        """``audit``: the service's access log, where a takeover writes each state it repaired."""
+        """``access_log``: the service's, where a takeover writes each state it repaired."""
         self.settings = settings
         self.metrics = metrics if metrics is not None else PotMetrics()
         # Ready unless a partition the group gave it cannot write (the brokers gone, issue 36).
@@ -352,7 +354,7 @@ class PotService:
             input_topic=settings.table_events_topic,
             changelog_topic=settings.state_topic,
             handler_factory=lambda p: PotPartition(
-                p, settings, self.metrics, trigger_source, audit
+                p, settings, self.metrics, trigger_source, access_log
             ),
             metrics=self.metrics.processor,
             tick_seconds=0.0,

@@ -287,8 +287,9 @@ async def judge(
     """The books of one floor: rounds, pesos accepted and collected, lost and duplicated bet by
     bet per pot group, awards and payouts per award id (with ``require_paid``: each paid or
     voided, after :func:`finish_floor`), every award against the round oracle, the audit and the
-    audit chain. ``totals``: the demo's report of the floor (``jackpot.tools.demo_report.report``,
-    which waits until the ledger caught up with the devices' collections and audits it)."""
+    access log's chain. ``totals``: the demo's report of the floor
+    (``jackpot.tools.demo_report.report``, which waits until the ledger caught up with the
+    devices' collections and audits it)."""
     books = totals
     # the oracle needs every result applied too (a round settled after the last collection)
     await events_applied(demo)
@@ -351,7 +352,7 @@ def books_verdict(
         "duplicate_payouts": len(awards["paid_twice"]),
         "unpaid_awards": awards["unpaid"],
         "awards_check": awards,
-        # The hash-chained audit log (faults, approvals, payments) must hold through the faults.
+        # The hash-chained access log (faults, approvals, payments) must hold through the faults.
         "audit_chain": books["audit_chain"],
     }
     verdict["books_ok"] = bool(

@@ -1,4 +1,4 @@
-"""A demo floor's report: what its books, payouts and audit chain say once the ledger caught up.
+"""A demo floor's report: what its books, payouts and access log say once the ledger caught up.
 
 :func:`report` (the books of every group, the payouts by state, the access log's chain, lost or
 duplicated pesos) and :func:`judged_report`, with the fault suite's books bet by bet and award by
@@ -39,7 +39,7 @@ async def drained_books(demo: Demo, accepted: int) -> list[Any]:
 async def report(demo: Demo, stats: Any) -> dict[str, Any]:
     from jackpot.platform.access_log import read_entries
     from jackpot.platform.kafka import KafkaConnection
-    from jackpot.tools.audit_chain import verify_stream
+    from jackpot.tools.access_chain import verify_stream
 
     accepted = stats.bets_accepted
     groups = await drained_books(demo, accepted)

@@ -140,7 +140,7 @@ def format_summary(result: Mapping[str, Any], colour: bool = False) -> list[str]
     head = "OK" if result["audit_ok"] else "FAILED" + (f": {problems[0]}" if problems else "")
     detail = f"{len(result.get('pots') or {})} pot groups recomputed from the ledger"
     if chain:
-        detail += f"; audit chain {'OK' if chain.get('ok') else 'BROKEN'}"
+        detail += f"; access log's chain {'OK' if chain.get('ok') else 'BROKEN'}"
         detail += f", {chain.get('entries', 0)} entries"
     audit = f"{head} ({detail})"
     verdict = paint(audit, GREEN if ok else RED, colour)

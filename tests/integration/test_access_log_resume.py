@@ -1,4 +1,4 @@
-"""Audit writers resume from their chain head, not from the audit log's beginning (issue 23).
+"""Audit writers resume from their chain head, not from the access log's beginning (issue 23).
 
 Real Kafka. Thousands of entries of other chains are produced as the writers put them (key: the
 chain id, value: an AuditRecord), then a writer of an existing chain starts: it continues its
@@ -20,8 +20,8 @@ import sys
 import pytest
 
 from jackpot.domain.access import Principal, Role
-from jackpot.domain.auditchain import ChainHead, ChainReport
-from jackpot.platform.access_log import EVERY_CHAIN, AuditLog, read_entries, to_record
+from jackpot.domain.access_chain import ChainHead, ChainReport
+from jackpot.platform.access_log import EVERY_CHAIN, AccessLog, read_entries, to_record
 from jackpot.platform.kafka import (
     KafkaConnection,
     ensure_topics,
@@ -71,7 +71,7 @@ def connection(bootstrap: str) -> KafkaConnection:
 
 
 async def verify(bootstrap: str, topic: str) -> ChainReport:
-    from jackpot.tools.audit_chain import verify_stream
+    from jackpot.tools.access_chain import verify_stream
 
     return await verify_stream(read_entries(connection(bootstrap), topic))
 
@@ -88,7 +88,7 @@ def own_entries() -> int:
     return 1 if verified_digest() else 0
 
 
-async def run_writer(log: AuditLog, entries: int) -> AuditLog:
+async def run_writer(log: AccessLog, entries: int) -> AccessLog:
     """Start ``log``, append ``entries`` entries (each on the log when awaited), stop it."""
     await log.start()
     try:
@@ -99,7 +99,7 @@ async def run_writer(log: AuditLog, entries: int) -> AuditLog:
     return log
 
 
-class DiesBeforeItsHead(AuditLog):
+class DiesBeforeItsHead(AccessLog):
     """A writer whose process dies after appending entry ``dies_at``, before writing its head."""
 
     dies_at = -1  # set once the entries before the crash are written
@@ -114,12 +114,12 @@ async def test_a_restarted_writer_continues_its_chain_reading_only_its_heads_ent
     kafka_bootstrap: str, unique: str
 ) -> None:
     topic = await audit_topic(kafka_bootstrap, unique)
-    first = await run_writer(AuditLog(kafka_bootstrap, topic, "pot-api:a"), 3)
+    first = await run_writer(AccessLog(kafka_bootstrap, topic, "pot-api:a"), 3)
     assert first.resumed.how == "full scan"  # the first writer ever: an empty log, then the mark
     others = [f"gateway:g{n}" for n in range(5)]
     heads = await produce_chains(kafka_bootstrap, topic, others, HISTORY, {})
 
-    again = AuditLog(kafka_bootstrap, topic, "pot-api:a")
+    again = AccessLog(kafka_bootstrap, topic, "pot-api:a")
     await run_writer(again, 2)
 
     assert again.resumed.how == "closed head"
@@ -160,7 +160,7 @@ async def test_a_crash_between_an_entry_and_its_head_does_not_fork_the_chain(
     assert (head.sequence, head.closed) == (third.sequence - 1, False)  # lags by one entry
     heads = await produce_chains(kafka_bootstrap, topic, others, 10, heads)
 
-    resumed = AuditLog(kafka_bootstrap, topic, "payout:p")
+    resumed = AccessLog(kafka_bootstrap, topic, "payout:p")
     await run_writer(resumed, 1)
 
     assert resumed.resumed.how == "head"
@@ -192,7 +192,7 @@ async def test_the_first_start_after_the_upgrade_scans_once_and_heads_every_chai
     old = ["gateway:old", "pot-api:old", "display:gone"]  # written before there were heads
     heads = await produce_chains(kafka_bootstrap, topic, old, HISTORY, {})
 
-    upgraded = AuditLog(kafka_bootstrap, topic, "gateway:old")
+    upgraded = AccessLog(kafka_bootstrap, topic, "gateway:old")
     await run_writer(upgraded, 1)
 
     assert upgraded.resumed.how == "full scan"
@@ -208,7 +208,7 @@ async def test_the_first_start_after_the_upgrade_scans_once_and_heads_every_chai
         assert written.sequence >= heads[name].sequence, name
 
     # Another old chain's writer, upgraded later, resumes from the head the scan wrote for it.
-    later = AuditLog(kafka_bootstrap, topic, "pot-api:old")
+    later = AccessLog(kafka_bootstrap, topic, "pot-api:old")
     await run_writer(later, 1)
 
     assert later.resumed.how == "head"
@@ -224,7 +224,7 @@ async def test_the_first_start_after_the_upgrade_scans_once_and_heads_every_chai
 async def test_the_verifier_still_refuses_a_forked_chain(kafka_bootstrap: str, unique: str) -> None:
     topic = await audit_topic(kafka_bootstrap, unique)
     await produce_chains(kafka_bootstrap, topic, ["gateway:g1"], HISTORY, {})
-    writer = await run_writer(AuditLog(kafka_bootstrap, topic, "pot-api:f"), 3)
+    writer = await run_writer(AccessLog(kafka_bootstrap, topic, "pot-api:f"), 3)
     assert (await verify(kafka_bootstrap, topic)).ok
     # A writer that lost its head and started the chain again: entry 1 after entry 3.
     restarted = await produce_chains(kafka_bootstrap, topic, ["pot-api:f"], 1, {})

@@ -1,4 +1,4 @@
-"""`jackpot audit --chain`: verify the hash-chained audit log and name the first tampered entry.
+"""`jackpot audit --chain`: verify the hash-chained access log and name the first tampered entry.
 
     jackpot audit --chain                         # the audit topic (jackpot.audit.v1)
     jackpot audit --chain --export-chain a.jsonl  # ... and keep a copy, one JSON entry per line
@@ -7,13 +7,13 @@
     jackpot audit --chain --save-anchors heads.json   # record today's heads (keep it elsewhere)
 
 Every writer's chain must run 1, 2, 3 ... with each entry's hash matching its content and linking
-to the entry before it (:mod:`jackpot.domain.auditchain`). A chain alone cannot show that its
+to the entry before it (:mod:`jackpot.domain.access_chain`). A chain alone cannot show that its
 last entries were rewritten or cut off: keep the printed heads (``--save-anchors``) somewhere the
 writers cannot reach, and pass them back (``--anchors``). Exit status 0 when every chain holds,
 1 at the first entry that does not (printed: chain, sequence, position, what is wrong), 2 when
 the log cannot be read.
 
-The log is verified as it is read (:class:`jackpot.domain.auditchain.ChainVerifier`): memory is
+The log is verified as it is read (:class:`jackpot.domain.access_chain.ChainVerifier`): memory is
 one entry per chain, whatever the length of the history; an export is written as it is read.
 """
 
@@ -29,20 +29,20 @@ from typing import Any, TextIO
 
 from aiokafka.errors import KafkaError
 
-from jackpot.domain.auditchain import Anchor, AuditEntry, Break, ChainReport, ChainVerifier
+from jackpot.domain.access_chain import AccessEntry, Anchor, Break, ChainReport, ChainVerifier
 from jackpot.domain.canonical import canonical_json
 from jackpot.platform.access_log import read_entries
 from jackpot.platform.kafka import KafkaConnection
 
 
-def entry_to_json(entry: AuditEntry) -> str:
+def entry_to_json(entry: AccessEntry) -> str:
     return canonical_json(dataclasses.asdict(entry), utf8=True)
 
 
-def entry_from_json(line: str) -> AuditEntry:
+def entry_from_json(line: str) -> AccessEntry:
     data = json.loads(line)
     data["roles"] = tuple(data["roles"])
-    return AuditEntry(**data)
+    return AccessEntry(**data)
 
 
 class _Verification:
@@ -53,7 +53,7 @@ class _Verification:
         self.verifier = ChainVerifier(anchors)
         self.export = export
 
-    def add(self, position: int, entry: AuditEntry | None) -> bool:
+    def add(self, position: int, entry: AccessEntry | None) -> bool:
         """False once nothing more needs reading (broken, and nothing to export)."""
         if entry is not None and self.export is not None:
             self.export.write(entry_to_json(entry) + "\n")
@@ -72,7 +72,7 @@ class _Verification:
 
 
 def verify_positions(
-    positions: Iterable[tuple[int, AuditEntry | None]],
+    positions: Iterable[tuple[int, AccessEntry | None]],
     anchors: Mapping[str, Anchor] | None = None,
     export: TextIO | None = None,
 ) -> ChainReport:
@@ -85,7 +85,7 @@ def verify_positions(
 
 
 async def verify_stream(
-    positions: AsyncIterable[tuple[int, AuditEntry | None]],
+    positions: AsyncIterable[tuple[int, AccessEntry | None]],
     anchors: Mapping[str, Anchor] | None = None,
     export: TextIO | None = None,
 ) -> ChainReport:
@@ -117,7 +117,7 @@ def save_anchors(path: Path, report: ChainReport) -> None:
     path.write_text(json.dumps(heads, indent=2) + "\n", encoding="utf-8")
 
 
-def read_file(path: Path) -> Iterator[tuple[int, AuditEntry | None]]:
+def read_file(path: Path) -> Iterator[tuple[int, AccessEntry | None]]:
     """(line number, entry) for each non-empty line of an export, read line by line."""
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
@@ -130,7 +130,9 @@ def read_file(path: Path) -> Iterator[tuple[int, AuditEntry | None]]:
 
 
 def render(report: ChainReport, where: str) -> str:
-    lines = [f"audit chain of {where}: {report.entries} entries in {len(report.chains)} chains"]
+    lines = [
+        f"access log's chain of {where}: {report.entries} entries in {len(report.chains)} chains"
+    ]
     for chain, last in sorted(report.chains.items()):
         lines.append(f"  {chain:40} entries 1..{last:<6} head {report.heads[chain]}")
     if report.redelivered:

@@ -1,6 +1,6 @@
-"""The audit chain verified as a stream (issue 23): the incremental verifier says what `verify`
-says, entry by entry, and `jackpot audit --chain` reads, exports and verifies without holding the
-log; each audit topic has its own chain-heads topic."""
+"""The access log's chain verified as a stream (issue 23): the incremental verifier says what
+`verify` says, entry by entry, and `jackpot audit --chain` reads, exports and verifies without
+holding the log; each audit topic has its own chain-heads topic."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jackpot.domain.auditchain import AuditEntry, ChainHead, ChainVerifier, verify
-from jackpot.tools.audit_chain import entry_to_json, read_file, verify_positions, verify_stream
+from jackpot.domain.access_chain import AccessEntry, ChainHead, ChainVerifier, verify
+from jackpot.tools.access_chain import entry_to_json, read_file, verify_positions, verify_stream
 from jackpot.topics import AUDIT, AUDIT_HEADS, audit_heads_topic
 
 pytestmark = pytest.mark.unit
 
 
-def chain(name: str, count: int) -> list[AuditEntry]:
+def chain(name: str, count: int) -> list[AccessEntry]:
     head = ChainHead(name)
     entries = []
     for n in range(count):
@@ -74,7 +74,7 @@ def test_the_incremental_verifier_says_what_verify_says(
 def test_the_verifier_reads_a_generator_once_keeping_no_list() -> None:
     taken: list[int] = []
 
-    def entries() -> Iterable[tuple[int, AuditEntry | None]]:
+    def entries() -> Iterable[tuple[int, AccessEntry | None]]:
         for position, entry in enumerate(chain("c", 5)):
             taken.append(position)
             yield position, entry
@@ -86,8 +86,8 @@ def test_the_verifier_reads_a_generator_once_keeping_no_list() -> None:
 
 
 async def positions_of(
-    log: list[AuditEntry | None], closed: list[bool]
-) -> AsyncIterator[tuple[int, AuditEntry | None]]:
+    log: list[AccessEntry | None], closed: list[bool]
+) -> AsyncIterator[tuple[int, AccessEntry | None]]:
     try:
         for position, entry in enumerate(log):
             yield position, entry
@@ -96,7 +96,7 @@ async def positions_of(
 
 
 async def test_a_stream_is_verified_exported_and_closed_at_a_break() -> None:
-    entries: list[AuditEntry | None] = list(chain("c", 4))
+    entries: list[AccessEntry | None] = list(chain("c", 4))
     entries.insert(2, None)  # a record that is not an entry
     closed: list[bool] = []
     report = await verify_stream(positions_of(entries, closed))

@@ -1,4 +1,4 @@
-"""The hash-chained audit log: configuration changes, approvals, voids, refusals and faults.
+"""The hash-chained access log: configuration changes, approvals, voids, refusals and faults.
 
 Each writer (one service instance) keeps one *chain*: entries numbered 1, 2, 3, ... where every
 entry carries the SHA-256 of the entry before it (:data:`GENESIS` for the first) and its own hash
@@ -23,7 +23,7 @@ OUTCOMES = frozenset({"allowed", "refused", "applied", "fault", "recovered"})
 
 
 @dataclass(frozen=True, slots=True)
-class AuditEntry:
+class AccessEntry:
     """One audited fact; ``entry_hash`` is filled by :meth:`ChainHead.append`."""
 
     chain: str
@@ -76,11 +76,11 @@ class ChainHead:
         outcome: str,
         target: str = "",
         detail: str = "",
-    ) -> tuple[ChainHead, AuditEntry]:
+    ) -> tuple[ChainHead, AccessEntry]:
         """The next entry of this chain and the head after it (nothing is mutated)."""
         if outcome not in OUTCOMES:
             raise ValueError(f"unknown audit outcome {outcome!r}")
-        entry = AuditEntry(
+        entry = AccessEntry(
             chain=self.chain,
             sequence=self.sequence + 1,
             time_ns=time_ns,
@@ -95,7 +95,7 @@ class ChainHead:
         entry = replace(entry, entry_hash=entry.computed_hash())
         return ChainHead(self.chain, entry.sequence, entry.entry_hash), entry
 
-    def advanced(self, entry: AuditEntry) -> ChainHead:
+    def advanced(self, entry: AccessEntry) -> ChainHead:
         """The head after an entry read back from the log (restoring a writer's position)."""
         return ChainHead(self.chain, entry.sequence, entry.entry_hash)
 
@@ -140,14 +140,14 @@ class ChainVerifier:
 
     def __init__(self, anchors: Mapping[str, Anchor] | None = None) -> None:
         self.report = ChainReport()
-        self._heads: dict[str, AuditEntry] = {}
+        self._heads: dict[str, AccessEntry] = {}
         self._anchors = dict(anchors or {})
 
     @property
     def broken(self) -> bool:
         return self.report.first_break is not None
 
-    def add(self, position: int, entry: AuditEntry) -> bool:
+    def add(self, position: int, entry: AccessEntry) -> bool:
         """Check the next entry; False once the log is broken (later entries are not checked)."""
         if self.broken:
             return False
@@ -197,7 +197,7 @@ class ChainVerifier:
 
 
 def verify(
-    entries: Iterable[tuple[int, AuditEntry]], anchors: Mapping[str, Anchor] | None = None
+    entries: Iterable[tuple[int, AccessEntry]], anchors: Mapping[str, Anchor] | None = None
 ) -> ChainReport:
     """Check every chain in ``(position, entry)`` order; stop at the first break.
 

@@ -1,4 +1,4 @@
-"""The hash-chained audit log (issue 9): every change, removal, insertion or reordering of an
+"""The hash-chained access log (issue 9): every change, removal, insertion or reordering of an
 entry is found, at the first entry that does not hold."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jackpot.domain.auditchain import GENESIS, AuditEntry, ChainHead, verify
+from jackpot.domain.access_chain import GENESIS, AccessEntry, ChainHead, verify
 from jackpot.platform.access_log import decode, to_record
-from jackpot.tools.audit_chain import entry_to_json, run, verify_positions
+from jackpot.tools.access_chain import entry_to_json, run, verify_positions
 from tests.unit.fuzzing import FUZZ
 
 pytestmark = pytest.mark.unit
 
 
-def chain(name: str, count: int) -> list[AuditEntry]:
+def chain(name: str, count: int) -> list[AccessEntry]:
     head = ChainHead(name)
     entries = []
     for n in range(count):
@@ -35,7 +35,7 @@ def chain(name: str, count: int) -> list[AuditEntry]:
     return entries
 
 
-def positioned(entries: list[AuditEntry]) -> list[tuple[int, AuditEntry]]:
+def positioned(entries: list[AccessEntry]) -> list[tuple[int, AccessEntry]]:
     return list(enumerate(entries))
 
 
@@ -203,7 +203,7 @@ def test_jackpot_audit_chain_file_names_the_first_tampered_line(
 def test_arbitrary_bytes_on_the_audit_topic_are_reported_never_raised(
     records: list[bytes],
 ) -> None:
-    """Fuzzing the audit log's reader: garbage, truncated and shuffled records."""
+    """Fuzzing the access log's reader: garbage, truncated and shuffled records."""
     positions = [(offset, decode(value)) for offset, value in enumerate(records)]
     report = verify_positions(positions)
     if report.ok:
