@@ -433,7 +433,7 @@ async def test_restoring_before_fencing_lets_a_stalled_instance_pay_behind_the_b
         newcomer = PayoutService(settings.replace(processor={"instance_id": "newcomer"}))
         book_read_first = await restored_states(settings, partition)  # restore ...
         await stalled.service.paid("T1", prize.award_id, "dealer-ana")  # ... the zombie commits
-        producer = await newcomer.processor._fencing_producer(partition)  # ... fenced too late
+        producer = await newcomer.processor.fencing_producer(partition)  # ... fenced too late
         await stop_client(producer)
     assert book_read_first[prize.award_id] is PayoutState.ORDERED  # the newcomer shows it open
     assert (await restored_states(settings, partition))[prize.award_id] is PayoutState.PAID
@@ -449,7 +449,7 @@ async def test_the_processor_fences_before_it_restores_so_a_stalled_instance_can
         await wait_until(lambda: prize.award_id in book.payouts)
         partition = book.partition_of[prize.award_id]
         newcomer = PayoutService(settings.replace(processor={"instance_id": "newcomer"}))
-        producer = await newcomer.processor._fencing_producer(partition)  # fence first ...
+        producer = await newcomer.processor.fencing_producer(partition)  # fence first ...
         try:
             with pytest.raises(NotCommitted):
                 await stalled.service.paid("T1", prize.award_id, "dealer-ana")

@@ -844,7 +844,7 @@ class StallingPotService(PotService):
         self.holding = asyncio.Event()
         self.release = asyncio.Event()
         self.fenced: list[BaseException] = []
-        fencing_producer = self.processor._fencing_producer
+        fencing_producer = self.processor.fencing_producer
 
         async def stalling_producer(partition: int):  # type: ignore[no-untyped-def]
             producer = await fencing_producer(partition)
@@ -864,7 +864,7 @@ class StallingPotService(PotService):
             producer.commit_transaction = held_commit
             return producer
 
-        self.processor._fencing_producer = stalling_producer  # type: ignore[method-assign]
+        self.processor.fencing_producer = stalling_producer  # type: ignore[method-assign]
 
 
 async def test_a_zombie_mid_transaction_is_fenced_by_its_successor(

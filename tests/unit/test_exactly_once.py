@@ -22,7 +22,6 @@ import contextlib
 import gc
 import inspect
 import logging
-import sys
 import tomllib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -48,6 +47,7 @@ from aiokafka.structs import ConsumerRecord
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from jackpot.platform import processor_clients
 from jackpot.platform.aiokafka_private import (
     CONSUMER_COORDINATOR_ATTRIBUTE,
     COORDINATION_TASK_ATTRIBUTE,
@@ -59,15 +59,13 @@ from jackpot.platform.aiokafka_private import (
     settle_failures,
 )
 from jackpot.platform.changelog import resume_point
-from jackpot.platform.exactly_once import (
-    ExactlyOnceProcessor,
-    OutputRecord,
-    Owned,
-    _wait_at_most,
-)
+from jackpot.platform.exactly_once import ExactlyOnceProcessor
 from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
 from jackpot.platform.metrics import ProcessorMetrics
+from jackpot.platform.partition_handler import OutputRecord
+from jackpot.platform.partition_task import PartitionTask
 from jackpot.platform.processor_errors import NotCommitted, NotOwned, ProcessorError
+from jackpot.platform.waiting import wait_at_most
 from jackpot.topics import CHANGELOG_OFFSET_KEY
 from tests.polling import eventually
 
@@ -344,12 +342,14 @@ def processor(
         journal.append(f"read changelog {partitions}")
         return {p: {b"total": b"40"} for p in partitions}
 
-    eos._fencing_producer = fencing_producer  # type: ignore[method-assign]
-    eos._read_changelogs = read_changelogs  # type: ignore[method-assign]
+    eos.fencing_producer = fencing_producer  # type: ignore[method-assign]
+    eos.read_changelogs = read_changelogs  # type: ignore[method-assign]
     return eos, journal, made
 
 
-async def owning(partition: int) -> tuple[ExactlyOnceProcessor[Counter], Owned[Counter], list[str]]:
+async def owning(
+    partition: int,
+) -> tuple[ExactlyOnceProcessor[Counter], PartitionTask[Counter], list[str]]:
     eos, _, made = processor()
     await eos._on_assigned([TopicPartition("in", partition)])
     owned = eos._owned[partition]
@@ -385,12 +385,12 @@ async def test_a_producer_state_error_renews_the_producer_then_restores_the_part
 ) -> None:
     """The new producer fences like a takeover (perhaps the rightful owner, if this instance is
     a zombie), so the partition is restored from its changelog after it, never kept in memory."""
-    eos, owned, made = await owning(4)
+    _eos, owned, made = await owning(4)
     old_producer, old_handler = owned.producer, owned.handler
     old_handler.total = 99  # memory that a stale instance would trust
     journal = old_handler.journal
     journal.clear()
-    await eos._abort(owned, error)
+    await owned.abort(error)
     assert made == ["new-4"]
     assert owned.producer is not old_producer
     assert old_producer.calls == ["stop"]  # type: ignore[attr-defined]
@@ -409,7 +409,7 @@ async def test_a_producer_state_error_renews_the_producer_then_restores_the_part
 async def test_any_other_error_aborts_on_the_same_producer() -> None:
     eos, owned, made = await owning(4)
     old = owned.producer
-    await eos._abort(owned, KafkaConnectionError())
+    await owned.abort(KafkaConnectionError())
     assert made == []
     assert owned.producer is old
     assert old.calls == ["abort"]  # type: ignore[attr-defined]
@@ -552,7 +552,7 @@ class UnreachableBrokers:
     def __init__(self, eos: ExactlyOnceProcessor[Counter]) -> None:
         self.down = True
         self.attempts = 0
-        fencing = eos._fencing_producer
+        fencing = eos.fencing_producer
 
         async def fencing_producer(partition: int) -> Any:
             self.attempts += 1
@@ -560,7 +560,7 @@ class UnreachableBrokers:
                 raise KafkaConnectionError("Unable to bootstrap from 127.0.0.1:9092")
             return await fencing(partition)
 
-        eos._fencing_producer = fencing_producer  # type: ignore[method-assign]
+        eos.fencing_producer = fencing_producer  # type: ignore[method-assign]
 
 
 def cut_off(producer: Any) -> FakeProducer:
@@ -592,7 +592,7 @@ async def test_a_partition_that_cannot_be_taken_over_again_recovers_when_the_bro
     None
 ):
     eos, owned, made = await owning(2)
-    eos._start_worker(owned)
+    owned.start()
     brokers = UnreachableBrokers(eos)
     cut_off(owned.producer)
     with pytest.raises(NotCommitted):
@@ -630,7 +630,7 @@ async def test_a_takeover_the_brokers_refuse_is_retried_through_the_group() -> N
     assert (eos.owned_partitions, eos.writable) == ([1], True)
 
 
-async def test_a_processing_bug_is_still_fatal() -> None:
+async def test_a_processing_bug_is_still_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Waiting cures the brokers, not a bug: a handler that raises halts its partition and a
     worker that dies stops the service (exit 1, restarted)."""
     eos, owned, _ = await owning(0)
@@ -638,9 +638,9 @@ async def test_a_processing_bug_is_still_fatal() -> None:
     async def broken(_: Any) -> None:
         raise RuntimeError("a bug")
 
-    eos._run_batch = broken  # type: ignore[assignment, method-assign]
+    monkeypatch.setattr(PartitionTask, "_run_batch", broken)
     owned.pending.append(record(0, 7))
-    eos._start_worker(owned)
+    owned.start()
     await eventually(lambda: eos._failure is not None, "the bug was not fatal", within=5)
 
 
@@ -656,7 +656,7 @@ async def test_a_renewal_checks_the_restored_state_as_a_takeover_does() -> None:
             return "the stored state of g is at ledger entry 66, the ledger at 67"
 
     eos._factory = lambda p: Refusing([])
-    await eos._abort(owned, OutOfOrderSequenceNumber())
+    await owned.abort(OutOfOrderSequenceNumber())
     assert checked == ["verify"]
     assert owned.halted
     assert owned.why_halted == "restored_state_refused"
@@ -1205,11 +1205,10 @@ def test_the_transactional_producers_retry_after_the_configured_backoff() -> Non
             made.append(extra)
             raise RuntimeError("enough")
 
-    eos, _, _ = processor(settings)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sys.modules[ExactlyOnceProcessor.__module__], "KafkaConnection", Connection)
+        patch.setattr(processor_clients, "KafkaConnection", Connection)
         with pytest.raises(RuntimeError, match="enough"):
-            asyncio.run(ExactlyOnceProcessor._fencing_producer(eos, 2))
+            asyncio.run(processor_clients.start_fencing_producer({}, settings, 2))
     assert made[0]["retry_backoff_ms"] == 15
     assert made[0]["transactional_id"] == "tx-2"
     assert ExactlyOnceSettings.model_fields["producer_retry_backoff_ms"].default == 20
@@ -1228,7 +1227,7 @@ async def test_a_cancellation_that_arrives_as_the_wait_ends_is_not_swallowed() -
     """asyncio.wait_for on Python 3.11 returns instead: a cancelled service ran on (the pot's
     cancelled-mid-stream integration test hung on half its runs)."""
     event = asyncio.Event()
-    waiting = asyncio.create_task(_wait_at_most(event, 5))
+    waiting = asyncio.create_task(wait_at_most(event, 5))
     await asyncio.sleep(0)  # one turn: it is waiting on the event
     event.set()
     waiting.cancel()
@@ -1312,7 +1311,7 @@ async def test_a_takeover_hands_the_handler_the_changelogs_resume_point() -> Non
     async def read_changelogs(partitions: list[int]) -> dict[int, dict[bytes, bytes]]:
         return {p: {b"total": b"40", CHANGELOG_OFFSET_KEY: b"11"} for p in partitions}
 
-    eos._read_changelogs = read_changelogs  # type: ignore[method-assign]
+    eos.read_changelogs = read_changelogs  # type: ignore[method-assign]
     await eos._on_assigned([TopicPartition("in", 2)])  # the group committed 7 (FakeConsumer)
     assert "restore [(b'total', b'40')] from 11" in journal
     assert "seek 2 11" in journal

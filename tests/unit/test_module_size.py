@@ -19,8 +19,6 @@ MAX_MODULE_LINES = 600
 MAX_CLASS_LINES = 400
 # "path under services/" or "path:Class" -> its size today, the most it may have until split.
 OVER: dict[str, int] = {
-    "jackpot/platform/exactly_once.py": 1184,
-    "jackpot/platform/exactly_once.py:ExactlyOnceProcessor": 849,
     "jackpot/pot/processor.py": 670,
     "jackpot/pot/processor.py:PotProcessor": 530,
 }

@@ -48,13 +48,11 @@ from jackpot.payout.payout_book import PayoutBook
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.assignors import SingleOwnerAssignor
 from jackpot.platform.deadletter import dead_letter
-from jackpot.platform.exactly_once import (
-    ExactlyOnceProcessor,
-    OutputRecord,
-)
+from jackpot.platform.exactly_once import ExactlyOnceProcessor
 from jackpot.platform.grpc_edge import Unavailable
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, topic_partitions
 from jackpot.platform.metrics import ProcessorMetrics
+from jackpot.platform.partition_handler import OutputRecord
 from jackpot.platform.processor_errors import NotOwned, ProcessorError
 from jackpot.platform.serving import ServingFlag
 from jackpot.topics import OPEN_PAYOUTS, OPEN_PAYOUTS_MARK_KEY, renamed

@@ -29,6 +29,19 @@ class AiokafkaUnsupported(RuntimeError):
 CONSUMER_COORDINATOR_ATTRIBUTE = "_coordinator"
 
 
+def request_rejoin(consumer: object) -> None:
+    """Make a group consumer rejoin its group at its next poll (aiokafka has no public call for
+    it). AiokafkaUnsupported when the coordinator has no ``request_rejoin``."""
+    coordinator = getattr(consumer, CONSUMER_COORDINATOR_ATTRIBUTE, None)
+    if coordinator is None or not hasattr(coordinator, "request_rejoin"):
+        raise AiokafkaUnsupported(
+            f"aiokafka {aiokafka.__version__}: the consumer has no "
+            f"{CONSUMER_COORDINATOR_ATTRIBUTE}.request_rejoin, so a fenced partition cannot "
+            "be given back (see the range pinned in pyproject.toml)"
+        )
+    coordinator.request_rejoin()
+
+
 # The group coordinator's background task (aiokafka 0.14 consumer/group_coordinator.py). It ends
 # on any unexpected error (seen in a whole-cluster restart: RuntimeError "unable to perform
 # operation on <TCPTransport closed=True ...>", fault campaign seed 36427), and from then on every

@@ -15,6 +15,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, KafkaConnection, topic_partitions
+from jackpot.platform.partition_handler import OutputRecord
 from jackpot.platform.processor_errors import ProcessorError
 from jackpot.topics import CHANGELOG_OFFSET_KEY
 
@@ -43,6 +44,12 @@ async def check_changelog_partitions(
             f"{changelog_topic} has {changelogs} partitions, fewer than the {inputs} "
             f"of {input_topic}"
         )
+
+
+def resume_record(topic: str, partition: int, next_offset: int) -> OutputRecord:
+    """The changelog record of where a takeover resumes (written with the state, in the same
+    transaction as the input it follows): :func:`resume_point` reads it back."""
+    return OutputRecord(topic, str(next_offset).encode(), CHANGELOG_OFFSET_KEY, partition)
 
 
 def resume_point(changelog: dict[bytes, bytes], committed: int | None, where: str) -> int | None:

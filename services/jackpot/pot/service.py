@@ -1,8 +1,8 @@
 """The pot service's Kafka edge: table events through the one exactly-once processor.
 
-:class:`PotPartition` is the pure :class:`~jackpot.platform.exactly_once.PartitionHandler` of one
-jackpot.table-events.v1 partition: a :class:`~jackpot.pot.processor.PotProcessor` (the pot groups
-whose events live there) plus the mapping of what it returns to Kafka records. The processor
+:class:`PotPartition` is the pure :class:`~jackpot.platform.partition_handler.PartitionHandler`
+of one jackpot.table-events.v1 partition: a :class:`~jackpot.pot.processor.PotProcessor` (the pot
+groups whose events live there) plus the mapping of what it returns to Kafka records. The processor
 (``jackpot.platform.exactly_once``) fences the partition's previous owner, restores the groups
 from the compacted jackpot.pot-state.v1 (same partition number), and writes every batch's pot
 updates, awards, ledger entries, dead letters, state snapshots and consumed offsets in one
@@ -30,11 +30,9 @@ from jackpot.domain.errors import DomainError
 from jackpot.domain.level_figures import level_figures
 from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform.access_log import AccessLog
-from jackpot.platform.exactly_once import (
-    ExactlyOnceProcessor,
-    OutputRecord,
-)
+from jackpot.platform.exactly_once import ExactlyOnceProcessor
 from jackpot.platform.kafka import KafkaConnection, TopicReader
+from jackpot.platform.partition_handler import OutputRecord
 from jackpot.platform.serving import ServingFlag
 from jackpot.pot.group_runtime import Outputs
 from jackpot.pot.ledger_audit import GroupAudit
