@@ -26,7 +26,6 @@ import os
 import random
 import statistics
 import time
-import types
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 from aiokafka.admin import AIOKafkaAdminClient
 
 from jackpot.domain.cards import Game
+from jackpot.platform import partition_task
 from jackpot.platform.kafka import committed_consumer, ensure_topics, idempotent_producer
 from jackpot.platform.logging import configure_logging
 from jackpot.pot import commands
@@ -335,16 +335,16 @@ if __name__ == "__main__":
 
 
 async def _commit_in_flight(
-    self: Any,
-    owned: Any,
+    producer: Any,
     records: list[Any],
-    to_group: bool,
+    offsets: Mapping[Any, int] | None,
+    consumer_group: str,
     traced: list[tuple[str, bytes]] | None,
 ) -> None:
     """9546cb3's order, kept here only as the bench's baseline: commit while the records are in
     flight and look at their outcomes after the commit. UNSAFE: aiokafka commits a transaction
-    one of whose batches failed (issue 36); never used by the product."""
-    producer = owned.producer
+    one of whose batches failed (issue 36); never used by the product. The signature of
+    ``jackpot.platform.transaction.send_and_commit``, which it stands in for."""
     await producer.begin_transaction()
     sent = [
         await producer.send(
@@ -353,10 +353,8 @@ async def _commit_in_flight(
         for r in records
     ]
     delivered = asyncio.gather(*sent, return_exceptions=True)
-    if to_group:
-        await producer.send_offsets_to_transaction(
-            {owned.tp: owned.handler.next_offset}, self.settings.consumer_group
-        )
+    if offsets is not None:
+        await producer.send_offsets_to_transaction(dict(offsets), consumer_group)
     await producer.commit_transaction()
     for outcome in await delivered:
         if isinstance(outcome, BaseException):
@@ -371,10 +369,10 @@ async def trickle_run(
     batch transactions' durations. ``in_flight``: the baseline commit order."""
     metrics = TimingMetrics()
     service = PotService(settings, metrics)
+    # The baseline's commit order stands in for the product's where the partition's task calls it.
+    original = partition_task.send_and_commit  # type: ignore[attr-defined]
     if in_flight:
-        service.processor._send_and_commit = types.MethodType(  # type: ignore[method-assign]
-            _commit_in_flight, service.processor
-        )
+        partition_task.send_and_commit = _commit_in_flight  # type: ignore[attr-defined]
     task = asyncio.create_task(service.run())
     producer = idempotent_producer(settings.bootstrap_servers)
     await producer.start()
@@ -396,6 +394,7 @@ async def trickle_run(
         await producer.stop()
         await service.stop()
         await asyncio.wait_for(task, 60)
+        partition_task.send_and_commit = original  # type: ignore[attr-defined]
     return metrics.batch_seconds
 
 

@@ -66,10 +66,13 @@ def settings_for(
 
 
 async def create_topics(settings: GatewaySettings) -> None:
-    t = settings.topics
     await ensure_topics(
         settings.bootstrap_servers,
-        [TopicSpec(t.table_events, 3), TopicSpec(t.pot_updates, 1), TopicSpec(t.dead_letter, 1)],
+        [
+            TopicSpec(settings.table_events_topic, 3),
+            TopicSpec(settings.pot_updates_topic, 1),
+            TopicSpec(settings.dead_letter_topic, 1),
+        ],
     )
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from loadtest.free_ports import free_port
 
 from jackpot.clients.payout import PayoutTargets
 from jackpot.pot.settings import PotSettings
@@ -44,7 +45,6 @@ from tests.integration.gateway_harness import read_topic as read_records_of
 from tests.integration.test_payout import (
     TerminalSession,
     award,
-    free_port,
     ledger_entries,
     paid_on_owner,
     payout_environment,

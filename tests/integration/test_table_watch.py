@@ -109,7 +109,7 @@ async def test_a_terminal_certificate_for_one_table_never_sees_another(
     settings = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite").replace(
         access=access
     )
-    gateway = await start_gateway(settings, audited=True)
+    gateway = await start_gateway(settings, access_logged=True)
     target = gateway.tls_target
 
     async def watch(holder: str, table_id: str) -> device_pb2.TableView:

@@ -214,7 +214,7 @@ def test_every_service_creates_its_topics_under_their_configured_names() -> None
         "jackpot.audit.v1",
     }
     table = {"table_id": "T1", "game": "draw", "pot_group_id": "g", "credential": "c" * 16}
-    gateway = GatewaySettings(tables=[table], topics={"dead_letter": "site.dead-letter"})
+    gateway = GatewaySettings(tables=[table], dead_letter_topic="site.dead-letter")
     assert [spec.name for spec in gateway.topic_specs()] == [
         "jackpot.table-events.v1",
         "jackpot.pot-updates.v1",
