@@ -63,8 +63,9 @@ from jackpot.pot import commands
 from jackpot.pot.group_runtime import Outputs
 from jackpot.pot.ledger_audit import AWARD_TYPES
 from jackpot.pot.partitions import key_partition
-from jackpot.pot.processor import InputRecord, PotProcessor, sequence_mark_key, state_key
+from jackpot.pot.processor import InputRecord, PotProcessor
 from jackpot.pot.settings import PotSettings
+from jackpot.pot.state_records import sequence_mark_key, state_key
 from jackpot.tools.demo_tables import (
     BLACKJACK_CONFIG,
     BLACKJACK_GROUP,

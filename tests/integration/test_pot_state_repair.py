@@ -31,9 +31,9 @@ from jackpot.platform.kafka import KafkaConnection, idempotent_producer, stop_cl
 from jackpot.pot.main import compose_pot
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.partitions import key_partition
-from jackpot.pot.processor import state_key
 from jackpot.pot.service import PotService
 from jackpot.pot.settings import PotSettings
+from jackpot.pot.state_records import state_key
 from jackpot.pot.state_repair import RUNBOOK
 from jackpot.topics import CHANGELOG_OFFSET_KEY
 from jackpot.v1 import pot_pb2, table_events_pb2

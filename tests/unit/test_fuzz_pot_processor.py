@@ -34,7 +34,8 @@ from jackpot.platform import codec
 from jackpot.platform.codec import game_to_proto
 from jackpot.pot import commands
 from jackpot.pot.group_runtime import Outputs
-from jackpot.pot.processor import PotProcessor, decode_state
+from jackpot.pot.processor import PotProcessor
+from jackpot.pot.state_records import decode_state
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
 from tests.unit.fuzzing import CHARS, FUZZ, INT32, INT64, UINT32
 

@@ -30,7 +30,7 @@ from loadtest.history_synth import (
 from jackpot.domain.access_chain import verify
 from jackpot.platform.access_log import from_record
 from jackpot.pot.ledger_audit import GroupAudit  # the judge of `jackpot audit` (tools.audit)
-from jackpot.pot.processor import state_key
+from jackpot.pot.state_records import state_key
 from jackpot.v1 import audit_pb2, pot_pb2
 
 END_NS = 1_790_000_000 * 10**9

@@ -251,7 +251,7 @@ def test_the_processors_offset_record_is_neither_a_payout_nor_malformed() -> Non
 def test_bookkeeping_keys_are_told_from_every_entity_key() -> None:
     """One predicate says which changelog records are the writers' own bookkeeping, so that a
     reader of pot-state or open-payouts cannot miss one of them; no group or award key is one."""
-    from jackpot.pot.processor import sequence_mark_key, state_key
+    from jackpot.pot.state_records import sequence_mark_key, state_key
 
     bookkeeping = [CHANGELOG_OFFSET_KEY, sequence_mark_key("g"), sequence_mark_key("#mark")]
     entities = [

@@ -20,7 +20,8 @@ from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.platform import codec
 from jackpot.pot import commands
 from jackpot.pot.group_runtime import Outputs
-from jackpot.pot.processor import InputRecord, PotProcessor, decode_state
+from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.pot.state_records import decode_state
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, table_events_pb2
 
 GROUP = "scl-main"

@@ -40,7 +40,7 @@ from jackpot.pot.ledger_audit import (
     chain_next,
     checkpoint_state,
 )
-from jackpot.pot.processor import STATE_FORMAT
+from jackpot.pot.state_records import STATE_FORMAT
 from jackpot.v1 import pot_pb2
 
 RESTORE_TOOL = "jackpot restore --from-ledger"

@@ -18,7 +18,9 @@ No Kafka here: the service (``jackpot.pot.service``) feeds the records of one in
   checks the restored state against the last checkpoint and the entries after it.
 
 A batch whose transaction fails is undone with :meth:`PotProcessor.rollback`, which rebuilds the
-touched groups from their last committed snapshots.
+touched groups from their last committed snapshots. How a record is read and which engine call it
+makes is :mod:`jackpot.pot.table_event_reading`; how a group is written to and read from the state
+topic, :mod:`jackpot.pot.state_records`. The service hands the consumer's records as they are.
 
 A group whose stored state the takeover repaired from the ledger (R14,
 ``jackpot.pot.state_repair``) is :meth:`PotProcessor.adopt`-ed: the next transaction, a batch or
@@ -27,17 +29,14 @@ a tick, writes the ledger entries the repair caused first, then the group's snap
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any
 
 import structlog
-from google.protobuf.message import DecodeError
 
-from jackpot.domain.config import PotGroupConfig, load_config
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.events import Event
@@ -45,26 +44,12 @@ from jackpot.domain.level_figures import level_sign_values
 from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform import codec
 from jackpot.platform.deadletter import dead_letter
-from jackpot.pot import records
+from jackpot.pot import records, state_records
+from jackpot.pot import table_event_reading as reading
 from jackpot.pot.group_runtime import EventContext, GroupRuntime, Outputs
-from jackpot.pot.ledger_audit import GENESIS
 from jackpot.pot.ledger_writer import LedgerWriter
-from jackpot.topics import SEQUENCE_MARK_PREFIX
+from jackpot.pot.table_event_reading import ConsumedRecord
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
-
-STATE_FORMAT = 1
-
-
-def state_key(group_id: str) -> bytes:
-    return group_id.encode()
-
-
-def sequence_mark_key(group_id: str) -> bytes:
-    """A group's update-sequence mark: heartbeats write this 40-byte record, not the state."""
-    return SEQUENCE_MARK_PREFIX + group_id.encode()
-
-
-SeatValue = TypeVar("SeatValue")
 
 log = structlog.get_logger("jackpot.pot.processor")
 
@@ -78,22 +63,15 @@ class IgnoreReason(Enum):
 
 @dataclass(frozen=True, slots=True)
 class InputRecord:
-    """One consumed table-events record."""
+    """A table-events record built by a test or a tool (the service hands the consumer's own
+    records): the fields of :class:`~jackpot.pot.table_event_reading.ConsumedRecord`."""
 
     value: bytes | None
     topic: str
     partition: int
     offset: int
     key: bytes | None = None
-    timestamp_ms: int = 0  # the record's Kafka timestamp (a latency-budget stamp only)
-
-
-def decode_state(data: bytes) -> tuple[pot_pb2.PotGroupState, PotGroup]:
-    """A stored PotGroupState and its engine group; ValueError/DomainError when unreadable."""
-    state = pot_pb2.PotGroupState.FromString(data)
-    if state.format != STATE_FORMAT:
-        raise ValueError(f"unknown pot group state format {state.format}")
-    return state, PotGroup.from_snapshot(state.engine_snapshot)
+    timestamp: int = 0  # the record's Kafka timestamp, ms (a latency-budget stamp only)
 
 
 class PotProcessor:
@@ -174,65 +152,20 @@ class PotProcessor:
         return list(self._repaired)
 
     def _runtime_from_state(self, data: bytes) -> GroupRuntime:
-        state = pot_pb2.PotGroupState.FromString(data)
-        if state.format != STATE_FORMAT:
-            raise ValueError(f"unknown pot group state format {state.format}")
-        group = PotGroup.from_snapshot(state.engine_snapshot, self._trigger_source)
-        marked = self._committed_sequences.get(state.pot_group_id, 0)
-        return GroupRuntime(
-            group=group,
-            table_sequences=dict(state.table_sequences),
-            recent_event_ids=dict.fromkeys(state.recent_event_ids),
-            update_sequence=max(state.update_sequence, marked),
-            last_sign_value=state.last_sign_value,
-            last_increment=state.last_increment,
-            last_level_sign_values=dict(state.last_level_sign_values),
-            last_level_increments=dict(state.last_level_increments),
-            ledger_sequence=state.ledger_sequence,
-            events_applied=state.events_applied,
-            events_ignored=state.events_ignored,
-            # A state written before the chain existed: the takeover check adopts the chain it
-            # computes from the ledger (jackpot.pot.service.PotPartition.verify_restored).
-            ledger_chain=state.ledger_chain or (GENESIS if not state.ledger_sequence else b""),
-            checkpoint_sequence=state.checkpoint_sequence,
-            checkpoint_at_ns=state.checkpoint_at.ToNanoseconds(),
-        )
+        group_id = pot_pb2.PotGroupState.FromString(data).pot_group_id
+        marked = self._committed_sequences.get(group_id, 0)
+        return state_records.runtime_from_state(data, self._trigger_source, marked)
 
     def snapshot(self, group_id: str) -> bytes:
         """The group's whole state, as the state topic stores it."""
-        runtime = self._groups[group_id]
-        return pot_pb2.PotGroupState(
-            format=STATE_FORMAT,
-            pot_group_id=group_id,
-            engine_snapshot=runtime.group.snapshot(),
-            table_sequences=runtime.table_sequences,
-            recent_event_ids=list(runtime.recent_event_ids),
-            update_sequence=runtime.update_sequence,
-            last_sign_value=runtime.last_sign_value,
-            last_increment=runtime.last_increment,
-            ledger_sequence=runtime.ledger_sequence,
-            events_applied=runtime.events_applied,
-            events_ignored=runtime.events_ignored,
-            input_partition=self.partition,
-            input_offset=self.next_offset,
-            written_at=codec.timestamp_ns(self._clock_ns()),
-            ledger_chain=runtime.ledger_chain,
-            checkpoint_sequence=runtime.checkpoint_sequence,
-            checkpoint_at=codec.timestamp_ns(runtime.checkpoint_at_ns),
-            last_level_sign_values=runtime.last_level_sign_values,
-            last_level_increments=runtime.last_level_increments,
-        ).SerializeToString(deterministic=True)  # map entries sorted: same state, same bytes
+        now = self._clock_ns()
+        return state_records.snapshot(self._groups[group_id], self.partition, self.next_offset, now)
 
     def sequence_mark(self, group_id: str) -> bytes:
-        """A state record holding only the group's update_sequence (keyed apart, see above)."""
-        return pot_pb2.PotGroupState(
-            format=STATE_FORMAT,
-            pot_group_id=group_id,
-            update_sequence=self._groups[group_id].update_sequence,
-            input_partition=self.partition,
-            input_offset=self.next_offset,
-            written_at=codec.timestamp_ns(self._clock_ns()),
-        ).SerializeToString()
+        """A state record holding only the group's update_sequence (keyed apart)."""
+        now = self._clock_ns()
+        runtime = self._groups[group_id]
+        return state_records.sequence_mark(runtime, self.partition, self.next_offset, now)
 
     def commit(self, outputs: Outputs) -> None:
         """The batch's transaction committed: its snapshots are the new rollback point."""
@@ -263,7 +196,7 @@ class PotProcessor:
         """Apply one record; see :meth:`apply_batch`."""
         return self.apply_batch([InputRecord(value, topic, partition, offset, key)])
 
-    def apply_batch(self, batch: Iterable[InputRecord]) -> Outputs:
+    def apply_batch(self, batch: Iterable[ConsumedRecord]) -> Outputs:
         """Apply records in order; one pot update and one snapshot per group changed."""
         outputs = Outputs()
         changed: dict[str, None] = {}
@@ -345,11 +278,11 @@ class PotProcessor:
 
     # ---------------------------------------------------------------------- one record
 
-    def _apply_one(self, record: InputRecord, outputs: Outputs) -> str | None:
+    def _apply_one(self, record: ConsumedRecord, outputs: Outputs) -> str | None:
         """Apply, ignore or refuse one record; the id of the group it changed, if any."""
         event: table_events_pb2.TableEvent | None = None
         try:
-            event = self._decode(record)
+            event = reading.decode(record)
             if event.WhichOneof("payload") == "pot_group_command":
                 return self._apply_command(event, outputs)
             group_id = self._apply_table_event(event, outputs)
@@ -382,36 +315,15 @@ class PotProcessor:
             return None
 
     def _trace(
-        self, event: table_events_pb2.TableEvent, record: InputRecord
+        self, event: table_events_pb2.TableEvent, record: ConsumedRecord
     ) -> common_pb2.LockTrace:
         return common_pb2.LockTrace(
             table_id=event.table_id,
             round_id=event.round_id,
             gateway_accepted_unix_nanos=event.gateway_accepted_unix_nanos,
-            kafka_unix_nanos=max(record.timestamp_ms, 0) * 1_000_000,
+            kafka_unix_nanos=max(record.timestamp, 0) * 1_000_000,
             pot_fetched_unix_nanos=self._batch_started_ns,
         )
-
-    def _decode(self, record: InputRecord) -> table_events_pb2.TableEvent:
-        if record.value is None:
-            raise DomainError(Reason.MALFORMED, "empty record (tombstone)")
-        try:
-            event = table_events_pb2.TableEvent.FromString(record.value)
-        except DecodeError as error:
-            raise DomainError(Reason.MALFORMED, f"not a TableEvent: {error}") from None
-        if not event.event_id:
-            raise DomainError(Reason.MALFORMED, "event_id is empty")
-        if not event.pot_group_id:
-            raise DomainError(Reason.MALFORMED, f"event {event.event_id} has no pot_group_id")
-        if record.key is not None and record.key != event.pot_group_id.encode():
-            raise DomainError(
-                Reason.MALFORMED,
-                f"record key {record.key!r} is not the event's pot group {event.pot_group_id!r}: "
-                "it would be on another group's partition",
-            )
-        if event.WhichOneof("payload") is None:
-            raise DomainError(Reason.MALFORMED, f"event {event.event_id} has no payload")
-        return event
 
     def _is_duplicate(
         self, runtime: GroupRuntime, event: table_events_pb2.TableEvent, outputs: Outputs
@@ -442,7 +354,7 @@ class PotProcessor:
         if kind == "create":
             if runtime is not None:
                 raise DomainError(Reason.INVALID_STATE, f"pot group {group_id} exists already")
-            config = _load_config(command.create.config_json)
+            config = reading.load_config_json(command.create.config_json)
             self._dirty.add(group_id)
             group, domain_events = PotGroup.open(
                 group_id,
@@ -459,38 +371,13 @@ class PotProcessor:
                 raise DomainError(Reason.UNKNOWN_POT_GROUP, f"pot group {group_id} does not exist")
             before = _config_versions(runtime.group)
             self._dirty.add(group_id)
-            domain_events = self._group_command(runtime.group, command, kind)
+            domain_events = reading.group_command(runtime.group, command, kind)
         context = EventContext(
             event.event_id, event.table_id, event.round_id, event.occurred_at, before
         )
         self._record(runtime, event, domain_events, context, outputs)
         _bound(event).info("command_applied", command=kind, requested_by=command.requested_by)
         return group_id
-
-    def _group_command(
-        self, group: PotGroup, command: table_events_pb2.PotGroupCommand, kind: str | None
-    ) -> list[Event]:
-        if kind == "propose_config":
-            config = _load_config(command.propose_config.config_json)
-            return group.propose_config(config, command.requested_by, command.reason)
-        if kind == "link_table":
-            link = command.link_table
-            game = codec.game_of(link.game)
-            if not link.table_id or game is None:
-                raise DomainError(Reason.MALFORMED, "link_table needs a table_id and a known game")
-            return group.link_table(
-                link.table_id,
-                game,
-                link.site,
-                min_bet=link.min_bet,
-                max_bet=link.max_bet,
-                credit_value=link.credit_value,
-            )
-        if kind == "unlink_table":
-            if not command.unlink_table.table_id:
-                raise DomainError(Reason.MALFORMED, "unlink_table needs a table_id")
-            return group.unlink_table(command.unlink_table.table_id)
-        raise DomainError(Reason.MALFORMED, f"pot group command without a known command ({kind})")
 
     def _apply_table_event(
         self, event: table_events_pb2.TableEvent, outputs: Outputs
@@ -507,23 +394,10 @@ class PotProcessor:
         if self._is_duplicate(runtime, event, outputs):
             return None
         group = runtime.group
-        table = group.tables.get(event.table_id)
-        if table is None:
-            raise DomainError(
-                Reason.UNKNOWN_TABLE,
-                f"table {event.table_id} is not linked to pot group {event.pot_group_id}",
-            )
-        if codec.game_of(event.game) != table.game:
-            raise DomainError(
-                Reason.UNKNOWN_GAME,
-                f"event says game {codec.game_name(event.game)}; table {event.table_id} is "
-                f"linked as {table.game.value}",
-            )
-        if not event.round_id:
-            raise DomainError(Reason.MALFORMED, f"event {event.event_id} has no round_id")
+        reading.check_table_event(group, event)
         before = _config_versions(group)
         self._dirty.add(event.pot_group_id)  # before the engine runs: rollback must see it
-        domain_events = self._round_event(group, event)
+        domain_events = reading.round_event(group, event)
         last = runtime.table_sequences.get(event.table_id, 0)
         if event.sequence != last + 1 and last:
             _bound(event).warning("sequence_gap", previous=last, sequence=event.sequence)
@@ -538,36 +412,6 @@ class PotProcessor:
         )
         self._record(runtime, event, domain_events, context, outputs)
         return event.pot_group_id
-
-    def _round_event(self, group: PotGroup, event: table_events_pb2.TableEvent) -> list[Event]:
-        kind = event.WhichOneof("payload")
-        table_id, round_id = event.table_id, event.round_id
-        if kind == "round_locked":
-            bets = _unique_seats((b.seat, b.bet) for b in event.round_locked.bets)
-            return group.lock_round(table_id, round_id, bets)
-        if kind == "seat_forfeited":
-            forfeit = event.seat_forfeited
-            try:
-                reason = codec.forfeit_reason_from_proto(forfeit.reason)
-            except DomainError as error:
-                raise DomainError(error.reason, f"seat {forfeit.seat} {error.detail}") from None
-            return group.forfeit(table_id, round_id, forfeit.seat, reason)
-        if kind == "round_result":
-            result = event.round_result
-            hands = _unique_seats((h.seat, list(h.cards)) for h in result.hands)
-            return group.resolve_round(table_id, round_id, hands, list(result.community_cards))
-        if kind == "round_voided":
-            locked = group.locked.get(table_id)
-            if locked is not None and locked.round_id == round_id:
-                raise DomainError(
-                    Reason.INVALID_STATE,
-                    f"round {round_id} is locked and its bets collected; only a round voided "
-                    "before lock is refunded (rule C1)",
-                )
-            return []  # never collected, nothing to refund from the pot
-        if kind == "seat_closed":
-            return []  # the gateway closes the seat (E5); the pot holds no seat state
-        raise DomainError(Reason.MALFORMED, f"unknown table event payload {kind}")
 
     # ------------------------------------------------------------------------- records
 
@@ -637,34 +481,3 @@ def _bound(event: table_events_pb2.TableEvent | None) -> Any:
 
 def _config_versions(group: PotGroup) -> tuple[int, tuple[int, ...]]:
     return group.config.version, tuple(config.version for config, _, _ in group.pending)
-
-
-def _load_config(text: str) -> PotGroupConfig:
-    """Operator JSON to a validated configuration; anything hostile is INVALID_CONFIG."""
-    try:
-        return load_config(_config_json(text))
-    except (TypeError, ValueError, OverflowError, RecursionError, AttributeError) as error:
-        if isinstance(error, DomainError):
-            raise
-        raise DomainError(
-            Reason.INVALID_CONFIG, f"configuration refused: {error!r}"[:500]
-        ) from None
-
-
-def _config_json(text: str) -> dict[str, object]:
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as error:
-        raise DomainError(Reason.INVALID_CONFIG, f"configuration is not JSON: {error}") from None
-    if not isinstance(data, dict):
-        raise DomainError(Reason.INVALID_CONFIG, "configuration JSON must be an object")
-    return data
-
-
-def _unique_seats(pairs: Iterable[tuple[int, SeatValue]]) -> dict[int, SeatValue]:
-    seats: dict[int, SeatValue] = {}
-    for seat, value in pairs:
-        if seat in seats:
-            raise DomainError(Reason.MALFORMED, f"seat {seat} appears twice in the event")
-        seats[seat] = value
-    return seats

@@ -38,9 +38,10 @@ from jackpot.pot.group_runtime import Outputs
 from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.ledger_restore import TakeoverAudit, disagreement
 from jackpot.pot.metrics import PotMetrics
-from jackpot.pot.processor import InputRecord, PotProcessor, sequence_mark_key, state_key
+from jackpot.pot.processor import PotProcessor
 from jackpot.pot.records import pot_levels
 from jackpot.pot.settings import PotSettings
+from jackpot.pot.state_records import sequence_mark_key, state_key
 from jackpot.pot.state_repair import RUN, RUNBOOK, Verdict, judge, refusal, repair
 from jackpot.topics import SEQUENCE_MARK_PREFIX
 from jackpot.v1 import pot_pb2
@@ -264,11 +265,7 @@ class PotPartition:
         return books
 
     def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> PotBatch:
-        inputs = [
-            InputRecord(r.value, r.topic, r.partition, r.offset, r.key, r.timestamp)
-            for r in records
-        ]
-        return self._batch(self.processor.apply_batch(inputs))
+        return self._batch(self.processor.apply_batch(records))
 
     def tick(self) -> PotBatch | None:
         """Heartbeats of the groups due one (rule D5), and checkpoints of those due one."""

@@ -27,8 +27,8 @@ from jackpot.domain.engine import PotGroup
 from jackpot.platform import codec
 from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, KafkaConnection, stop_client
 from jackpot.pot.partitions import key_partition, topic_partitions
-from jackpot.pot.processor import decode_state
 from jackpot.pot.settings import PotSettings
+from jackpot.pot.state_records import decode_state
 from jackpot.topics import is_bookkeeping_key
 from jackpot.v1 import dead_letter_pb2, pot_pb2, table_events_pb2
 

@@ -41,8 +41,8 @@ from jackpot.platform.kafka import (
 )
 from jackpot.pot.ledger_audit import CHECKPOINT, PAYOUT_TYPES, GroupAudit
 from jackpot.pot.ledger_restore import Rebuilt, rebuild
-from jackpot.pot.processor import state_key
 from jackpot.pot.settings import PotSettings
+from jackpot.pot.state_records import state_key
 from jackpot.topics import POT_STATE, TopicSpec
 from jackpot.v1 import pot_pb2
 
