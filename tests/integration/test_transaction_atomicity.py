@@ -92,6 +92,10 @@ async def max_message_bytes(admin: AIOKafkaAdminClient, topic: str, wanted: str 
     """The broker describes ``topic``'s max.message.bytes as ``wanted`` (None: its default)."""
     resource = ConfigResource(ConfigResourceType.TOPIC, topic, {"max.message.bytes": ""})
     (response,) = await admin.describe_configs([resource])
+    if any(error for error, *_ in response.resources):
+        # UNKNOWN_TOPIC_OR_PARTITION: the broker answering has not applied the topic's creation
+        # from the metadata log yet (the controller already took the AlterConfigs): not yet.
+        return False
     (entry,) = [e for r in response.resources for e in r[4] if e[0] == "max.message.bytes"]
     # (name, value, read_only, is_default (v0) or config_source (v1+: 5 is the default), ...)
     return entry[1] == wanted if wanted is not None else entry[3] in (True, 5)
