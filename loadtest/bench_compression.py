@@ -4,7 +4,7 @@
 services' producers send uncompressed batches, so the broker compresses every batch it appends.
 This measures both sides of that trade in one run, on one broker, on the pot's own records:
 
-- the records are a synthesized floor's (``loadtest.history_synth``: the real ``PotProcessor`` on
+- the records are a synthesized floor's (``loadtest.history_synth``: the real ``PotBook`` on
   the gateway's own table events), each transaction's ledger entries and state snapshots sent as
   one batch per topic, as the pot's transaction sends them (a transaction here is a group's
   minute, the history's window);

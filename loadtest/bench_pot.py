@@ -7,7 +7,7 @@ tables and games, lock + forfeits + result per round):
    one idempotent produce per record, offsets committed per batch): the ceiling of the client;
 2. **pot service**: the real :class:`~jackpot.pot.service.PotService`, one transaction per batch
    (pot updates, awards, ledger, state snapshots, dead letters, offsets);
-3. **processor only**: the same events through :class:`~jackpot.pot.processor.PotProcessor` in
+3. **processor only**: the same events through :class:`~jackpot.pot.pot_book.PotBook` in
    memory, no Kafka, to show where the time goes.
 
 Both Kafka figures are timed from the first record fetched to the last offset committed, so group
@@ -39,7 +39,7 @@ from jackpot.platform.logging import configure_logging
 from jackpot.pot import commands
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.partitions import key_partition
-from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.pot.service import PotService
 from jackpot.pot.settings import PotSettings
 from jackpot.topics import TopicSpec
@@ -189,7 +189,7 @@ def processor_only(
     events: Sequence[table_events_pb2.TableEvent], partitions: int, batch: int
 ) -> float:
     """Seconds the in-memory processor needs for the events (batches as the service cuts them)."""
-    processors: dict[int, PotProcessor] = {}
+    processors: dict[int, PotBook] = {}
     pending: dict[int, list[InputRecord]] = {}
     encoded = [(e.pot_group_id, e.SerializeToString()) for e in events]
     started = time.perf_counter()
@@ -198,12 +198,12 @@ def processor_only(
         records = pending.setdefault(partition, [])
         records.append(InputRecord(value, "bench", partition, offset, group_id.encode()))
         if len(records) == batch:
-            processor = processors.setdefault(partition, PotProcessor(partition))
+            processor = processors.setdefault(partition, PotBook(partition))
             processor.commit(processor.apply_batch(records))
             records.clear()
     for partition, records in pending.items():
         if records:
-            processor = processors.setdefault(partition, PotProcessor(partition))
+            processor = processors.setdefault(partition, PotBook(partition))
             processor.commit(processor.apply_batch(records))
     return time.perf_counter() - started
 

@@ -13,11 +13,11 @@ Nothing is invented: a round is what the floor simulator plays through a gateway
 1 to 5 credits of 1,000 pesos; a Draw player exchanging cards (0.25) or a Caribbean player
 folding (0.15) forfeits; real shuffled cards (one deck a round, a six-deck shoe for blackjack),
 so prizes come at their true frequency. The gateway's ``TableEvent`` for each fact (its event id,
-sequence, time) goes through a real :class:`~jackpot.pot.processor.PotProcessor` whose clock
+sequence, time) goes through a real :class:`~jackpot.pot.pot_book.PotBook` whose clock
 (``clock_ns``) is the synthetic time, so the ledger entries, awards, pot updates, state snapshots
-and (with today's code) checkpoints are the processor's own output. Events are applied per group
+and (with today's code) checkpoints are the book's own output. Events are applied per group
 in windows of 60 synthetic seconds (at most ``MAX_BATCH`` records a batch, the pot's
-``max_batch_records``), each window followed by the processor's heartbeat, as the service beats
+``max_batch_records``), each window followed by the book's heartbeat, as the service beats
 when its input pauses.
 
 Every award becomes the payout service's payout (``jackpot.domain.payout``: ordered, approved by
@@ -51,10 +51,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from jackpot.domain.access_chain import ChainHead
 from jackpot.domain.cards import GAME_RULES, RANKS, SUITS, Game
 from jackpot.domain.payout import Payout, PayoutState, approve, pay
-from jackpot.gateway.event_records import EVENT_ID_NAMESPACE
 from jackpot.payout.codec import ledger_entry, payout_for_award, to_proto
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.access_log import to_record
@@ -63,9 +61,7 @@ from jackpot.pot import commands
 from jackpot.pot.group_runtime import Outputs
 from jackpot.pot.ledger_audit import AWARD_TYPES
 from jackpot.pot.partitions import key_partition
-from jackpot.pot.processor import InputRecord, PotProcessor
 from jackpot.pot.settings import PotSettings
-from jackpot.pot.state_records import sequence_mark_key, state_key
 from jackpot.tools.demo_tables import (
     BLACKJACK_CONFIG,
     BLACKJACK_GROUP,
@@ -77,6 +73,26 @@ from jackpot.tools.demo_tables import (
 )
 from jackpot.topics import TABLE_EVENTS
 from jackpot.v1 import pot_pb2, table_events_pb2
+
+# ``make bench-history --before DIR`` synthesizes with older code on PYTHONPATH, which had these
+# where issue 38 had not moved them yet.
+try:
+    from jackpot.domain.access_chain import ChainHead
+    from jackpot.gateway.event_records import EVENT_ID_NAMESPACE
+    from jackpot.pot.pot_book import InputRecord, PotBook
+    from jackpot.pot.state_records import sequence_mark_key, state_key
+except ImportError:  # code from before issue 38
+    from jackpot.domain.auditchain import ChainHead  # type: ignore
+    from jackpot.pot.processor import (  # type: ignore
+        InputRecord,
+        sequence_mark_key,
+        state_key,
+    )
+    from jackpot.pot.processor import PotProcessor as PotBook  # type: ignore
+
+    from jackpot.gateway.service import (  # type: ignore
+        EVENT_ID_NAMESPACE,
+    )
 
 SECOND_NS = 10**9
 MINUTE_NS = 60 * SECOND_NS
@@ -404,7 +420,7 @@ def payout_records(partition: int, at_ns: int, payout: Payout) -> list[Record]:
 # ------------------------------------------------------------------------ one group's history
 
 
-# PotSettings field -> PotProcessor keyword: what the service passes that shapes the output
+# PotSettings field -> PotBook keyword: what the service passes that shapes the output
 SETTINGS = {
     "event_id_window": "event_id_window",
     "checkpoint_interval_entries": "checkpoint_entries",
@@ -412,11 +428,11 @@ SETTINGS = {
 }
 
 
-def processor_options() -> dict[str, Any]:
-    """The pot service's defaults for what shapes the processor's output, as the service
+def book_options() -> dict[str, Any]:
+    """The pot service's defaults for what shapes the book's output, as the service
     passes them (those the code at hand has)."""
     fields = PotSettings.model_fields
-    accepted = inspect.signature(PotProcessor).parameters
+    accepted = inspect.signature(PotBook).parameters
     return {
         keyword: fields[name].default
         for name, keyword in SETTINGS.items()
@@ -425,7 +441,7 @@ def processor_options() -> dict[str, Any]:
 
 
 class SyntheticClock:
-    """The processor's clock: the time of the record it is applying."""
+    """The book's clock: the time of the record it is applying."""
 
     def __init__(self, now_ns: int) -> None:
         self.now_ns = now_ns
@@ -438,16 +454,16 @@ class SyntheticClock:
 
 
 class GroupHistory:
-    """Drives one group's processor over its timeline; see :meth:`chunks`."""
+    """Drives one group's book over its timeline; see :meth:`chunks`."""
 
     def __init__(self, plan: Plan, group: GroupPlan) -> None:
         self.plan, self.group = plan, group
         self.clock = SyntheticClock(plan.start_ns - SETUP_LEAD_NS)
-        self.processor = PotProcessor(
+        self.book = PotBook(
             group.partition,
             clock_ns=self.clock,
             monotonic=self.clock.monotonic,
-            **processor_options(),
+            **book_options(),
         )
         self.counts = GroupCounts()
         self.offset = 0
@@ -459,7 +475,7 @@ class GroupHistory:
         self.steps = 0  # payout steps scheduled (their order among equal times)
 
     def apply(self, batch: Sequence[tuple[int, table_events_pb2.TableEvent]]) -> None:
-        """One batch through the processor, its table events and outputs recorded."""
+        """One batch through the book, its table events and outputs recorded."""
         p, key = self.group.partition, self.group.group_id.encode()
         inputs = []
         for at, event in batch:
@@ -469,7 +485,7 @@ class GroupHistory:
             inputs.append((at, InputRecord(value, "table-events", p, self.offset, key, ms)))
             self.offset += 1
             self.chunk.rounds += event.WhichOneof("payload") == "round_locked"
-        outputs = self.processor.apply_batch(self._clocked(inputs))
+        outputs = self.book.apply_batch(self._clocked(inputs))
         self._output(outputs)
 
     def _clocked(self, inputs: Iterable[tuple[int, InputRecord]]) -> Iterator[InputRecord]:
@@ -481,16 +497,16 @@ class GroupHistory:
         """The service's tick (``PotPartition.tick``): a heartbeat, and a checkpoint when one is
         due (the group's first, or its last an interval old)."""
         self.clock.now_ns = at_ns
-        processor = self.processor
-        beat = processor.heartbeat([self.group.group_id])
-        due = getattr(processor, "checkpoints_due", None)  # None: code from before checkpoints
-        self._output(beat if due is None else processor.checkpoint(due(), beat))
+        book = self.book
+        beat = book.heartbeat([self.group.group_id])
+        due = getattr(book, "checkpoints_due", None)  # None: code from before checkpoints
+        self._output(beat if due is None else book.checkpoint(due(), beat))
 
     def _output(self, outputs: Outputs) -> None:
         if outputs.dead_letters or outputs.rejected:
             refused = outputs.dead_letters[:1] or outputs.rejected
             raise RuntimeError(f"the synthesized floor made an event the pot refuses: {refused}")
-        self.processor.commit(outputs)
+        self.book.commit(outputs)
         p, key, records = self.group.partition, self.group.group_id.encode(), self.chunk.records
         awards = iter(outputs.awards)
         for entry in outputs.ledger:

@@ -67,7 +67,7 @@ async def _whole_ledger(
 
 
 def _whole_ledger_disagreements(handler: PotPartition, books: TakeoverAudit) -> list[str]:
-    groups = handler.processor.groups
+    groups = handler.book.groups
     found = []
     for group_id in sorted(set(groups) | set(books.stateless)):
         runtime = groups.get(group_id)
@@ -117,7 +117,7 @@ async def takeover_check(environ: Mapping[str, str]) -> dict[str, Any]:
         metrics = PotMetrics()
         handler = PotPartition(partition, settings, metrics)
         handler.restore(changelog, None)
-        groups = handler.processor.groups
+        groups = handler.book.groups
         positions.update({g: r.ledger_sequence for g, r in groups.items()})
         # against the whole ledger first: the takeover check may repair a state behind it
         books = await _whole_ledger(settings, partition, groups)

@@ -21,7 +21,7 @@ from typing import Any
 
 from jackpot.domain.cards import Game
 from jackpot.pot import commands
-from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.v1 import pot_pb2, table_events_pb2
 from tests.unit.test_restore import GROUP
 from tests.unit.test_round_oracle import (
@@ -45,7 +45,7 @@ __all__ = ["GROUP", "LEVELS_CONFIG", "ROYAL_AT", "TABLE", "LevelsFloor", "levels
 class LevelsFloor:
     """The pot processor of one partition, its ledger and its last pot update."""
 
-    processor: PotProcessor = field(init=False)
+    processor: PotBook = field(init=False)
     ledger: list[pot_pb2.LedgerEntry] = field(default_factory=list)
     update: pot_pb2.PotUpdate | None = None
     offset: int = 0
@@ -54,16 +54,16 @@ class LevelsFloor:
 
     def __post_init__(self) -> None:
         clock = itertools.count(START_NS, STEP_NS)
-        self.processor = PotProcessor(
+        self.book = PotBook(
             0, clock_ns=lambda: next(clock), checkpoint_entries=self.checkpoint_entries
         )
 
     def play(self, events: list[table_events_pb2.TableEvent]) -> None:
         for event in events:
-            out = self.processor.apply_batch(
+            out = self.book.apply_batch(
                 [InputRecord(event.SerializeToString(), "t", 0, self.offset, GROUP.encode())]
             )
-            self.processor.commit(out)
+            self.book.commit(out)
             self.offset += 1
             assert not out.dead_letters, out.dead_letters
             self.ledger += out.ledger

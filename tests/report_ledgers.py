@@ -1,6 +1,6 @@
-"""Multi-day ledgers made by the real pot processor, for `jackpot report`'s tests (R1, issue 23).
+"""Multi-day ledgers made by the real pot's book, for `jackpot report`'s tests (R1, issue 23).
 
-:func:`casino` plays four simulated days on two ledger partitions, one pot processor each, its
+:func:`casino` plays four simulated days on two ledger partitions, one pot's book each, its
 clock stepping two minutes per table event and a tick every 20 minutes (heartbeats, and the
 hourly checkpoints, besides one per ``checkpoint_entries`` entries and one at each
 configuration activation):
@@ -32,7 +32,7 @@ from jackpot.platform.codec import timestamp_ns
 from jackpot.platform.kafka import KafkaConnection, read_records
 from jackpot.pot import commands
 from jackpot.pot.ledger_audit import AWARD_TYPES
-from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.tools.report_model import LedgerRecord
 from jackpot.v1 import pot_pb2, table_events_pb2
 
@@ -60,17 +60,17 @@ def recorded(entry: pot_pb2.LedgerEntry) -> int:
 
 @dataclass
 class Partition:
-    """One pot processor playing its groups' events at their times, with its ledger."""
+    """One pot's book playing its groups' events at their times, with its ledger."""
 
     number: int
     checkpoints: bool
     now: int = DAY0
     ledger: list[pot_pb2.LedgerEntry] = field(default_factory=list)
     offset: int = 0
-    processor: PotProcessor = field(init=False)
+    book: PotBook = field(init=False)
 
     def __post_init__(self) -> None:
-        self.processor = PotProcessor(
+        self.book = PotBook(
             self.number,
             clock_ns=lambda: self.now,
             checkpoint_entries=400 if self.checkpoints else 10**9,
@@ -81,21 +81,19 @@ class Partition:
         record = InputRecord(
             event.SerializeToString(), "t", self.number, self.offset, group_id.encode()
         )
-        out = self.processor.apply_batch([record])
-        self.processor.commit(out)
+        out = self.book.apply_batch([record])
+        self.book.commit(out)
         assert not out.dead_letters, out.dead_letters
         self.offset += 1
         self.ledger += out.ledger
 
     def heartbeat(self, at: int) -> None:
-        if not self.checkpoints or not self.processor.groups:
+        if not self.checkpoints or not self.book.groups:
             return
         self.now = at
-        processor = self.processor  # a tick, as the pot service's: heartbeats and checkpoints due
-        out = processor.checkpoint(
-            processor.checkpoints_due(), processor.heartbeat(processor.groups)
-        )
-        processor.commit(out)
+        book = self.book  # a tick, as the pot service's: heartbeats and checkpoints due
+        out = book.checkpoint(book.checkpoints_due(), book.heartbeat(book.groups))
+        book.commit(out)
         self.ledger += out.ledger
 
 

@@ -78,7 +78,7 @@ OPEN_PAYOUTS_MARK_KEY = b"#mark"
 # (jackpot.platform.exactly_once): a takeover resumes from it. Not UTF-8, so never a pot group's
 # or an award's key; readers of those topics skip it.
 CHANGELOG_OFFSET_KEY = b"\xfeinput-offset"
-# On POT_STATE, the prefix of a group's update-sequence mark (jackpot.pot.processor): 0xFF never
+# On POT_STATE, the prefix of a group's update-sequence mark (jackpot.pot.pot_book): 0xFF never
 # occurs in UTF-8, so it cannot collide with a group id's key.
 SEQUENCE_MARK_PREFIX = b"\xff"
 

@@ -24,7 +24,7 @@ from jackpot.display.main import run_display
 from jackpot.display.settings import DisplaySettings
 from jackpot.platform.kafka import ensure_topics, idempotent_producer
 from jackpot.pot import commands
-from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.tools.demo_tables import LEVELS_POKER_CONFIG
 from jackpot.topics import TopicSpec
 from jackpot.v1 import (
@@ -445,7 +445,7 @@ class FiveLevelPot:
     def __init__(self, display: DisplayUnderTest) -> None:
         self.display = display
         self.commands = commands
-        self.processor = PotProcessor(0, source="pot:test", event_id_window=64)
+        self.book = PotBook(0, source="pot:test", event_id_window=64)
         self.offset = 0
         self.update: pot_pb2.PotUpdate | None = None
         limits = {"min_bet": 1000, "max_bet": 5000, "credit_value": 1000}
@@ -459,8 +459,8 @@ class FiveLevelPot:
     def apply(self, event: table_events_pb2.TableEvent) -> list[pot_pb2.Award]:
         record = InputRecord(event.SerializeToString(), "t", 0, self.offset, LEVELS_GROUP.encode())
         self.offset += 1
-        outputs = self.processor.apply_batch([record])
-        self.processor.commit(outputs)
+        outputs = self.book.apply_batch([record])
+        self.book.commit(outputs)
         if outputs.pot_updates:
             self.update = outputs.pot_updates[-1]
         return list(outputs.awards)

@@ -2,7 +2,7 @@
 
 Every test gets its own topics, consumer group and transactional ids (``PotSettings`` carries the
 names). The oracle for "nothing lost, nothing twice" is the same event stream applied by an
-in-memory :class:`PotProcessor`: the ledger in Kafka must equal its ledger entry for entry, every
+in-memory :class:`PotBook`: the ledger in Kafka must equal its ledger entry for entry, every
 award must appear exactly once, and ``jackpot audit`` must pass.
 """
 
@@ -37,7 +37,7 @@ from jackpot.pot import commands
 from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.partitions import key_partition, topic_partitions
-from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.pot.service import PotService
 from jackpot.pot.settings import PotSettings
 from jackpot.tools import partitions
@@ -162,12 +162,12 @@ def oracle(
     events: Iterable[table_events_pb2.TableEvent], partitions: int
 ) -> tuple[dict[str, list[pot_pb2.LedgerEntry]], list[pot_pb2.Award]]:
     """The ledger and awards an uninterrupted, in-memory run produces."""
-    processors: dict[int, PotProcessor] = {}
+    processors: dict[int, PotBook] = {}
     ledger: dict[str, list[pot_pb2.LedgerEntry]] = {}
     awards: list[pot_pb2.Award] = []
     for offset, event in enumerate(events):
         partition = key_partition(event.pot_group_id, partitions)
-        processor = processors.setdefault(partition, PotProcessor(partition))
+        processor = processors.setdefault(partition, PotBook(partition))
         out = processor.apply_batch(
             [
                 InputRecord(

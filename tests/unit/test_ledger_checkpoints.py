@@ -47,7 +47,7 @@ def checkpoint_positions(floor: Floor) -> list[int]:
 
 def test_checkpoints_are_written_at_the_interval_and_every_one_verifies(floor: Floor) -> None:
     positions = checkpoint_positions(floor)
-    runtime = floor.processor.groups[GROUP]
+    runtime = floor.book.groups[GROUP]
     assert len(positions) >= len(floor.ledger) // (EVERY + 5)
     assert all(not floor.ledger[i].transfers for i in positions)  # a checkpoint moves no money
     audit = audit_entries(GROUP, raw(floor))
@@ -89,7 +89,7 @@ def test_a_checkpoint_that_misstates_a_figure_is_refused(floor: Floor) -> None:
 
 
 def takeover(floor: Floor, begin: int) -> TakeoverAudit:
-    runtime = floor.processor.groups[GROUP]
+    runtime = floor.book.groups[GROUP]
     books = TakeoverAudit({GROUP: runtime.checkpoint_sequence})
     for entry, data in raw(floor)[begin:]:
         books.add(entry, data)
@@ -97,7 +97,7 @@ def takeover(floor: Floor, begin: int) -> TakeoverAudit:
 
 
 def test_takeover_checks_the_state_from_its_last_checkpoint_only(floor: Floor) -> None:
-    runtime = floor.processor.groups[GROUP]
+    runtime = floor.book.groups[GROUP]
     last = checkpoint_positions(floor)[-1]
     books = takeover(floor, last - 3)  # a time seek lands a little before the checkpoint
     assert books.read == len(floor.ledger) - last + 3
@@ -112,7 +112,7 @@ def test_takeover_checks_the_state_from_its_last_checkpoint_only(floor: Floor) -
 def test_takeover_refuses_a_state_whose_chain_differs_and_notices_a_late_start(
     floor: Floor,
 ) -> None:
-    runtime = floor.processor.groups[GROUP]
+    runtime = floor.book.groups[GROUP]
     last = checkpoint_positions(floor)[-1]
     audit = takeover(floor, last).audits[GROUP]
     why = disagreement(GROUP, runtime.group, runtime.ledger_sequence, audit, b"\x01" * 32)
@@ -125,7 +125,7 @@ def test_takeover_refuses_a_state_whose_chain_differs_and_notices_a_late_start(
 def test_restore_from_the_last_checkpoint_equals_the_rebuild_from_the_beginning(
     floor: Floor,
 ) -> None:
-    runtime = floor.processor.groups[GROUP]
+    runtime = floor.book.groups[GROUP]
     last = checkpoint_positions(floor)[-1]
     whole = rebuild(GROUP, floor.ledger, partition=0, update_sequence=9, now_ns=1)
     tail = audit_entries(GROUP, raw(floor))
@@ -201,21 +201,21 @@ def test_a_state_from_before_checkpoints_is_checked_whole_then_adopts_the_chain(
 ) -> None:
     """The first start after the upgrade: a state without a chain is checked from the ledger's
     beginning, takes the chain that check computed, and is checkpointed at the next tick."""
-    old = pot_pb2.PotGroupState.FromString(floor.processor.snapshot(GROUP))
+    old = pot_pb2.PotGroupState.FromString(floor.book.snapshot(GROUP))
     for name in ("ledger_chain", "checkpoint_sequence", "checkpoint_at"):
         old.ClearField(name)
     partition = PotPartition(0, PotSettings(), PotMetrics())
     partition.restore({GROUP.encode(): old.SerializeToString()}, committed=floor.offset)
-    runtime = partition.processor.groups[GROUP]
+    runtime = partition.book.groups[GROUP]
     assert runtime.ledger_chain == b""
-    assert partition.processor.checkpoints_due() == []  # not before the chain is known
+    assert partition.book.checkpoints_due() == []  # not before the chain is known
     books = TakeoverAudit({GROUP: 0})  # no checkpoint named: every entry from the first
     for entry, data in raw(floor):
         books.add(entry, data)
     assert books.read == len(floor.ledger)
     assert partition._verdict(GROUP, books) == RUN
-    assert runtime.ledger_chain == floor.processor.groups[GROUP].ledger_chain
-    assert partition.processor.checkpoints_due() == [GROUP]
+    assert runtime.ledger_chain == floor.book.groups[GROUP].ledger_chain
+    assert partition.book.checkpoints_due() == [GROUP]
 
 
 def test_takeover_from_a_checkpoint_ignores_payments_of_awards_made_before_it(
@@ -223,7 +223,7 @@ def test_takeover_from_a_checkpoint_ignores_payments_of_awards_made_before_it(
 ) -> None:
     """An award paid days later, past the group's last checkpoint: the payout service's entry
     is no part of the pot's state and must not halt the partition (found by make bench-history)."""
-    runtime = floor.processor.groups[GROUP]
+    runtime = floor.book.groups[GROUP]
     last = checkpoint_positions(floor)[-1]
     award = next(
         e for e in floor.ledger[:last] if e.type == pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED
@@ -251,7 +251,7 @@ def test_overflow_is_counted_and_checkpointed_when_a_reserve_reaches_its_ceiling
     collections carry and every checkpoint's figure agrees (the parse the audit skips only for
     collections whose canonical detail says "overflow":[])."""
     floor, _ = played(120, checkpoint_entries=EVERY, reserve_ceiling=50_000)
-    overflow = floor.processor.groups[GROUP].group.overflow
+    overflow = floor.book.groups[GROUP].group.overflow
     assert overflow > 0
     audit = audit_entries(GROUP, raw(floor))
     assert audit.problems == []

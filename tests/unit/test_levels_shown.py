@@ -5,7 +5,7 @@ gives the page every level and names each prize's level and envy hit; the pot's 
 level's sign and base. A one-level group's payouts, groups and screens are as before.
 
 The five-level group is `jackpot demo`'s (``LEVELS_POKER_CONFIG``), fed through the real pot
-processor (tests/unit/test_pot_levels.py), so the awards judged are the ones the pot writes.
+book (tests/unit/test_pot_levels.py), so the awards judged are the ones the pot writes.
 """
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ from jackpot.pot import commands, records
 from jackpot.pot.metrics import PotMetrics
 from jackpot.terminal.screen import Screen, envy_text, payout_json
 from jackpot.v1 import device_pb2, payout_pb2, pot_pb2
-from tests.unit.test_pot_levels import LABELS, LEVELS, ROYAL, levels_feed
-from tests.unit.test_pot_processor import (
+from tests.unit.test_pot_book import (
     GROUP,
     NOTHING,
     Feeder,
     link,
     lock,
-    make_processor,
+    make_book,
     resolve,
 )
-from tests.unit.test_pot_processor import state_of as state_of_group
+from tests.unit.test_pot_book import state_of as state_of_group
+from tests.unit.test_pot_levels import LABELS, LEVELS, ROYAL, levels_feed
 
 THRESHOLD = 1_000_000
 FLUSH = ["2H", "5H", "9H", "JH", "KH"]
@@ -73,7 +73,7 @@ def test_L4_V1_V2_a_payout_keeps_its_awards_level_and_envy_hit() -> None:
 def test_L4_a_one_level_groups_payout_is_written_as_before() -> None:
     """A one-level group's award has no level and no envy hit: its payout neither, and its
     message sets neither field (the record is the bytes it was before levels reached payouts)."""
-    feed = Feeder(make_processor())
+    feed = Feeder(make_book())
     feed(commands.create_group(GROUP, CONFIG), link())
     feed(lock(1, "R1", {1: 1000, 2: 2000}))
     (award,) = feed(resolve(2, "R1", {1: NOTHING, 2: FLUSH})).awards
@@ -90,17 +90,17 @@ def test_L4_GetPotGroup_gives_every_level_as_the_last_pot_update() -> None:
     group's gives none."""
     feed = levels_feed()
     (update,) = feed(lock(1, "R1", {1: 1000, 2: 3000})).pot_updates
-    group = feed.processor.groups[GROUP].group
-    shown = records.pot_group_message(state_of_group(feed.processor), group)
+    group = feed.book.groups[GROUP].group
+    shown = records.pot_group_message(state_of_group(feed.book), group)
     assert [(v.name, v.label) for v in shown.levels] == list(zip(LEVELS, LABELS, strict=True))
     assert list(shown.levels) == list(update.levels)
     assert [v.increment for v in shown.levels] == [1620, 540, 360, 252, 108]  # the lock's rises
     assert shown.levels[0].sign_value == shown.sign_value  # the main level is the group's sign
 
-    single = Feeder(make_processor())
+    single = Feeder(make_book())
     single(commands.create_group(GROUP, CONFIG), link(), lock(1, "R1", {1: 1000}))
-    one = single.processor.groups[GROUP].group
-    assert not records.pot_group_message(state_of_group(single.processor), one).levels
+    one = single.book.groups[GROUP].group
+    assert not records.pot_group_message(state_of_group(single.book), one).levels
 
 
 def table_view(*levels: tuple[str, str, int]) -> device_pb2.TableView:
@@ -151,7 +151,7 @@ def test_L3_L4_each_levels_sign_and_base_are_gauges_labelled_by_the_level() -> N
     JackpotLevelBelowBase compares); a one-level group's one level is "main"; a level the
     configuration dropped, and a group this instance no longer owns, lose their series."""
     feed = levels_feed()
-    group = feed.processor.groups[GROUP].group
+    group = feed.book.groups[GROUP].group
     registry = CollectorRegistry()
     metrics = PotMetrics(registry)
     metrics.set_levels(GROUP, level_figures(group))
@@ -169,9 +169,9 @@ def test_L3_L4_each_levels_sign_and_base_are_gauges_labelled_by_the_level() -> N
     metrics.forget_group(GROUP, group.balances)
     assert sample("jackpot_level_sign_value_pesos", "royal") is None
 
-    single = Feeder(make_processor())
+    single = Feeder(make_book())
     single(commands.create_group(GROUP, CONFIG))
-    one = single.processor.groups[GROUP].group
+    one = single.book.groups[GROUP].group
     metrics.set_levels(GROUP, level_figures(one))
     assert sample("jackpot_level_sign_value_pesos", "main") == one.sign_value
     assert sample("jackpot_level_base_pesos", "main") == CONFIG["base"]

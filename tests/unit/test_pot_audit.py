@@ -9,7 +9,7 @@ from loadtest.rounds import CONFIG, interleaved_rounds, simulated_tables
 from jackpot.domain.cards import Game
 from jackpot.pot import commands
 from jackpot.pot.ledger_audit import GroupAudit
-from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.tools.audit import render
 from jackpot.v1 import common_pb2, pot_pb2
 
@@ -26,7 +26,7 @@ def ledger_and_update() -> tuple[list[pot_pb2.LedgerEntry], pot_pb2.PotUpdate]:
         *(t.link_command() for t in tables),
         *interleaved_rounds(tables, 50, rng),
     ]
-    processor = PotProcessor(0)
+    processor = PotBook(0)
     out = processor.apply_batch(
         InputRecord(e.SerializeToString(), "t", 0, i, GROUP.encode()) for i, e in enumerate(events)
     )

@@ -19,14 +19,14 @@ from jackpot.pot import commands, records
 from jackpot.pot.metrics import PotMetrics
 from jackpot.tools.demo_tables import LEVELS_POKER_CONFIG
 from jackpot.v1 import pot_pb2
-from tests.unit.test_pot_processor import (
+from tests.unit.test_pot_book import (
     GROUP,
     NOTHING,
     FakeClock,
     Feeder,
     link,
     lock,
-    make_processor,
+    make_book,
     resolve,
     state_of,
 )
@@ -38,7 +38,7 @@ ROYAL = ["AS", "KS", "QS", "JS", "TS"]
 
 
 def levels_feed(clock: FakeClock | None = None) -> Feeder:
-    feeder = Feeder(make_processor(clock))
+    feeder = Feeder(make_book(clock))
     feeder(commands.create_group(GROUP, LEVELS_POKER_CONFIG), link("T1"), link("T2"))
     return feeder
 
@@ -64,7 +64,7 @@ def judge_levels(update: pot_pb2.PotUpdate, previous: Mapping[str, int]) -> list
 
 def test_L4_M3_D2_a_pot_update_carries_every_level_floored_with_its_rise() -> None:
     feed = levels_feed()
-    before = level_sign_values(feed.processor.groups[GROUP].group)
+    before = level_sign_values(feed.book.groups[GROUP].group)
     (update,) = feed(lock(1, "R1", {1: 1000, 2: 3000})).pot_updates
     assert [(v.name, v.label) for v in update.levels] == list(zip(LEVELS, LABELS, strict=True))
     assert [v.base for v in update.levels] == [500_000, 100_000, 25_000, 10_000, 5_000]
@@ -77,7 +77,7 @@ def test_L4_M3_D2_a_pot_update_carries_every_level_floored_with_its_rise() -> No
 
 def test_L4_M3_D2_the_level_judge_refuses_a_sign_above_its_pot_and_a_wrong_rise() -> None:
     feed = levels_feed()
-    before = level_sign_values(feed.processor.groups[GROUP].group)
+    before = level_sign_values(feed.book.groups[GROUP].group)
     (update,) = feed(lock(1, "R1", {1: 1000, 2: 3000})).pot_updates
     broken = pot_pb2.PotUpdate()
     broken.CopyFrom(update)
@@ -97,11 +97,11 @@ def test_L4_D2_heartbeats_and_a_restore_repeat_each_levels_last_increment() -> N
     feed = levels_feed(clock)
     (changed,) = feed(lock(1, "R1", {1: 5000})).pot_updates
     clock.monotonic_s += 1
-    (beat,) = feed.processor.heartbeat([GROUP]).pot_updates
+    (beat,) = feed.book.heartbeat([GROUP]).pot_updates
     assert beat.heartbeat
     assert list(beat.levels) == list(changed.levels)
-    restored = make_processor(clock)
-    restored.restore([feed.processor.snapshot(GROUP)], feed.offset)
+    restored = make_book(clock)
+    restored.restore([feed.book.snapshot(GROUP)], feed.offset)
     (after_restore,) = restored.heartbeat([GROUP]).pot_updates
     assert list(after_restore.levels) == list(changed.levels)
     assert dict(state_of(restored).last_level_increments) == {
@@ -127,7 +127,7 @@ def test_V1_V2_L4_envy_awards_name_their_level_and_the_hit_they_are_paid_for() -
 
 
 def test_L4_a_one_level_groups_update_award_and_state_are_as_before() -> None:
-    feed = Feeder(make_processor())
+    feed = Feeder(make_book())
     feed(commands.create_group(GROUP, CONFIG), link())
     (update,) = feed(lock(1, "R1", {1: 1000, 2: 2000})).pot_updates
     assert not update.levels
@@ -136,10 +136,10 @@ def test_L4_a_one_level_groups_update_award_and_state_are_as_before() -> None:
     assert award.level == ""
     assert not award.HasField("envy_of")
     assert {field.name for field, _ in award.ListFields()}.isdisjoint({"level", "envy_of"})
-    state = state_of(feed.processor)
+    state = state_of(feed.book)
     assert not state.last_level_sign_values
     assert not state.last_level_increments
-    group = feed.processor.groups[GROUP].group
+    group = feed.book.groups[GROUP].group
     assert not records.meters_message(group).levels
     assert records.pot_levels(group) == {}
 
@@ -148,7 +148,7 @@ def test_L4_V1_the_meters_show_each_level_with_the_prizes_it_pays() -> None:
     feed = levels_feed()
     feed(lock(1, "R1", {1: 1000, 2: 1000}))
     feed(resolve(2, "R1", {1: ROYAL, 2: NOTHING}))
-    group = feed.processor.groups[GROUP].group
+    group = feed.book.groups[GROUP].group
     meters = records.meters_message(group).levels
     assert [m.name for m in meters] == list(LEVELS)
     royal = meters[0]
@@ -165,7 +165,7 @@ def test_L4_V1_the_meters_show_each_level_with_the_prizes_it_pays() -> None:
 
 def test_L4_V1_the_balance_gauge_names_each_pots_level_and_envy_is_counted() -> None:
     feed = levels_feed()
-    group = feed.processor.groups[GROUP].group
+    group = feed.book.groups[GROUP].group
     registry = CollectorRegistry()
     metrics = PotMetrics(registry)
     metrics.set_balances(GROUP, group.balances, records.pot_levels(group))

@@ -20,7 +20,7 @@ from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.platform.manifest import Verification
 from jackpot.pot import commands
 from jackpot.pot.ledger_audit import AWARD_TYPES, CHECKPOINT, GroupAudit
-from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.tools.report import sections, write_csv
 from jackpot.tools.report_document import render_document
 from jackpot.tools.report_figures import compute
@@ -50,7 +50,7 @@ def ledger(rounds: int = 120, checkpoint_entries: int = 10_000) -> list[pot_pb2.
         *interleaved_rounds(tables, rounds, rng),
     ]
     clock = itertools.count(START_NS, MINUTE_NS)
-    processor = PotProcessor(0, clock_ns=lambda: next(clock), checkpoint_entries=checkpoint_entries)
+    processor = PotBook(0, clock_ns=lambda: next(clock), checkpoint_entries=checkpoint_entries)
     entries: list[pot_pb2.LedgerEntry] = []
     for offset, event in enumerate(events):  # one batch per event: its own minute
         out = processor.apply_batch(

@@ -22,7 +22,7 @@ from jackpot.domain.errors import DomainError
 from jackpot.pot import commands
 from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.ledger_restore import audit_entries, disagreement, rebuild
-from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.v1 import pot_pb2, table_events_pb2
 
 GROUP = "restore-group"
@@ -46,7 +46,7 @@ class Floor:
 
     def __init__(self, checkpoint_entries: int = 10_000) -> None:
         clock = itertools.count(1_780_000_000 * 10**9, 10**9)
-        self.processor = PotProcessor(
+        self.book = PotBook(
             0,
             clock_ns=lambda: next(clock),
             trigger_source=trigger,
@@ -59,10 +59,10 @@ class Floor:
     def play(self, events: list[table_events_pb2.TableEvent]) -> None:
         self.events += events
         for event in events:
-            out = self.processor.apply_batch(
+            out = self.book.apply_batch(
                 [InputRecord(event.SerializeToString(), "t", 0, self.offset, GROUP.encode())]
             )
-            self.processor.commit(out)
+            self.book.commit(out)
             self.offset += 1
             assert not out.dead_letters, out.dead_letters
             self.ledger += out.ledger
@@ -104,7 +104,7 @@ def test_R14_the_ledger_alone_rebuilds_the_state() -> None:
     kinds = {e.type for e in floor.ledger}
     assert pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED in kinds
     assert pot_pb2.LEDGER_ENTRY_TYPE_CONFIG_ACTIVATED in kinds
-    runtime = floor.processor.groups[GROUP]
+    runtime = floor.book.groups[GROUP]
     rebuilt = rebuild(
         GROUP, floor.ledger, partition=0, update_sequence=runtime.update_sequence, now_ns=1
     )
@@ -118,17 +118,17 @@ def test_R14_the_ledger_alone_rebuilds_the_state() -> None:
 
     resumed = Floor()
     resumed.offset = floor.offset
-    resumed.processor.restore([rebuilt.state.SerializeToString()], floor.offset)
+    resumed.book.restore([rebuilt.state.SerializeToString()], floor.offset)
     resumed.play(interleaved_rounds(tables, 20, random.Random(3)))
     audit = GroupAudit(GROUP)
     for entry in [*floor.ledger, *rebuilt.ledger, *resumed.ledger]:
         audit.add(entry)
     assert audit.problems == []
-    assert audit.pots == resumed.processor.groups[GROUP].group.balances
+    assert audit.pots == resumed.book.groups[GROUP].group.balances
     assert not disagreement(
         GROUP,
-        resumed.processor.groups[GROUP].group,
-        resumed.processor.groups[GROUP].ledger_sequence,
+        resumed.book.groups[GROUP].group,
+        resumed.book.groups[GROUP].ledger_sequence,
         audit_entries(GROUP, [*floor.ledger, *rebuilt.ledger, *resumed.ledger]),
     )
 
@@ -137,7 +137,7 @@ def test_R14_a_state_that_disagrees_with_the_ledger_is_refused() -> None:
     """R14: a state whose balance, counter or position differs from the ledger, or no state for a
     group the ledger has, is named; the state the processor wrote agrees."""
     floor, _ = played(20)
-    runtime = floor.processor.groups[GROUP]
+    runtime = floor.book.groups[GROUP]
     books = audit_entries(GROUP, floor.ledger)
     assert disagreement(GROUP, runtime.group, runtime.ledger_sequence, books) == ""
     tampered = PotGroup.from_snapshot(runtime.group.snapshot(), trigger)
@@ -166,15 +166,15 @@ def test_a_table_event_replayed_with_a_new_id_after_a_restore_is_refused_by_its_
     carries its event's, each checkpoint those before it), so a replay that a new event id
     disguises is ignored as a duplicate sequence, not applied a second time."""
     floor, _ = played(40, checkpoint_entries=checkpoint_entries)
-    runtime = floor.processor.groups[GROUP]
+    runtime = floor.book.groups[GROUP]
     rebuilt = rebuild(GROUP, floor.ledger, partition=0, update_sequence=1, now_ns=1)
     assert dict(rebuilt.state.table_sequences) == runtime.table_sequences
     resumed = Floor()
-    resumed.processor.restore([rebuilt.state.SerializeToString()], floor.offset)
+    resumed.book.restore([rebuilt.state.SerializeToString()], floor.offset)
     replay = table_events_pb2.TableEvent()
     replay.CopyFrom(next(e for e in reversed(floor.events) if e.HasField("round_locked")))
     replay.event_id = "replayed-with-a-new-id"
-    out = resumed.processor.apply_batch(
+    out = resumed.book.apply_batch(
         [InputRecord(replay.SerializeToString(), "t", 0, floor.offset, GROUP.encode())]
     )
     assert out.ledger == []

@@ -22,7 +22,7 @@ import pytest
 from jackpot.domain.engine import PotGroup
 from jackpot.pot.ledger_audit import CHECKPOINT, GroupAudit
 from jackpot.pot.ledger_restore import TakeoverAudit
-from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.pot.state_repair import REPAIR, RUN, RUNBOOK, Verdict, judge, repair
 from jackpot.v1 import pot_pb2, table_events_pb2
 from tests.unit.test_restore import GROUP, Floor, played, trigger
@@ -65,7 +65,7 @@ def run() -> Run:
     ends: list[int] = []
     for event in script.events:
         floor.play([event])
-        states.append(floor.processor.snapshot(GROUP))
+        states.append(floor.book.snapshot(GROUP))
         ends.append(len(floor.ledger))
     kinds = {e.type for e in floor.ledger}
     assert MYSTERY_COMMITTED in kinds
@@ -81,13 +81,13 @@ def books_of(entries: list[pot_pb2.LedgerEntry], state: pot_pb2.PotGroupState) -
     return books
 
 
-def restored(state: bytes, offset: int) -> PotProcessor:
-    processor = PotProcessor(0, trigger_source=trigger)
+def restored(state: bytes, offset: int) -> PotBook:
+    processor = PotBook(0, trigger_source=trigger)
     processor.restore([state], offset)
     return processor
 
 
-def verdict_of(processor: PotProcessor, books: TakeoverAudit) -> Verdict:
+def verdict_of(processor: PotBook, books: TakeoverAudit) -> Verdict:
     runtime = processor.groups[GROUP]
     return judge(
         GROUP,
@@ -99,7 +99,7 @@ def verdict_of(processor: PotProcessor, books: TakeoverAudit) -> Verdict:
     )
 
 
-def feed(processor: PotProcessor, events: list[table_events_pb2.TableEvent], offset: int) -> list:
+def feed(processor: PotBook, events: list[table_events_pb2.TableEvent], offset: int) -> list:
     """Apply events one by one from ``offset``, committing each; every output."""
     outputs = []
     for at, event in enumerate(events, start=offset):

@@ -4,7 +4,7 @@ The reasons mirror ``jackpot.v1.RejectReason`` (``jackpot.platform.codec`` maps 
 by name), so a device, the dead-letter topic and a log line all say the same thing.
 
 :class:`DomainError` is the one refusal type of the system: the domain, the gateway (a device's
-Hello and events), the pot processor and the payout service all raise it, and every dead letter is
+Hello and events), the pot's book and the payout service all raise it, and every dead letter is
 built from one (``jackpot.platform.deadletter``).
 """
 

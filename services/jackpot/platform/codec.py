@@ -10,7 +10,7 @@ Encoding a domain value cannot fail. Decoding a protobuf number the domain does 
 ``*_UNSPECIFIED`` zero included, raises :class:`~jackpot.domain.errors.DomainError` naming the
 number: ``UNKNOWN_GAME`` for a game, ``MALFORMED`` for everything else.
 
-Pure: protobuf messages and the domain only, no I/O (the pot processor imports it).
+Pure: protobuf messages and the domain only, no I/O (the pot's book imports it).
 """
 
 from __future__ import annotations

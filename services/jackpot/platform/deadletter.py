@@ -1,7 +1,7 @@
 """Dead letters: every refused input goes to jackpot.dead-letter.v1 with its bytes and a reason.
 
 The one builder of a ``DeadLetter``, for every service that refuses input (gateway, pot, payout).
-Pure, no I/O: the pot processor builds its letters here and the service writes them with the rest
+Pure, no I/O: the pot's book builds its letters here and the service writes them with the rest
 of its transaction; the gateway spools them.
 """
 

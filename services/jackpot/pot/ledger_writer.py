@@ -2,7 +2,7 @@
 prize), folded into the group's hash chain, and a CHECKPOINT entry (its figures and chain, no
 money) every ``checkpoint_entries`` entries, at every configuration activation and when the pot
 asks (``jackpot.pot.ledger_audit`` checks them). Each entry states the configuration versions in
-force after it (C7, D4). :class:`~jackpot.pot.processor.PotProcessor` calls it for each event it
+force after it (C7, D4). :class:`~jackpot.pot.pot_book.PotBook` calls it for each event it
 applies."""
 
 from __future__ import annotations

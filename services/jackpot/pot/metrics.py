@@ -15,11 +15,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from jackpot.domain.level_figures import LevelFigures
 from jackpot.domain.money import floor_pesos
 from jackpot.platform.metrics import ProcessorMetrics
-from jackpot.pot.processor import IgnoreReason
+from jackpot.pot.pot_book import IgnoreReason
 
 
 class PotMetrics:
-    """Events applied, ignored and refused; balances; the processor's transactions and lag."""
+    """Events applied, ignored and refused; balances; the exactly-once processor's transactions
+    and lag."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         registry = registry if registry is not None else CollectorRegistry()

@@ -1,6 +1,6 @@
 """Conversions between the domain engine's values and the jackpot.v1 messages the pot service emits.
 
-Pure functions, no I/O: used by the processor (pot updates, awards, ledger entries), the query API
+Pure functions, no I/O: used by the pot's book (pot updates, awards, ledger entries), the query API
 (pot groups, meters) and `jackpot audit`. Amounts inside the engine are picopesos (see
 ``jackpot.domain.money``); on the wire they are whole pesos or exact fractions
 (:func:`jackpot.platform.codec.exact_amount`).

@@ -1,7 +1,7 @@
 """The pot service's Kafka edge: table events through the one exactly-once processor.
 
 :class:`PotPartition` is the pure :class:`~jackpot.platform.partition_handler.PartitionHandler`
-of one jackpot.table-events.v1 partition: a :class:`~jackpot.pot.processor.PotProcessor` (the pot
+of one jackpot.table-events.v1 partition: a :class:`~jackpot.pot.pot_book.PotBook` (the pot
 groups whose events live there) plus the mapping of what it returns to Kafka records. The processor
 (``jackpot.platform.exactly_once``) fences the partition's previous owner, restores the groups
 from the compacted jackpot.pot-state.v1 (same partition number), and writes every batch's pot
@@ -38,7 +38,7 @@ from jackpot.pot.group_runtime import Outputs
 from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.ledger_restore import TakeoverAudit, disagreement
 from jackpot.pot.metrics import PotMetrics
-from jackpot.pot.processor import PotProcessor
+from jackpot.pot.pot_book import PotBook
 from jackpot.pot.records import pot_levels
 from jackpot.pot.settings import PotSettings
 from jackpot.pot.state_records import sequence_mark_key, state_key
@@ -73,7 +73,7 @@ class PotPartition:
         self.metrics = metrics
         self.access_log = access_log  # a repair at the takeover is written there (R14)
         self._trigger_source = trigger_source
-        self.processor = PotProcessor(
+        self.book = PotBook(
             partition,
             source=settings.source,
             event_id_window=settings.event_id_window,
@@ -85,7 +85,7 @@ class PotPartition:
 
     @property
     def next_offset(self) -> int:
-        return self.processor.next_offset
+        return self.book.next_offset
 
     def restore(self, changelog: Mapping[bytes, bytes], committed: int | None) -> int | None:
         """Groups from their latest snapshots and update-sequence marks; consume from the
@@ -112,8 +112,8 @@ class PotPartition:
                 committed=committed,
                 state_offset=max(restored_offsets),
             )
-        self.processor.restore((data for _, data in snapshots), next_offset, sequence_marks=marks)
-        for group_id in self.processor.groups:
+        self.book.restore((data for _, data in snapshots), next_offset, sequence_marks=marks)
+        for group_id in self.book.groups:
             self._set_balances(group_id)
         if committed is None and not restored_offsets:
             return None
@@ -133,7 +133,7 @@ class PotPartition:
         the last checkpoints, not the ledger's history. A state written before checkpoints
         existed is checked from the partition's beginning once, and adopts the hash chain the
         check computes (its first checkpoint follows at the next heartbeat)."""
-        groups = self.processor.groups
+        groups = self.book.groups
         starts = {g: r.checkpoint_sequence if r.ledger_chain else 0 for g, r in groups.items()}
         async with KafkaConnection.of(self.settings).reader(self.settings.ledger_topic) as reader:
             begin = await self._ledger_read_start(reader, starts)
@@ -159,7 +159,7 @@ class PotPartition:
         return ""
 
     def _verdict(self, group_id: str, books: TakeoverAudit) -> Verdict:
-        runtime = self.processor.groups.get(group_id)
+        runtime = self.book.groups.get(group_id)
         if runtime is None:
             stateless = GroupAudit(group_id, last_sequence=books.stateless[group_id])
             why = disagreement(group_id, None, 0, stateless)
@@ -185,9 +185,9 @@ class PotPartition:
     async def _repair(self, group_id: str, books: TakeoverAudit) -> str:
         """Rebuild a group whose stored state is behind its ledger and adopt it (R14); the
         refusal when the rebuild cannot be made, or does not agree with the ledger."""
-        runtime = self.processor.groups[group_id]
+        runtime = self.book.groups[group_id]
         state_at, ledger_at = runtime.ledger_sequence, books.audits[group_id].last_sequence
-        stored = pot_pb2.PotGroupState.FromString(self.processor.snapshot(group_id))
+        stored = pot_pb2.PotGroupState.FromString(self.book.snapshot(group_id))
         try:
             rebuilt = repair(
                 group_id,
@@ -201,7 +201,7 @@ class PotPartition:
         except (DomainError, ValueError) as error:
             why = f"its repair from the ledger failed: {error}"
             return refusal(group_id, why, state_at, ledger_at)
-        self.processor.adopt(rebuilt.state.SerializeToString(deterministic=True), rebuilt.ledger)
+        self.book.adopt(rebuilt.state.SerializeToString(deterministic=True), rebuilt.ledger)
         self._set_balances(group_id)
         replayed = len(books.after.get(group_id, ()))
         self._log.error(
@@ -244,7 +244,7 @@ class PotPartition:
     ) -> dict[int, int] | None:
         """Where on the ledger partition the check begins: just before the oldest checkpoint
         of the groups here (None: the beginning, when some group has no checkpoint)."""
-        groups = self.processor.groups
+        groups = self.book.groups
         if any(not start and groups[g].ledger_sequence for g, start in starts.items()):
             return None
         times_ns = [groups[g].checkpoint_at_ns for g, start in starts.items() if start]
@@ -257,7 +257,7 @@ class PotPartition:
     async def _read_ledger(
         self, reader: TopicReader, starts: Mapping[str, int], begin: dict[int, int] | None
     ) -> TakeoverAudit:
-        positions = {g: r.ledger_sequence for g, r in self.processor.groups.items()}
+        positions = {g: r.ledger_sequence for g, r in self.book.groups.items()}
         books = TakeoverAudit(dict(starts), positions)
         async for record in reader.records(begin, partitions=[self.partition]):
             raw = record.value or b""
@@ -265,19 +265,19 @@ class PotPartition:
         return books
 
     def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> PotBatch:
-        return self._batch(self.processor.apply_batch(records))
+        return self._batch(self.book.apply_batch(records))
 
     def tick(self) -> PotBatch | None:
         """Heartbeats of the groups due one (rule D5), and checkpoints of those due one."""
-        due = self.processor.heartbeat_due(self.settings.heartbeat_interval_ms / 1000)
-        checkpoints = self.processor.checkpoints_due()
+        due = self.book.heartbeat_due(self.settings.heartbeat_interval_ms / 1000)
+        checkpoints = self.book.checkpoints_due()
         if not due and not checkpoints:
             return None
-        return self._batch(self.processor.checkpoint(checkpoints, self.processor.heartbeat(due)))
+        return self._batch(self.book.checkpoint(checkpoints, self.book.heartbeat(due)))
 
     def commit(self, batch: PotBatch) -> None:
         outputs = batch.outputs
-        self.processor.commit(outputs)
+        self.book.commit(outputs)
         self.metrics.record_outcomes(outputs.applied, outputs.ignored, outputs.rejected)
         for group_id in outputs.snapshots:
             self._set_balances(group_id)
@@ -286,16 +286,16 @@ class PotPartition:
                 self.metrics.envy_awarded(award.pot_group_id, award.level)
 
     def _set_balances(self, group_id: str) -> None:
-        group = self.processor.groups[group_id].group
+        group = self.book.groups[group_id].group
         self.metrics.group_served(group_id)
         self.metrics.set_balances(group_id, group.balances, pot_levels(group))
         self.metrics.set_levels(group_id, level_figures(group))
 
     def rollback(self) -> None:
-        self.processor.rollback()
+        self.book.rollback()
 
     def close(self) -> None:
-        for group_id, runtime in self.processor.groups.items():
+        for group_id, runtime in self.book.groups.items():
             self.metrics.forget_group(group_id, runtime.group.balances)
 
     def _batch(self, outputs: Outputs) -> PotBatch:
@@ -369,7 +369,7 @@ class PotService:
         return self.processor.owned_partitions
 
     def owned_groups(self) -> list[str]:
-        return sorted(g for h in self.processor.handlers() for g in h.processor.groups)
+        return sorted(g for h in self.processor.handlers() for g in h.book.groups)
 
     async def run(self) -> None:
         """Process until :meth:`stop` or a fatal error (ProcessorError)."""

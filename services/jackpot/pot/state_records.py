@@ -1,6 +1,6 @@
 """A pot group's records on the pot-state topic (the changelog of the table-events partition it
 lives on): its snapshot, the update-sequence mark a heartbeat writes instead, and reading a
-snapshot back into the :class:`~jackpot.pot.group_runtime.GroupRuntime` the processor runs.
+snapshot back into the :class:`~jackpot.pot.group_runtime.GroupRuntime` the pot's book runs.
 
 A snapshot is keyed by the group's id, a mark by :data:`~jackpot.topics.SEQUENCE_MARK_PREFIX`
 and the id, so compaction keeps the latest of each; a snapshot of another

@@ -1,7 +1,7 @@
 """What a table-events record asks of a pot group: the record read into a ``TableEvent`` and
 checked, and the engine call each command or table event makes. Every refusal is a
 :class:`~jackpot.domain.errors.DomainError` naming why (MALFORMED, UNKNOWN_TABLE, UNKNOWN_GAME,
-INVALID_CONFIG, or the engine's own); the pot's processor (:mod:`jackpot.pot.processor`) turns it
+INVALID_CONFIG, or the engine's own); the pot's book (:mod:`jackpot.pot.pot_book`) turns it
 into a dead letter and applies nothing of the record.
 """
 
@@ -25,7 +25,7 @@ SeatValue = TypeVar("SeatValue")
 
 class ConsumedRecord(Protocol):
     """A consumed table-events record as the pot reads it (an aiokafka ``ConsumerRecord`` is
-    one; tests and tools build :class:`~jackpot.pot.processor.InputRecord`)."""
+    one; tests and tools build :class:`~jackpot.pot.pot_book.InputRecord`)."""
 
     @property
     def value(self) -> bytes | None: ...

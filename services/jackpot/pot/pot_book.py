@@ -1,7 +1,9 @@
-"""The pot service's processing core: table events in; pot updates, awards, ledger, state out.
+"""The pot's book: the pot groups of one table-events partition, what each table event does to
+them, and what they write: pot updates, awards, ledger entries, state.
 
 No Kafka here: the service (``jackpot.pot.service``) feeds the records of one input partition to a
-:class:`PotProcessor` and writes what it returns in one Kafka transaction. The processor
+:class:`PotBook` and writes what it returns in one Kafka transaction ("processor" is only the
+exactly-once processor, :mod:`jackpot.platform.exactly_once`). The book
 
 - decodes each ``TableEvent`` and refuses, with a specific :class:`~jackpot.domain.errors.Reason`,
   anything malformed, for an unknown pot group or table, or refused by the domain engine: the
@@ -17,13 +19,13 @@ No Kafka here: the service (``jackpot.pot.service``) feeds the records of one in
   :mod:`jackpot.pot.ledger_writer`; their check: ``jackpot.pot.ledger_audit``): a takeover then
   checks the restored state against the last checkpoint and the entries after it.
 
-A batch whose transaction fails is undone with :meth:`PotProcessor.rollback`, which rebuilds the
+A batch whose transaction fails is undone with :meth:`PotBook.rollback`, which rebuilds the
 touched groups from their last committed snapshots. How a record is read and which engine call it
 makes is :mod:`jackpot.pot.table_event_reading`; how a group is written to and read from the state
 topic, :mod:`jackpot.pot.state_records`. The service hands the consumer's records as they are.
 
 A group whose stored state the takeover repaired from the ledger (R14,
-``jackpot.pot.state_repair``) is :meth:`PotProcessor.adopt`-ed: the next transaction, a batch or
+``jackpot.pot.state_repair``) is :meth:`PotBook.adopt`-ed: the next transaction, a batch or
 a tick, writes the ledger entries the repair caused first, then the group's snapshot.
 """
 
@@ -51,7 +53,7 @@ from jackpot.pot.ledger_writer import LedgerWriter
 from jackpot.pot.table_event_reading import ConsumedRecord
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
 
-log = structlog.get_logger("jackpot.pot.processor")
+log = structlog.get_logger("jackpot.pot.book")
 
 
 class IgnoreReason(Enum):
@@ -74,7 +76,7 @@ class InputRecord:
     timestamp: int = 0  # the record's Kafka timestamp, ms (a latency-budget stamp only)
 
 
-class PotProcessor:
+class PotBook:
     """The pot groups of one table-events partition and the pure logic that changes them."""
 
     def __init__(

@@ -1,6 +1,6 @@
 """Property-based fuzzing of the pot's table-events consumer, without Kafka (issue 9, "Bad input").
 
-A :class:`PotProcessor` with a pot group and three linked tables (one with a locked round) is fed
+A :class:`PotBook` with a pot group and three linked tables (one with a locked round) is fed
 records of the table-events topic: arbitrary bytes, tombstones and foreign keys; truncated and
 bit-flipped serialisations of valid events and admin commands; and structurally valid
 TableEvents with hostile fields (unknown enum numbers, seats and bets over their whole wire
@@ -34,7 +34,7 @@ from jackpot.platform import codec
 from jackpot.platform.codec import game_to_proto
 from jackpot.pot import commands
 from jackpot.pot.group_runtime import Outputs
-from jackpot.pot.processor import PotProcessor
+from jackpot.pot.pot_book import PotBook
 from jackpot.pot.state_records import decode_state
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
 from tests.unit.fuzzing import CHARS, FUZZ, INT32, INT64, UINT32
@@ -61,8 +61,8 @@ def fixed_trigger(low: int, high: int) -> tuple[int, bytes]:
     return (low + high) // 2, b"\x01" * 16
 
 
-def make_processor() -> PotProcessor:
-    return PotProcessor(
+def make_book() -> PotBook:
+    return PotBook(
         0,
         source="pot:fuzz",
         event_id_window=64,
@@ -146,14 +146,14 @@ class Feeder:
     """Consecutive records of partition 0, each checked as it is applied."""
 
     def __init__(self) -> None:
-        self.processor = make_processor()
+        self.book = make_book()
         self.offset = 0
         self.applied = self.refused = self.ignored = 0
 
     def states(self) -> dict[str, pot_pb2.PotGroupState]:
         states = {}
-        for group_id in self.processor.groups:
-            state, _ = decode_state(self.processor.snapshot(group_id))
+        for group_id in self.book.groups:
+            state, _ = decode_state(self.book.snapshot(group_id))
             state.ClearField("input_offset")
             state.ClearField("written_at")
             states[group_id] = state
@@ -163,10 +163,10 @@ class Feeder:
         return self.record(message.SerializeToString(), message.pot_group_id.encode())
 
     def record(self, value: bytes | None, key: bytes | None) -> Outputs:
-        processor = self.processor
+        book = self.book
         before = self.states()
-        held_before = {g: books(r.group) for g, r in processor.groups.items()}
-        out = processor.apply(value, TOPIC, 0, self.offset, key)  # never raises
+        held_before = {g: books(r.group) for g, r in book.groups.items()}
+        out = book.apply(value, TOPIC, 0, self.offset, key)  # never raises
         outcomes = out.applied + sum(out.ignored.values()) + len(out.dead_letters)
         assert outcomes == 1, out
         if out.dead_letters:
@@ -197,26 +197,26 @@ class Feeder:
             for other, state in self.states().items():
                 if other != group_id:
                     assert state == before[other]
-            group = processor.groups[group_id].group
+            group = book.groups[group_id].group
             moved = accounts(out.ledger)
             held = books(group)
             start = held_before.get(group_id, Counter())
             for account in set(moved) | set(held) | set(start):
                 assert held[account] - start[account] == moved[account], account  # M2
             note("applied")
-        for runtime in processor.groups.values():
+        for runtime in book.groups.values():
             runtime.group.check_conservation()
-        processor.commit(out)
+        book.commit(out)
         self.offset += 1
         return out
 
     def check_restore(self) -> None:
         """Every group comes back from its snapshot exactly (a restart of the partition)."""
-        snapshots = [self.processor.snapshot(g) for g in self.processor.groups]
-        restored = make_processor()
+        snapshots = [self.book.snapshot(g) for g in self.book.groups]
+        restored = make_book()
         restored.restore(snapshots, self.offset)
         again = Feeder()
-        again.processor, again.offset = restored, self.offset
+        again.book, again.offset = restored, self.offset
         assert again.states() == self.states()
 
 
@@ -549,7 +549,7 @@ def admin_commands(draw: st.DrawFn) -> table_events_pb2.TableEvent:
 
 def play_a_round(feeder: Feeder, group_id: str, table_id: str, hand: list[str]) -> None:
     """Lock the table's next round at the group's maximum bet and resolve it with ``hand``."""
-    runtime = feeder.processor.groups[group_id]
+    runtime = feeder.book.groups[group_id]
     game = game_to_proto(runtime.group.tables[table_id].game)
     sequence = runtime.table_sequences.get(table_id, 0) + 1
     round_id = f"P{sequence}"
@@ -582,8 +582,8 @@ def test_fuzz_admin_commands_with_hostile_configuration(
         feeder.event(command)
     # Whatever a hostile configuration got accepted must still play without breaking anything:
     # a royal flush on T1 resets the main pot, which activates a proposed configuration (C7),
-    if "fresh" in feeder.processor.groups:  # and a group created with one plays a round too.
-        fresh = feeder.processor.groups["fresh"].group.config
+    if "fresh" in feeder.book.groups:  # and a group created with one plays a round too.
+        fresh = feeder.book.groups["fresh"].group.config
         feeder.event(
             commands.link_table(
                 "fresh",
@@ -597,10 +597,10 @@ def test_fuzz_admin_commands_with_hostile_configuration(
                 event_id="link-F1",
             )
         )
-        if "F1" in feeder.processor.groups["fresh"].group.tables:
+        if "F1" in feeder.book.groups["fresh"].group.tables:
             play_a_round(feeder, "fresh", "F1", FLUSH)
     feeder.event(resolve(2, "R1", {1: list(ROYAL_FLUSH), 2: NOTHING}))
-    for table_id in sorted(feeder.processor.groups[GROUP].group.tables):
+    for table_id in sorted(feeder.book.groups[GROUP].group.tables):
         play_a_round(feeder, GROUP, table_id, FLUSH)
     feeder.check_restore()
 

@@ -20,7 +20,7 @@ from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.platform import codec
 from jackpot.pot import commands
 from jackpot.pot.group_runtime import Outputs
-from jackpot.pot.processor import InputRecord, PotProcessor
+from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.pot.state_records import decode_state
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2, table_events_pb2
 
@@ -46,9 +46,9 @@ def fixed_trigger(low: int, high: int) -> tuple[int, bytes]:
     return (low + high) // 2, b"\x01" * 16
 
 
-def make_processor(clock: FakeClock | None = None) -> PotProcessor:
+def make_book(clock: FakeClock | None = None) -> PotBook:
     clock = clock or FakeClock()
-    return PotProcessor(
+    return PotBook(
         0,
         source="pot:test",
         event_id_window=64,
@@ -59,16 +59,16 @@ def make_processor(clock: FakeClock | None = None) -> PotProcessor:
 
 
 class Feeder:
-    """Feeds TableEvents to a processor as consecutive records of one partition."""
+    """Feeds TableEvents to a book as consecutive records of one partition."""
 
-    def __init__(self, processor: PotProcessor) -> None:
-        self.processor = processor
+    def __init__(self, book: PotBook) -> None:
+        self.book = book
         self.offset = 0
 
     def raw(self, value: bytes | None, key: bytes | None = None) -> Outputs:
-        outputs = self.processor.apply(value, TOPIC, 0, self.offset, key)
+        outputs = self.book.apply(value, TOPIC, 0, self.offset, key)
         self.offset += 1
-        self.processor.commit(outputs)
+        self.book.commit(outputs)
         return outputs
 
     def __call__(self, *events: table_events_pb2.TableEvent) -> Outputs:
@@ -80,8 +80,8 @@ class Feeder:
                 )
             )
             self.offset += 1
-        outputs = self.processor.apply_batch(batch)
-        self.processor.commit(outputs)
+        outputs = self.book.apply_batch(batch)
+        self.book.commit(outputs)
         return outputs
 
 
@@ -130,7 +130,7 @@ FLUSH = ["2H", "5H", "9H", "JH", "KH"]
 
 @pytest.fixture
 def feed() -> Feeder:
-    feeder = Feeder(make_processor())
+    feeder = Feeder(make_book())
     feeder(commands.create_group(GROUP, CONFIG), link())
     return feeder
 
@@ -145,14 +145,14 @@ def accounts(entries: Iterable[pot_pb2.LedgerEntry]) -> Counter[str]:
     return balances
 
 
-def state_of(processor: PotProcessor, group_id: str = GROUP) -> pot_pb2.PotGroupState:
-    state, _ = decode_state(processor.snapshot(group_id))
+def state_of(book: PotBook, group_id: str = GROUP) -> pot_pb2.PotGroupState:
+    state, _ = decode_state(book.snapshot(group_id))
     return state
 
 
-def group_state(processor: PotProcessor) -> pot_pb2.PotGroupState:
+def group_state(book: PotBook) -> pot_pb2.PotGroupState:
     """The group's state without where and when it was written."""
-    state = state_of(processor)
+    state = state_of(book)
     state.ClearField("input_offset")
     state.ClearField("written_at")
     return state
@@ -162,7 +162,7 @@ def group_state(processor: PotProcessor) -> pot_pb2.PotGroupState:
 
 
 def test_create_and_link_produce_ledger_update_and_snapshot() -> None:
-    feed = Feeder(make_processor())
+    feed = Feeder(make_book())
     out = feed(commands.create_group(GROUP, CONFIG, "ana", "opening"), link())
     assert out.applied == 2
     assert [e.type for e in out.ledger] == [
@@ -226,7 +226,7 @@ def test_a_winning_result_is_one_award_and_balanced_ledger(feed: Feeder) -> None
 
 def test_m2_holds_on_the_ledger_of_many_simulated_rounds() -> None:
     rng = random.Random(7)
-    feed = Feeder(make_processor())
+    feed = Feeder(make_book())
     feed(commands.create_group(GROUP, CONFIG))
     tables = simulated_tables(GROUP, [Game.CARIBBEAN, Game.DRAW, Game.GO_POKER], rng)
     for table in tables:
@@ -239,7 +239,7 @@ def test_m2_holds_on_the_ledger_of_many_simulated_rounds() -> None:
         assert out.applied == 1, out.dead_letters
         entries.extend(out.ledger)
         awards.extend(out.awards)
-    group = feed.processor.groups[GROUP].group
+    group = feed.book.groups[GROUP].group
     moved = accounts(entries)
     collected, house = -moved["bets"], -moved["house"]
     pots = sum(v for k, v in moved.items() if k.startswith("pot:"))
@@ -257,12 +257,12 @@ def test_m2_holds_on_the_ledger_of_many_simulated_rounds() -> None:
 def test_the_same_event_twice_is_ignored_and_counted(feed: Feeder) -> None:
     event = lock(1, "R1", {1: 1000})
     first = feed(event)
-    before = group_state(feed.processor)
+    before = group_state(feed.book)
     again = feed(event)
     assert again.applied == 0
     assert again.ignored == Counter({"DUPLICATE_SEQUENCE": 1})
     assert again.empty
-    after = group_state(feed.processor)
+    after = group_state(feed.book)
     assert after.events_ignored == before.events_ignored + 1
     after.events_ignored = before.events_ignored
     assert after == before
@@ -297,8 +297,8 @@ def test_a_duplicate_admin_command_is_ignored_by_event_id(feed: Feeder) -> None:
 def test_idempotency_survives_snapshot_and_restore(feed: Feeder) -> None:
     event = lock(1, "R1", {1: 1000})
     feed(event)
-    restored = make_processor()
-    restored.restore([feed.processor.snapshot(GROUP)], next_offset=feed.offset)
+    restored = make_book()
+    restored.restore([feed.book.snapshot(GROUP)], next_offset=feed.offset)
     replay = Feeder(restored)
     replay.offset = feed.offset
     out = replay(event)
@@ -347,11 +347,11 @@ def test_malformed_bytes_go_to_dead_letters_with_the_original(feed: Feeder) -> N
 def test_refusals_name_a_specific_reason_and_change_nothing(
     feed: Feeder, event: table_events_pb2.TableEvent, reason: str
 ) -> None:
-    before = group_state(feed.processor)
+    before = group_state(feed.book)
     got, letter = refused(feed(event))
     assert got == reason
     assert table_events_pb2.TableEvent.FromString(letter.original) == event
-    assert group_state(feed.processor) == before
+    assert group_state(feed.book) == before
 
 
 def test_events_of_an_unknown_group_are_refused(feed: Feeder) -> None:
@@ -412,10 +412,10 @@ def test_snapshot_restore_then_continue_equals_never_stopping() -> None:
         *interleaved_rounds(tables, 40, rng),
     ]
     half = len(events) // 2
-    straight = Feeder(make_processor())
+    straight = Feeder(make_book())
     straight(*events[:half])
-    restored = make_processor()
-    restored.restore([straight.processor.snapshot(GROUP)], next_offset=straight.offset)
+    restored = make_book()
+    restored.restore([straight.book.snapshot(GROUP)], next_offset=straight.offset)
     resumed = Feeder(restored)
     resumed.offset = straight.offset
     a = straight(*events[half:])
@@ -427,53 +427,53 @@ def test_snapshot_restore_then_continue_equals_never_stopping() -> None:
 
 
 def test_rollback_undoes_a_batch_and_replay_gives_the_same_records(feed: Feeder) -> None:
-    committed = feed.processor.snapshot(GROUP)
+    committed = feed.book.snapshot(GROUP)
     batch = [lock(1, "R1", {1: 1000, 2: 1000}), resolve(2, "R1", {1: FLUSH, 2: NOTHING})]
     records_ = [
         InputRecord(e.SerializeToString(), TOPIC, 0, feed.offset + i, GROUP.encode())
         for i, e in enumerate(batch)
     ]
-    first = feed.processor.apply_batch(records_)
+    first = feed.book.apply_batch(records_)
     assert first.awards
-    feed.processor.rollback()
-    assert feed.processor.snapshot(GROUP) == committed
-    assert feed.processor.next_offset == feed.offset
-    second = feed.processor.apply_batch(records_)
+    feed.book.rollback()
+    assert feed.book.snapshot(GROUP) == committed
+    assert feed.book.next_offset == feed.offset
+    second = feed.book.apply_batch(records_)
     assert second.ledger == first.ledger
     assert second.awards == first.awards
 
 
 def test_rollback_forgets_a_group_created_in_the_failed_batch() -> None:
-    processor = make_processor()
-    processor.apply(
+    book = make_book()
+    book.apply(
         commands.create_group(GROUP, CONFIG).SerializeToString(), TOPIC, 0, 0, GROUP.encode()
     )
-    processor.rollback()
-    assert GROUP not in processor.groups
+    book.rollback()
+    assert GROUP not in book.groups
 
 
 def test_heartbeats_repeat_the_state_and_keep_counting() -> None:
     clock = FakeClock()
-    feed = Feeder(make_processor(clock))
+    feed = Feeder(make_book(clock))
     feed(commands.create_group(GROUP, CONFIG), link())
     feed(lock(1, "R1", {1: 5000}))
-    assert feed.processor.heartbeat_due(0.5) == []
+    assert feed.book.heartbeat_due(0.5) == []
     clock.monotonic_s += 0.6
-    assert feed.processor.heartbeat_due(0.5) == [GROUP]
-    out = feed.processor.heartbeat([GROUP])
+    assert feed.book.heartbeat_due(0.5) == [GROUP]
+    out = feed.book.heartbeat([GROUP])
     (beat,) = out.pot_updates
     assert beat.heartbeat
     assert beat.update_sequence == 3
     assert beat.increment == 3062  # the last change's increment, repeated
-    assert state_of(feed.processor).update_sequence == 3
+    assert state_of(feed.book).update_sequence == 3
     assert out.snapshots == {}  # a heartbeat writes only a small update-sequence mark
     assert set(out.sequence_marks) == {GROUP}
-    assert feed.processor.heartbeat_due(0.5) == []
-    feed.processor.commit(out)
+    assert feed.book.heartbeat_due(0.5) == []
+    feed.book.commit(out)
 
     # A successor restored from the last full snapshot plus the mark continues the sequence.
-    snapshot_before_beat = feed.processor.snapshot(GROUP)
-    restored = make_processor(clock)
+    snapshot_before_beat = feed.book.snapshot(GROUP)
+    restored = make_book(clock)
     restored.restore(
         [snapshot_before_beat], feed.offset, sequence_marks=[out.sequence_marks[GROUP]]
     )
@@ -483,13 +483,13 @@ def test_heartbeats_repeat_the_state_and_keep_counting() -> None:
 
 def test_a_failed_heartbeat_does_not_reuse_its_sequence() -> None:
     clock = FakeClock()
-    feed = Feeder(make_processor(clock))
+    feed = Feeder(make_book(clock))
     feed(commands.create_group(GROUP, CONFIG))
-    feed.processor.commit(feed.processor.heartbeat([GROUP]))  # sequence 2, committed
-    failed = feed.processor.heartbeat([GROUP])  # sequence 3, its transaction fails
+    feed.book.commit(feed.book.heartbeat([GROUP]))  # sequence 2, committed
+    failed = feed.book.heartbeat([GROUP])  # sequence 3, its transaction fails
     assert failed.pot_updates[0].update_sequence == 3
-    feed.processor.rollback()
-    (again,) = feed.processor.heartbeat([GROUP]).pot_updates
+    feed.book.rollback()
+    (again,) = feed.book.heartbeat([GROUP]).pot_updates
     assert again.update_sequence == 3  # 3 was never committed, so it is used now
 
 
@@ -540,7 +540,7 @@ def test_the_mystery_prize_is_an_award_with_its_reveal() -> None:
         ],
         "mystery": {"pot": "mystery", "min": 100, "max": 100},
     }
-    feed = Feeder(make_processor())
+    feed = Feeder(make_book())
     out = feed(commands.create_group(GROUP, config), link())
     assert pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_COMMITTED in [e.type for e in out.ledger]
     out = feed(lock(1, "R1", {4: 2000}))  # 2000 x 87.5 % x 10 % = 175 >= 100: a hit
@@ -554,7 +554,7 @@ def test_the_mystery_prize_is_an_award_with_its_reveal() -> None:
 def simultaneous_royals(first: str, second: str) -> Outputs:
     """Two tables' royal flushes stamped with the same nanosecond, in one batch: ``first``'s
     result is ahead of ``second``'s on the partition."""
-    feed = Feeder(make_processor())
+    feed = Feeder(make_book())
     feed(commands.create_group(GROUP, CONFIG), link("T1"), link("T2"))
     seats = {"T1": 1, "T2": 3}
     feed(*(lock(1, "R1", {seat: 1000}, table) for table, seat in seats.items()))
@@ -603,19 +603,19 @@ def test_a_group_is_checkpointed_at_once_then_by_the_hour_even_when_quiet() -> N
     """Issue 23: every group gets a first checkpoint at the tick after its first entries, then
     one at least every checkpoint_seconds, so a takeover never reads further back than that."""
     clock = FakeClock()
-    feed = Feeder(make_processor(clock))
+    feed = Feeder(make_book(clock))
     feed(commands.create_group(GROUP, CONFIG), link())
-    processor = feed.processor
-    assert processor.checkpoints_due() == [GROUP]
-    out = processor.checkpoint(processor.checkpoints_due())
+    book = feed.book
+    assert book.checkpoints_due() == [GROUP]
+    out = book.checkpoint(book.checkpoints_due())
     (entry,) = out.ledger
     assert entry.type == pot_pb2.LEDGER_ENTRY_TYPE_CHECKPOINT
     assert not entry.transfers
-    assert entry.ledger_sequence == processor.groups[GROUP].ledger_sequence
-    assert state_of(processor).checkpoint_sequence == entry.ledger_sequence
-    processor.commit(out)
-    assert processor.checkpoints_due() == []
+    assert entry.ledger_sequence == book.groups[GROUP].ledger_sequence
+    assert state_of(book).checkpoint_sequence == entry.ledger_sequence
+    book.commit(out)
+    assert book.checkpoints_due() == []
     clock.wall_ns += 3599 * 10**9
-    assert processor.checkpoints_due() == []
+    assert book.checkpoints_due() == []
     clock.wall_ns += 10**9
-    assert processor.checkpoints_due() == [GROUP]  # quiet for an hour: checkpointed again
+    assert book.checkpoints_due() == [GROUP]  # quiet for an hour: checkpointed again
