@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from jackpot.display.board import Board, Winner
+from jackpot.display.board import Board, SignReading, Winner
 from jackpot.display.fanout import Subscription
 from jackpot.display.feed import apply_payout
 from jackpot.display.grpc_api import to_proto
@@ -15,7 +15,7 @@ WINNER = Winner("T1", 3, "ROYAL_FLUSH", 1_234_567, ("AS", "KS", "QS", "JS", "TS"
 
 
 def update(board: Board, value: int, now: float, main: int | None = None) -> None:
-    board.pot_update("g", value, main, 100, 1000, 5000, now, 1_790_000_000.0)
+    board.pot_update(SignReading("g", value, 100, 1000, 5000, main), now, 1_790_000_000.0)
 
 
 def test_M3_sign_never_shows_more_than_the_main_pot_holds() -> None:
@@ -141,7 +141,7 @@ async def test_fanout_sends_everything_first_then_changes_at_once_and_coalesces_
         burst = await subscription.next()
         assert [s.amount for s in burst] == [199]
         assert loop.time() - started >= 0.15  # the bucket is empty: at most max_rate a second
-        board.pot_update("other", 5, None, 0, 1, 1, 0, 0)  # not watched: not woken
+        board.pot_update(SignReading("other", 5, 0, 1, 1), 0, 0)  # not watched: not woken
         update(board, 200, now=200)
         assert [s.amount for s in await subscription.next()] == [200]
 
@@ -155,7 +155,7 @@ def test_an_update_that_changes_only_the_time_heard_is_told_at_most_once_a_secon
     board.subscribe(heard.append)
 
     def at(wall: float, value: int = 500) -> None:
-        board.pot_update("g", value, None, 100, 1000, 5000, wall, wall)
+        board.pot_update(SignReading("g", value, 100, 1000, 5000), wall, wall)
 
     at(100.0)
     assert heard == ["g"]  # a new sign

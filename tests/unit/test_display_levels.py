@@ -4,7 +4,7 @@ a one-level group's sign is what it was before levels existed (jackpot.display).
 
 from __future__ import annotations
 
-from jackpot.display.board import Board, Sign, SignLevel, Winner
+from jackpot.display.board import Board, Sign, SignLevel, SignReading, Winner
 from jackpot.display.feed import apply_record
 from jackpot.display.grpc_api import to_proto
 from jackpot.display.settings import DisplaySettings
@@ -148,7 +148,7 @@ def test_L4_a_one_level_groups_sign_is_as_before() -> None:
     """No levels, no level label, no envy: the JSON's keys, the gRPC state and the banner are
     those of a sign before levels existed."""
     board = Board(5, 10)
-    board.pot_update(GROUP, 1000, None, 5, 1000, 5000, 0, 1.0)
+    board.pot_update(SignReading(GROUP, 1000, 5, 1000, 5000), 0, 1.0)
     winner = Winner("T1", 3, "ROYAL_FLUSH", 1000, ROYAL, "a1")
     board.award(GROUP, winner, now=1)
     sign = board.signs[GROUP]

@@ -118,6 +118,21 @@ class LevelReading:
 
 
 @dataclass(frozen=True, slots=True)
+class SignReading:
+    """A pot update as the sign reads it: the amounts are the pot's (whole pesos), the main pot's
+    balance in minor units (None unknown) for the sign's own M3 check of what it is told."""
+
+    pot_group_id: str
+    sign_value: int
+    increment: int
+    min_bet: int
+    max_bet: int
+    main_minor: int | None = None
+    traces: Sequence[common_pb2.LockTrace] = ()
+    levels: Sequence[LevelReading] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PendingPrize:
     """A prize of the group locked until a supervisor approves it."""
 
@@ -214,31 +229,21 @@ class Board:
         for listener in list(self._listeners):
             listener(sign.pot_group_id)
 
-    def pot_update(
-        self,
-        pot_group_id: str,
-        sign_value: int,
-        main_minor: int | None,
-        increment: int,
-        min_bet: int,
-        max_bet: int,
-        now: float,
-        wall: float,
-        traces: Sequence[common_pb2.LockTrace] = (),
-        levels: Sequence[LevelReading] = (),
-    ) -> None:
-        amount = sign_value
-        if main_minor is not None:  # M3: never more than the pot holds
-            amount = min(amount, main_minor // MINOR_PER_PESO)
-        old = self.signs.get(pot_group_id, Sign(pot_group_id))
+    def pot_update(self, reading: SignReading, now: float, wall: float) -> None:
+        """A pot update onto its group's sign (``now`` monotonic, ``wall`` the wall clock)."""
+        amount = reading.sign_value
+        if reading.main_minor is not None:  # M3: never more than the pot holds
+            amount = min(amount, reading.main_minor // MINOR_PER_PESO)
+        old = self.signs.get(reading.pot_group_id, Sign(reading.pot_group_id))
+        traces = reading.traces
         self._set(
             replace(
                 old,
                 amount=amount,
-                increment=increment if increment else old.increment,
-                levels=_levels(old.levels, levels),
-                min_bet=min_bet,
-                max_bet=max_bet,
+                increment=reading.increment if reading.increment else old.increment,
+                levels=_levels(old.levels, reading.levels),
+                min_bet=reading.min_bet,
+                max_bet=reading.max_bet,
                 live=True,
                 closed_reason="",
                 updated_at=wall,

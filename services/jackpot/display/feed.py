@@ -20,7 +20,7 @@ from aiokafka import TopicPartition
 from google.protobuf.message import DecodeError
 
 from jackpot.display import metrics
-from jackpot.display.board import Board, LevelReading, PendingPrize, Winner
+from jackpot.display.board import Board, LevelReading, PendingPrize, SignReading, Winner
 from jackpot.display.settings import DisplaySettings
 from jackpot.platform import codec
 from jackpot.platform.kafka import KafkaConnection, follow_latest, stop_client
@@ -54,23 +54,10 @@ def apply_record(
                 return
             if update.lock_traces:
                 traced(update, headers)
-            main = next((p.balance for p in update.pots if p.name == "main"), None)
-            main_minor = None if main is None else pot_minor(main)
             received_ns = time.time_ns()
             for trace in update.lock_traces:
                 trace.display_received_unix_nanos = received_ns
-            board.pot_update(
-                update.pot_group_id,
-                update.sign_value,
-                main_minor,
-                update.increment,
-                update.min_bet,
-                update.max_bet,
-                now,
-                wall,
-                update.lock_traces,
-                level_readings(update),
-            )
+            board.pot_update(sign_reading(update), now, wall)
         elif topic == settings.awards_topic:
             apply_award(board, pot_pb2.Award.FromString(value), now, topic)
         elif topic == settings.payouts_topic:
@@ -100,6 +87,21 @@ def apply_award(board: Board, award: pot_pb2.Award, now: float, topic: str = "")
         now,
         level=award.level,
         envy_of=(hit.table_id, hit.round_id, hit.seat) if award.HasField("envy_of") else None,
+    )
+
+
+def sign_reading(update: pot_pb2.PotUpdate) -> SignReading:
+    """What the sign takes from a pot update (its amounts, levels and lock traces)."""
+    main = next((p.balance for p in update.pots if p.name == "main"), None)
+    return SignReading(
+        update.pot_group_id,
+        update.sign_value,
+        update.increment,
+        update.min_bet,
+        update.max_bet,
+        None if main is None else pot_minor(main),
+        update.lock_traces,
+        level_readings(update),
     )
 
 

@@ -6,10 +6,25 @@ returns the other."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
-from jackpot.domain.errors import Reason
+from jackpot.domain.errors import DomainError, Reason
+
+V = TypeVar("V")
+
+
+def one_per_seat(entries: Iterable[tuple[int, V]], what: str) -> dict[int, V]:
+    """Seat -> value of a message's seat list (bets, hands, forfeits); a seat named twice makes
+    the whole message malformed (a device's message at the gateway, a table event at the pot)."""
+    by_seat: dict[int, V] = {}
+    for seat, value in entries:
+        if seat in by_seat:
+            raise DomainError(Reason.MALFORMED, f"seat {seat} is named twice in the {what}")
+        by_seat[seat] = value
+    return by_seat
+
 
 # ------------------------------------------------------------------------------ device inputs
 

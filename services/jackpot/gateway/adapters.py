@@ -8,7 +8,7 @@ adding one adapter to ``ADAPTERS`` (and its rules to ``jackpot.domain.cards.GAME
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from jackpot.domain.cards import Game
 from jackpot.domain.errors import DomainError, Reason
@@ -28,11 +28,10 @@ from jackpot.domain.table_messages import (
     Results,
     SettleRound,
     VoidRound,
+    one_per_seat,
 )
 from jackpot.platform import codec
 from jackpot.v1 import device_pb2
-
-V = TypeVar("V")
 
 
 class GameAdapter(Protocol):
@@ -87,11 +86,11 @@ class PokerAdapter:
             case "lock_round":
                 if not event.round_id:
                     raise DomainError(Reason.MALFORMED, "lock_round needs a round_id")
-                bets = _one_per_seat(((b.seat, b.credits) for b in event.lock_round.bets), "bets")
+                bets = one_per_seat(((b.seat, b.credits) for b in event.lock_round.bets), "bets")
                 return LockRound(event.round_id, bets)
             case "settle_round":
                 settle = event.settle_round
-                forfeits = _one_per_seat(
+                forfeits = one_per_seat(
                     ((f.seat, codec.forfeit_reason_from_proto(f.reason)) for f in settle.forfeits),
                     "forfeits",
                 )
@@ -99,23 +98,8 @@ class PokerAdapter:
         raise DomainError(Reason.MALFORMED, f"unknown device event {kind}")
 
 
-def _one_per_seat(entries: Iterable[tuple[int, V]], what: str) -> dict[int, V]:
-    """Seat -> value; a seat named twice makes the whole message malformed."""
-    by_seat: dict[int, V] = {}
-    for seat, value in entries:
-        if seat in by_seat:
-            raise DomainError(Reason.MALFORMED, f"seat {seat} is named twice in the {what}")
-        by_seat[seat] = value
-    return by_seat
-
-
 def _hands(hands: Iterable[device_pb2.HandCards]) -> dict[int, tuple[str, ...]]:
-    by_seat: dict[int, tuple[str, ...]] = {}
-    for hand in hands:
-        if hand.seat in by_seat:
-            raise DomainError(Reason.MALFORMED, f"seat {hand.seat} has two hands in one result")
-        by_seat[hand.seat] = tuple(hand.cards)
-    return by_seat
+    return one_per_seat(((hand.seat, tuple(hand.cards)) for hand in hands), "hands")
 
 
 ADAPTERS: dict[Game, GameAdapter] = {

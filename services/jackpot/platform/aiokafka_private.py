@@ -10,6 +10,8 @@ aiokafka release moves it, rather than letting the processor guess.
 
 from __future__ import annotations
 
+from typing import Any
+
 import aiokafka
 import aiokafka.producer.sender as aiokafka_sender
 from aiokafka import AIOKafkaProducer
@@ -32,14 +34,22 @@ CONSUMER_COORDINATOR_ATTRIBUTE = "_coordinator"
 def request_rejoin(consumer: object) -> None:
     """Make a group consumer rejoin its group at its next poll (aiokafka has no public call for
     it). AiokafkaUnsupported when the coordinator has no ``request_rejoin``."""
+    why = "a fenced partition cannot be given back"
+    _coordinator_part(consumer, "request_rejoin", why)()
+
+
+def _coordinator_part(consumer: object, attribute: str, why: str) -> Any:
+    """An attribute of the consumer's private group coordinator; AiokafkaUnsupported, saying
+    ``why`` it is needed, when this aiokafka has none."""
     coordinator = getattr(consumer, CONSUMER_COORDINATOR_ATTRIBUTE, None)
-    if coordinator is None or not hasattr(coordinator, "request_rejoin"):
+    part = getattr(coordinator, attribute, None)
+    if part is None:
         raise AiokafkaUnsupported(
             f"aiokafka {aiokafka.__version__}: the consumer has no "
-            f"{CONSUMER_COORDINATOR_ATTRIBUTE}.request_rejoin, so a fenced partition cannot "
-            "be given back (see the range pinned in pyproject.toml)"
+            f"{CONSUMER_COORDINATOR_ATTRIBUTE}.{attribute}, so {why} "
+            "(see the range pinned in pyproject.toml)"
         )
-    coordinator.request_rejoin()
+    return part
 
 
 # The group coordinator's background task (aiokafka 0.14 consumer/group_coordinator.py). It ends
@@ -53,15 +63,8 @@ COORDINATION_TASK_ATTRIBUTE = "_coordination_task"
 def coordination_ended(consumer: object) -> bool:
     """The group consumer's coordination task has ended: it will never rejoin its group.
     AiokafkaUnsupported when aiokafka keeps no such task (an aiokafka outside the pinned range)."""
-    coordinator = getattr(consumer, CONSUMER_COORDINATOR_ATTRIBUTE, None)
-    task = getattr(coordinator, COORDINATION_TASK_ATTRIBUTE, None)
-    if task is None or not hasattr(task, "done"):
-        raise AiokafkaUnsupported(
-            f"aiokafka {aiokafka.__version__}: the consumer has no "
-            f"{CONSUMER_COORDINATOR_ATTRIBUTE}.{COORDINATION_TASK_ATTRIBUTE}, so a group consumer "
-            "whose coordination ended cannot be told (see the range pinned in pyproject.toml)"
-        )
-    return bool(task.done())
+    why = "a group consumer whose coordination ended cannot be told"
+    return bool(_coordinator_part(consumer, COORDINATION_TASK_ATTRIBUTE, why).done())
 
 
 # aiokafka keeps a transaction's fatal state only in the producer's private transaction manager

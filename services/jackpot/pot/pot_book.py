@@ -1,9 +1,10 @@
 """The pot's book: the pot groups of one table-events partition, what each table event does to
 them, and what they write: pot updates, awards, ledger entries, state.
 
-No Kafka here: the service (``jackpot.pot.service``) feeds the records of one input partition to a
-:class:`PotBook` and writes what it returns in one Kafka transaction ("processor" is only the
-exactly-once processor, :mod:`jackpot.platform.exactly_once`). The book
+No Kafka here: the service (``jackpot.pot.service``) feeds the consumer's records of one input
+partition to a :class:`PotBook` and the exactly-once processor writes the records it returns
+(:meth:`PotBook.batch`, :meth:`PotBook.tick`: :mod:`jackpot.pot.batch_records`) in one Kafka
+transaction ("processor" is only that one, :mod:`jackpot.platform.exactly_once`). The book
 
 - decodes each ``TableEvent`` and refuses, with a specific :class:`~jackpot.domain.errors.Reason`,
   anything malformed, for an unknown pot group or table, or refused by the domain engine: the
@@ -48,12 +49,18 @@ from jackpot.platform import codec
 from jackpot.platform.deadletter import dead_letter
 from jackpot.pot import records, state_records
 from jackpot.pot import table_event_reading as reading
+from jackpot.pot.batch_records import OutputTopics, PotBatch, batch_records
 from jackpot.pot.group_runtime import EventContext, GroupRuntime, Outputs
 from jackpot.pot.ledger_writer import LedgerWriter
 from jackpot.pot.table_event_reading import ConsumedRecord
+from jackpot.topics import AWARDS, DEAD_LETTER, LEDGER, POT_STATE, POT_UPDATES
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
 
 log = structlog.get_logger("jackpot.pot.book")
+# Where a book's records go unless the service's settings name other topics.
+STANDARD_TOPICS = OutputTopics(
+    POT_UPDATES.name, AWARDS.name, LEDGER.name, DEAD_LETTER.name, POT_STATE.name
+)
 
 
 class IgnoreReason(Enum):
@@ -90,8 +97,10 @@ class PotBook:
         trigger_source: TriggerSource = secure_trigger,
         checkpoint_entries: int = 10_000,
         checkpoint_seconds: float = 3600.0,
+        topics: OutputTopics = STANDARD_TOPICS,
     ) -> None:
         self.partition = partition
+        self.topics = topics
         self.checkpoint_seconds = checkpoint_seconds
         self.source = source
         self.event_id_window = event_id_window
@@ -191,6 +200,19 @@ class PotBook:
         self.next_offset = self._committed_offset
 
     # ------------------------------------------------------------------------- batches
+
+    def batch(self, consumed: Iterable[ConsumedRecord]) -> PotBatch:
+        """The consumer's records applied (:meth:`apply_batch`), as one transaction's records."""
+        return batch_records(self.apply_batch(consumed), self.topics, self.partition)
+
+    def tick(self, heartbeat_interval_seconds: float) -> PotBatch | None:
+        """Heartbeats of the groups due one (rule D5), and checkpoints of those due one."""
+        due = self.heartbeat_due(heartbeat_interval_seconds)
+        checkpoints = self.checkpoints_due()
+        if not due and not checkpoints:
+            return None
+        outputs = self.checkpoint(checkpoints, self.heartbeat(due))
+        return batch_records(outputs, self.topics, self.partition)
 
     def apply(
         self, value: bytes | None, topic: str, partition: int, offset: int, key: bytes | None = None
@@ -438,7 +460,7 @@ class PotBook:
             runtime.last_sign_value = sign_value
         runtime.update_sequence += 1
         config = group.config
-        levels = self._level_values(runtime, heartbeat)
+        levels = _level_values(runtime, heartbeat)
         return pot_pb2.PotUpdate(
             pot_group_id=group.group_id,
             sign_value=sign_value,
@@ -455,30 +477,30 @@ class PotBook:
             levels=levels,
         )
 
-    @staticmethod
-    def _level_values(runtime: GroupRuntime, heartbeat: bool) -> list[pot_pb2.LevelValue]:
-        """L4, D2: each level's sign value and its rise since the group's previous update with
-        a change (heartbeats repeat it), as the main sign's; none for a one-level group."""
-        group = runtime.group
-        if not group.config.has_levels:
-            runtime.last_level_sign_values.clear()  # a configuration without levels took effect
-            runtime.last_level_increments.clear()
-            return []
-        values = level_sign_values(group)
-        if not heartbeat:
-            last = runtime.last_level_sign_values
-            runtime.last_level_increments = {
-                name: value - last.get(name, value) for name, value in values.items()
-            }
-            runtime.last_level_sign_values = dict(values)
-        return records.level_values(group, runtime.last_level_increments)
-
 
 def _bound(event: table_events_pb2.TableEvent | None) -> Any:
     """The module logger with the event's pot group, table and round bound (only when logging)."""
     if event is None:
         return log
     return log.bind(pot_group=event.pot_group_id, table=event.table_id, round=event.round_id)
+
+
+def _level_values(runtime: GroupRuntime, heartbeat: bool) -> list[pot_pb2.LevelValue]:
+    """L4, D2: each level's sign value and its rise since the group's previous update with
+    a change (heartbeats repeat it), as the main sign's; none for a one-level group."""
+    group = runtime.group
+    if not group.config.has_levels:
+        runtime.last_level_sign_values.clear()  # a configuration without levels took effect
+        runtime.last_level_increments.clear()
+        return []
+    values = level_sign_values(group)
+    if not heartbeat:
+        last = runtime.last_level_sign_values
+        runtime.last_level_increments = {
+            name: value - last.get(name, value) for name, value in values.items()
+        }
+        runtime.last_level_sign_values = dict(values)
+    return records.level_values(group, runtime.last_level_increments)
 
 
 def _config_versions(group: PotGroup) -> tuple[int, tuple[int, ...]]:

@@ -1,8 +1,9 @@
 """The pot service's Kafka edge: table events through the one exactly-once processor.
 
-:class:`PotPartition` is the pure :class:`~jackpot.platform.partition_handler.PartitionHandler`
-of one jackpot.table-events.v1 partition: a :class:`~jackpot.pot.pot_book.PotBook` (the pot
-groups whose events live there) plus the mapping of what it returns to Kafka records. The processor
+:class:`PotPartition` is the :class:`~jackpot.platform.partition_handler.PartitionHandler` of
+one jackpot.table-events.v1 partition: a :class:`~jackpot.pot.pot_book.PotBook` (the pot groups
+whose events live there, which takes the consumer's records and returns the producer's) plus its
+takeover check against the ledger and its metrics. The processor
 (``jackpot.platform.exactly_once``) fences the partition's previous owner, restores the groups
 from the compacted jackpot.pot-state.v1 (same partition number), and writes every batch's pot
 updates, awards, ledger entries, dead letters, state snapshots and consumed offsets in one
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 import structlog
 from aiokafka.structs import ConsumerRecord
@@ -32,29 +32,19 @@ from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform.access_log import AccessLog
 from jackpot.platform.exactly_once import ExactlyOnceProcessor
 from jackpot.platform.kafka import KafkaConnection, TopicReader
-from jackpot.platform.partition_handler import OutputRecord
 from jackpot.platform.serving import ServingFlag
-from jackpot.pot.group_runtime import Outputs
+from jackpot.pot.batch_records import OutputTopics, PotBatch
 from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.ledger_restore import TakeoverAudit, disagreement
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.pot_book import PotBook
 from jackpot.pot.records import pot_levels
 from jackpot.pot.settings import PotSettings
-from jackpot.pot.state_records import sequence_mark_key, state_key
 from jackpot.pot.state_repair import RUN, RUNBOOK, Verdict, judge, refusal, repair
 from jackpot.topics import SEQUENCE_MARK_PREFIX
 from jackpot.v1 import pot_pb2
 
 log = structlog.get_logger("jackpot.pot.service")
-
-
-@dataclass(slots=True)
-class PotBatch:
-    """A batch's outputs and the records one transaction writes for them."""
-
-    outputs: Outputs
-    records: list[OutputRecord] = field(default_factory=list)
 
 
 class PotPartition:
@@ -80,6 +70,13 @@ class PotPartition:
             trigger_source=trigger_source,
             checkpoint_entries=settings.checkpoint_interval_entries,
             checkpoint_seconds=settings.checkpoint_interval_seconds,
+            topics=OutputTopics(
+                settings.pot_updates_topic,
+                settings.awards_topic,
+                settings.ledger_topic,
+                settings.dead_letter_topic,
+                settings.state_topic,
+            ),
         )
         self._log = log.bind(instance=settings.processor.instance_id, partition=partition)
 
@@ -265,15 +262,10 @@ class PotPartition:
         return books
 
     def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> PotBatch:
-        return self._batch(self.book.apply_batch(records))
+        return self.book.batch(records)
 
     def tick(self) -> PotBatch | None:
-        """Heartbeats of the groups due one (rule D5), and checkpoints of those due one."""
-        due = self.book.heartbeat_due(self.settings.heartbeat_interval_ms / 1000)
-        checkpoints = self.book.checkpoints_due()
-        if not due and not checkpoints:
-            return None
-        return self._batch(self.book.checkpoint(checkpoints, self.book.heartbeat(due)))
+        return self.book.tick(self.settings.heartbeat_interval_ms / 1000)
 
     def commit(self, batch: PotBatch) -> None:
         outputs = batch.outputs
@@ -297,32 +289,6 @@ class PotPartition:
     def close(self) -> None:
         for group_id, runtime in self.book.groups.items():
             self.metrics.forget_group(group_id, runtime.group.balances)
-
-    def _batch(self, outputs: Outputs) -> PotBatch:
-        """Outputs keyed by pot group; state and marks pinned to this partition."""
-        settings = self.settings
-        records = [
-            OutputRecord(topic, m.SerializeToString(), m.pot_group_id.encode())
-            for topic, messages in (
-                (settings.pot_updates_topic, outputs.pot_updates),
-                (settings.awards_topic, outputs.awards),
-                (settings.ledger_topic, outputs.ledger),
-            )
-            for m in messages
-        ]
-        records += [
-            OutputRecord(settings.dead_letter_topic, d.SerializeToString(), d.source.encode())
-            for d in outputs.dead_letters
-        ]
-        records += [
-            OutputRecord(settings.state_topic, snapshot, state_key(g), self.partition)
-            for g, snapshot in outputs.snapshots.items()
-        ]
-        records += [
-            OutputRecord(settings.state_topic, mark, sequence_mark_key(g), self.partition)
-            for g, mark in outputs.sequence_marks.items()
-        ]
-        return PotBatch(outputs, records)
 
 
 class PotService:

@@ -8,8 +8,7 @@ into a dead letter and applies nothing of the record.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from google.protobuf.message import DecodeError
 
@@ -17,10 +16,9 @@ from jackpot.domain.config import PotGroupConfig, load_config
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.events import Event
+from jackpot.domain.table_messages import one_per_seat
 from jackpot.platform import codec
 from jackpot.v1 import table_events_pb2
-
-SeatValue = TypeVar("SeatValue")
 
 
 class ConsumedRecord(Protocol):
@@ -114,7 +112,7 @@ def round_event(group: PotGroup, event: table_events_pb2.TableEvent) -> list[Eve
     kind = event.WhichOneof("payload")
     table_id, round_id = event.table_id, event.round_id
     if kind == "round_locked":
-        bets = _unique_seats((b.seat, b.bet) for b in event.round_locked.bets)
+        bets = one_per_seat(((b.seat, b.bet) for b in event.round_locked.bets), "bets")
         return group.lock_round(table_id, round_id, bets)
     if kind == "seat_forfeited":
         forfeit = event.seat_forfeited
@@ -125,7 +123,7 @@ def round_event(group: PotGroup, event: table_events_pb2.TableEvent) -> list[Eve
         return group.forfeit(table_id, round_id, forfeit.seat, reason)
     if kind == "round_result":
         result = event.round_result
-        hands = _unique_seats((h.seat, list(h.cards)) for h in result.hands)
+        hands = one_per_seat(((h.seat, list(h.cards)) for h in result.hands), "hands")
         return group.resolve_round(table_id, round_id, hands, list(result.community_cards))
     if kind == "round_voided":
         locked = group.locked.get(table_id)
@@ -161,12 +159,3 @@ def _config_json(text: str) -> dict[str, object]:
     if not isinstance(data, dict):
         raise DomainError(Reason.INVALID_CONFIG, "configuration JSON must be an object")
     return data
-
-
-def _unique_seats(pairs: Iterable[tuple[int, SeatValue]]) -> dict[int, SeatValue]:
-    seats: dict[int, SeatValue] = {}
-    for seat, value in pairs:
-        if seat in seats:
-            raise DomainError(Reason.MALFORMED, f"seat {seat} appears twice in the event")
-        seats[seat] = value
-    return seats
