@@ -14,7 +14,7 @@ from tests.unit.test_rules_doc import rules
 REPO = Path(__file__).resolve().parents[2]
 COMPLIANCE_DOC = REPO / "docs" / "compliance.md"
 REQUIREMENTS = [f"R{n}" for n in range(1, 15)]
-ROW = re.compile(r"^\| (?:\[)?(?P<id>R\d+|[MCEPSXDLV]\d{0,2})(?:\]\([^)]*\))? \|", re.MULTILINE)
+ROW = re.compile(r"^\| (?:\[)?(?P<id>R\d+|[MCEPSXDLVO]\d{0,2})(?:\]\([^)]*\))? \|", re.MULTILINE)
 NODE_ID = re.compile(r"`(?P<path>tests/[\w/]+\.py)::(?P<name>test_\w+)`")
 NOT_APPLICABLE = re.compile(r"\| n/a: \S.{10,}\|$")
 

@@ -125,8 +125,23 @@ def golden_config(scenario: Mapping[str, Any], reserves: list[str]) -> dict[str,
     return {**raw, "base": scenario["pot"].get("base", 0), "paytable": scenario["paytable"]}
 
 
+def golden_dealt(game: str, round_: Mapping[str, Any]) -> Dealt:
+    """One round of a golden file as dealt: its own hands, or a studio's shared hand (O1, O2)."""
+    results = round_["results"]
+    return Dealt(
+        round_.get("game", game),
+        {r["seat"]: r["bet"] for r in results},
+        {r["seat"]: r["cards"] for r in results if "cards" in r},
+        round_.get("community", []),
+        frozenset(r["seat"] for r in results if r.get("forfeited")),
+        studio_seats=round_.get("studio_seats", 0),
+        shared_hand=round_.get("shared_hand", []),
+    )
+
+
 def golden_outcome(scenario: Mapping[str, Any]) -> dict[str, Any]:
-    """The oracle's outcome of one golden round, in the shape of its ``expect``."""
+    """The oracle's outcome of one golden round (and of the rounds ``then`` resolved after it,
+    S9), in the shape of its ``expect``."""
     pot = scenario["pot"]
     reserves = [(r["name"], Fraction(str(r["balance"]))) for r in pot.get("reserves", [])]
     balances = {"main": Fraction(str(pot["main"])), **dict(reserves)}
@@ -134,43 +149,43 @@ def golden_outcome(scenario: Mapping[str, Any]) -> dict[str, Any]:
     config = read_config(data)
     newer = scenario.get("pending_config")
     pending = [] if newer is None else [read_config({**data, **newer})]
-    results = scenario["round"]["results"]
-    dealt = Dealt(
-        scenario["game"],
-        {r["seat"]: r["bet"] for r in results},
-        {r["seat"]: r["cards"] for r in results},
-        scenario["round"].get("community", []),
-        frozenset(r["seat"] for r in results if r.get("forfeited")),
-    )
-    awards: list[dict[str, Any]] = []
-    if "config" in scenario:  # C1: the lock collects the bets first (and may hit X2)
-        oracle.check_bets(config, dealt.bets)
-        trigger = pot.get("mystery_trigger")
-        seat = oracle.collect(config, balances, dealt.bets, trigger)
-        if seat is not None:
-            awards.append({"seat": seat, "prize": "MYSTERY", "amount": trigger})
+    first = scenario["round"]
     others = {  # V2: the other tables' rounds already locked, their bets already in the pots
         str(other["table"]): (
             {b["seat"]: b["bet"] for b in other["bets"]},
             frozenset(other.get("forfeited", [])),
         )
-        for other in scenario["round"].get("other_tables", [])
+        for other in first.get("other_tables", [])
         if other.get("bets")
     }
-    outcome = oracle.resolve(config, pending, balances, dealt, others)
-    for a in outcome.awards:
-        award: dict[str, Any] = {"seat": a.seat, "prize": a.prize, "amount": a.amount}
-        award.update({"level": a.level} if a.level else {})  # L4
-        award.update({"table": a.table} if a.table else {})  # V2
-        awards.append(award)
+    awards: list[dict[str, Any]] = []
+    house = Fraction(0)
+    for number, round_ in enumerate([first, *first.get("then", [])]):
+        dealt = golden_dealt(scenario["game"], round_)
+        table = "" if number == 0 else str(round_["table"])
+        if "config" in scenario:  # C1: the lock collects the bets first (and may hit X2)
+            oracle.check_bets(config, dealt.bets)
+            trigger = pot.get("mystery_trigger")
+            seat = oracle.collect(config, balances, dealt.bets, trigger)
+            if seat is not None:
+                awards.append({"seat": seat, "prize": "MYSTERY", "amount": trigger})
+        outcome = oracle.resolve(config, pending, balances, dealt, others)
+        house += outcome.house
+        for a in outcome.awards:
+            award: dict[str, Any] = {"seat": a.seat, "prize": a.prize, "amount": a.amount}
+            award.update({"level": a.level} if a.level else {})  # L4
+            award.update({"table": a.table or table} if a.table or table else {})  # V2, S9
+            awards.append(award)
+        if outcome.config is not config:  # C7: the pending version took effect
+            config, pending = outcome.config, []
     found: dict[str, Any] = {
         "awards": awards,
         "main": balances["main"],
         "reserves": [balances[name] for name, _ in reserves],
-        "house_advance": outcome.house,
+        "house_advance": house,
     }
-    if pending:
-        found["config_version"] = outcome.config.version
+    if newer is not None:
+        found["config_version"] = config.version
     return found
 
 

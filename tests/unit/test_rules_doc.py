@@ -29,14 +29,14 @@ GOLDEN = REPO / "tests" / "golden"
 GENERATED = REPO / "services" / "jackpot" / "v1"  # protobuf code, generated from protos/
 THIS = Path(__file__).resolve()
 
-HEADING = re.compile(r"^### (?P<id>[MCEPSXDLV]\d{0,2}) — ", re.MULTILINE)
+HEADING = re.compile(r"^### (?P<id>[MCEPSXDLVO]\d{0,2}) — ", re.MULTILINE)
 SECTION_END = re.compile(r"^#{2,3} ", re.MULTILINE)
 CITED = re.compile(
-    r"(?<!\w)(?P<letter>[MCEPSXDLV])(?P<low>\d{1,2})(?:-(?P=letter)?(?P<high>\d{1,2}))?(?!\w)"
+    r"(?<!\w)(?P<letter>[MCEPSXDLVO])(?P<low>\d{1,2})(?:-(?P=letter)?(?P<high>\d{1,2}))?(?!\w)"
 )
 # The paytable rule has no number: "rules P, P1", "P, S1, S2:", "rule P".
-BARE_P = re.compile(r"(?<!\w)P(?=,\s*[MCEPSXDLV]\d)|\brules?\s+P\b")
-NAME_TOKEN = re.compile(r"[MCEPSXDLV]\d{0,2}")
+BARE_P = re.compile(r"(?<!\w)P(?=,\s*[MCEPSXDLVO]\d)|\brules?\s+P\b")
+NAME_TOKEN = re.compile(r"[MCEPSXDLVO]\d{0,2}")
 LINK = re.compile(r"\[`?(?P<text>[^\]`]+)`?\]\((?P<target>[^)#\s]+)[^)]*\)")
 
 
@@ -176,7 +176,7 @@ def function_cites(path: Path, name: str) -> set[str]:
 
 def test_rules_doc_defines_every_group_of_rules() -> None:
     defined = rules()
-    assert {rule_id[0] for rule_id in defined} == set("MCEPSXDLV")
+    assert {rule_id[0] for rule_id in defined} == set("MCEPSXDLVO")
     assert len(defined) >= 43, sorted(defined)
 
 

@@ -80,12 +80,12 @@ def parse_cards(texts: Iterable[str], where: str = "") -> tuple[int, ...]:
         return tuple(parse_card(t, where) for t in texts)  # raises, naming the bad card
 
 
-def check_seat(game: Game, seat: int) -> None:
-    seats = GAME_RULES[game].seats
-    if not 1 <= seat <= seats:
-        raise DomainError(
-            Reason.SEAT_OUT_OF_RANGE, f"seat {seat} is outside {game.value}'s seats 1-{seats}"
-        )
+def check_seat(game: Game, seat: int, seats: int | None = None) -> None:
+    """``seat`` is one of the table's: 1 to the game's seats, or to ``seats`` (a studio, O1)."""
+    highest = GAME_RULES[game].seats if seats is None else seats
+    if not 1 <= seat <= highest:
+        where = f"{game.value}'s seats" if seats is None else "the studio table's seats"
+        raise DomainError(Reason.SEAT_OUT_OF_RANGE, f"seat {seat} is outside {where} 1-{highest}")
 
 
 def check_hand_size(game: Game, seat: int, cards: Sequence[int]) -> None:

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from jackpot.domain.cards import GAME_RULES, Game, check_seat
 from jackpot.domain.config import PotGroupConfig
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.group_state import Allocation, Group
+from jackpot.domain.group_state import Allocation, Group, LinkedTable
 from jackpot.domain.money import PPM, pesos
 
 # (from pot, to pot, minor units) of each excess a ceiling passed on (C5).
@@ -97,13 +96,14 @@ def _credit(
         pot, amount, ceiling, overflow_to = overflow_to, excess, spec.ceiling, spec.overflow_to
 
 
-def checked_total(config: PotGroupConfig, game: Game, bets: Mapping[int, int]) -> int:
-    """The whole pesos bet; each bet whole credits within the group's limits (E1, M1)."""
-    seats = GAME_RULES[game].seats
+def checked_total(config: PotGroupConfig, table: LinkedTable, bets: Mapping[int, int]) -> int:
+    """The whole pesos bet; each bet whole credits within the group's limits (E1, M1, O6), on a
+    seat of the table (O1 at a studio)."""
+    seats = table.seats
     total = 0
     for seat, bet in bets.items():
         if not 1 <= seat <= seats:
-            check_seat(game, seat)
+            table.check_seat(seat)
         if type(bet) is not int:  # M1: whole pesos only, never a float
             raise DomainError(Reason.MALFORMED, f"seat {seat} bet {bet!r} is not whole pesos")
         if not config.min_bet <= bet <= config.max_bet or bet % config.credit_value:

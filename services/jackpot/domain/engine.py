@@ -24,7 +24,6 @@ from jackpot.domain import contributions, group_persistence, round_resolution
 from jackpot.domain.cards import (
     GAME_RULES,
     Game,
-    check_seat,
     parse_game,
 )
 from jackpot.domain.config import MAIN, PotGroupConfig
@@ -47,6 +46,7 @@ from jackpot.domain.money import MINOR_PER_PESO, PPM, floor_pesos
 from jackpot.domain.mystery import TriggerSource, commitment, pay_mystery, secure_trigger
 from jackpot.domain.round_reading import validated_round
 from jackpot.domain.round_reading import winners as round_winners
+from jackpot.domain.studio import check_no_envy, check_studio_link
 
 FORFEIT_REASONS = ("FOLD", "CARD_EXCHANGE")
 
@@ -187,8 +187,11 @@ class PotGroup:
         min_bet: int,
         max_bet: int,
         credit_value: int,
+        studio_seats: int = 0,
     ) -> list[Event]:
-        """Link a table; its bet limits and credit value must equal the group's (E1)."""
+        """Link a table; its bet limits and credit value must equal the group's (E1), a studio
+        table's too (O6). A studio table (``studio_seats`` > 0) has that many seats and one shared
+        hand (O1, O8)."""
         game = game if isinstance(game, Game) else parse_game(game)
         limits = (min_bet, max_bet, credit_value)
         group_limits = (self.config.min_bet, self.config.max_bet, self.config.credit_value)
@@ -204,13 +207,24 @@ class PotGroup:
                 Reason.UNKNOWN_GAME,
                 f"paytable {self.config.paytable.name} does not pay {game.value} hands",
             )
+        check_studio_link(table_id, game, studio_seats, self.config.paytable)
         existing = self.tables.get(table_id)
-        if existing is not None and existing.game != game:
+        if existing is not None and (existing.game, bool(existing.studio_seats)) != (
+            game,
+            bool(studio_seats),
+        ):
+            kind = "a studio table" if existing.studio_seats else "a land table"
             raise DomainError(
-                Reason.INVALID_STATE, f"table {table_id} is already linked as {existing.game.value}"
+                Reason.INVALID_STATE,
+                f"table {table_id} is already linked as {kind} of {existing.game.value}",
             )
-        self.tables[table_id] = LinkedTable(table_id, game, site)
-        return [TableLinked(self.group_id, table_id, game.value, site)]
+        if existing is not None and table_id in self.locked and studio_seats < existing.seats:
+            raise DomainError(
+                Reason.INVALID_STATE,
+                f"studio table {table_id} has a round locked; its seats cannot shrink now",
+            )
+        self.tables[table_id] = LinkedTable(table_id, game, site, studio_seats)
+        return [TableLinked(self.group_id, table_id, game.value, site, studio_seats)]
 
     def unlink_table(self, table_id: str) -> list[Event]:
         self._table(table_id)
@@ -233,7 +247,7 @@ class PotGroup:
         if table_id in self.locked:
             raise DomainError(Reason.INVALID_STATE, f"table {table_id} already has a locked round")
         for seat, bet in bets.items():
-            check_seat(table.game, seat)
+            table.check_seat(seat)
             if bet <= 0:
                 raise DomainError(
                     Reason.BET_OUT_OF_LIMITS, f"seat {seat} bet {bet} is not positive"
@@ -246,7 +260,7 @@ class PotGroup:
         """The dealer locked the round: collect its valid bets and allocate them (C1-C5)."""
         table = self._table(table_id)
         self._check_can_lock(table_id, round_id)
-        total = contributions.checked_total(self.config, table.game, bets)
+        total = contributions.checked_total(self.config, table, bets)
         ordered = tuple(sorted(bets.items()))
         self.locked[table_id] = LockedRound(round_id, dict(ordered))
         if total == 0:
@@ -295,7 +309,8 @@ class PotGroup:
     # ------------------------------------------------------------------------ forfeits (E2, E3)
 
     def forfeit(self, table_id: str, round_id: str, seat: int, reason: str) -> list[Event]:
-        """A seat folded or exchanged cards: it keeps no right to a prize; its bet stays (C6)."""
+        """A seat folded or exchanged cards: it keeps no right to a prize; its bet stays (C6; a
+        studio table's player folds the same way, O5)."""
         table = self._table(table_id)
         locked = self._locked(table_id, round_id)
         rules = GAME_RULES[table.game]
@@ -307,7 +322,7 @@ class PotGroup:
             raise DomainError(
                 Reason.INVALID_STATE, f"{table.game.value} has no {reason.lower()} (rules E2, E3)"
             )
-        check_seat(table.game, seat)
+        table.check_seat(seat)
         if seat not in locked.bets:
             raise DomainError(Reason.NO_BET, f"seat {seat} has no progressive bet in {round_id}")
         locked.forfeited[seat] = reason
@@ -321,6 +336,7 @@ class PotGroup:
         round_id: str,
         hands: Mapping[int, Sequence[str]],
         community: Sequence[str] = (),
+        shared_hand: Sequence[str] = (),
     ) -> list[Event]:
         """Resolve a locked round's winners and settle it. Refused whole on any device error.
 
@@ -328,7 +344,8 @@ class PotGroup:
         find the winners, then pay and settle them as :mod:`.round_resolution` says (S1-S9).
         """
         table = self._table(table_id)
-        resolving = validated_round(table, self._locked(table_id, round_id), hands, community)
+        locked = self._locked(table_id, round_id)
+        resolving = validated_round(table, locked, hands, community, shared_hand)
         return round_resolution.resolve(
             self, resolving, round_winners(self.config.paytable, resolving)
         )
@@ -358,6 +375,9 @@ class PotGroup:
         if missing:
             names = ", ".join(sorted(g.value for g in missing))
             raise DomainError(Reason.INVALID_CONFIG, f"paytable does not pay linked games {names}")
+        check_no_envy(  # O8: no envy bonus beside a studio table
+            config.paytable, (t for t, linked in self.tables.items() if linked.studio_seats)
+        )
         if {p.name for p in self.config.pots} - {p.name for p in config.pots}:
             raise DomainError(Reason.INVALID_CONFIG, "a new configuration cannot remove a pot")
         if not changed_by or not reason:

@@ -81,6 +81,7 @@ class TableLinked(Event):
     table_id: str
     game: str
     site: str
+    studio_seats: int = dataclasses.field(default=0, metadata=OPTIONAL)  # O1: 0 at a land table
 
 
 @dataclass(frozen=True, slots=True)

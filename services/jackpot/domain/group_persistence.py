@@ -53,7 +53,7 @@ def snapshot(group: Group, *, public: bool = False) -> bytes:
         "awarded": group.awarded,
         "house_advance": group.house_advance,
         "overflow": group.overflow,
-        "tables": {t.table_id: [t.game.value, t.site] for t in group.tables.values()},
+        "tables": {t.table_id: _table_entry(t) for t in group.tables.values()},
         "locked": {
             table: {
                 "round_id": r.round_id,
@@ -73,6 +73,13 @@ def snapshot(group: Group, *, public: bool = False) -> bytes:
     return canonical_json(state).encode()
 
 
+def _table_entry(table: LinkedTable) -> list[Any]:
+    """A linked table in the snapshot: [game, site], and a studio table's seats after (O1), so
+    a land table's entry is as it was before studio tables."""
+    entry: list[Any] = [table.game.value, table.site]
+    return [*entry, table.studio_seats] if table.studio_seats else entry
+
+
 def from_snapshot(cls: NewGroup[G], data: bytes, trigger_source: TriggerSource) -> G:
     """The group a :func:`snapshot` wrote, exactly (M2 checked)."""
     state = json.loads(data)
@@ -84,7 +91,8 @@ def from_snapshot(cls: NewGroup[G], data: bytes, trigger_source: TriggerSource) 
     for name in COUNTERS:
         setattr(group, name, int(state[name]))
     group.tables = {
-        t: LinkedTable(t, Game(game), site) for t, (game, site) in state["tables"].items()
+        t: LinkedTable(t, Game(entry[0]), entry[1], int(entry[2]) if len(entry) > 2 else 0)
+        for t, entry in state["tables"].items()
     }
     group.locked = {
         table: LockedRound(
@@ -169,7 +177,10 @@ def _replay(group: Group, entry: Mapping[str, Any]) -> None:
     kind = entry.get("type")
     table_id = str(entry.get("table_id", ""))
     if kind == "TableLinked":
-        group.tables[table_id] = LinkedTable(table_id, Game(entry["game"]), entry["site"])
+        studio_seats = int(entry.get("studio_seats", 0))  # O1
+        group.tables[table_id] = LinkedTable(
+            table_id, Game(entry["game"]), entry["site"], studio_seats
+        )
     elif kind == "TableUnlinked":
         group.tables.pop(table_id, None)
     elif kind == "BetsCollected":

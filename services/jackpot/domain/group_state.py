@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from jackpot.domain.cards import Game
+from jackpot.domain.cards import GAME_RULES, Game, check_seat
 from jackpot.domain.config import PotGroupConfig
 from jackpot.domain.events import Event
 
@@ -28,9 +28,22 @@ class LockedRound:
 
 @dataclass(frozen=True, slots=True)
 class LinkedTable:
+    """A table of the group: a land table, or a studio table with ``studio_seats`` seats (O1)."""
+
     table_id: str
     game: Game
     site: str
+    studio_seats: int = 0  # O1: 0 for a land table
+
+    @property
+    def seats(self) -> int:
+        """The highest seat number (E1 at a land table: the game's seats; O1 at a studio)."""
+        return self.studio_seats or GAME_RULES[self.game].seats
+
+    def check_seat(self, seat: int) -> None:
+        """SEAT_OUT_OF_RANGE unless ``seat`` is one of this table's."""
+        if not 1 <= seat <= self.seats:
+            check_seat(self.game, seat, self.studio_seats or None)
 
 
 @dataclass(slots=True)

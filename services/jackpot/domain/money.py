@@ -109,7 +109,8 @@ def percent_of_floored(minor: int, ppm: int) -> int:
 
 
 def split_equally(amount: int, seats: list[int]) -> dict[int, int]:
-    """Split whole pesos between winners: equal parts, the remainder to the lowest seat (S3)."""
+    """Split whole pesos between winners: equal parts, the remainder to the lowest seat (S3; at a
+    studio table every winning bet, O4). One pass: 10,000 winners cost 10,000 entries."""
     share, remainder = divmod(amount, len(seats))
     parts = dict.fromkeys(seats, share)
     parts[min(seats)] += remainder

@@ -12,13 +12,13 @@ from jackpot.domain.cards import (
     GAME_RULES,
     check_hand_size,
     check_one_deck,
-    check_seat,
     parse_cards,
 )
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.group_state import LinkedTable, LockedRound
 from jackpot.domain.hands import categorise
 from jackpot.domain.paytable import Paytable
+from jackpot.domain.studio import studio_hand
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,17 +49,24 @@ def validated_round(
     locked: LockedRound,
     hands: Mapping[int, Sequence[str]],
     community: Sequence[str],
+    shared_hand: Sequence[str] = (),
 ) -> ResolvingRound:
-    """The locked round with its parsed cards (P3; one deck where the game deals one); a device
-    error raises before anything changes."""
+    """The locked round with its parsed cards (P3; one deck where the game deals one; at a
+    studio table the one shared hand for every bet, O2); a device error raises before anything
+    changes."""
     table_id, round_id = table.table_id, locked.round_id
     rules = GAME_RULES[table.game]
+    studio_cards = studio_hand(table, hands, shared_hand)
+    if studio_cards is not None and not community:
+        return ResolvingRound(
+            table_id, round_id, locked, dict.fromkeys(locked.bets, studio_cards), ()
+        )
     parsed: dict[int, tuple[int, ...]] = {}
     seat_count = rules.seats
     low, high = rules.own_cards
     for seat in sorted(hands):
         if not 1 <= seat <= seat_count:
-            check_seat(table.game, seat)
+            table.check_seat(seat)
         if seat not in locked.bets:
             raise DomainError(
                 Reason.NO_BET,
@@ -85,10 +92,14 @@ def winners(paytable: Paytable, resolving: ResolvingRound) -> dict[str, list[int
     shared = resolving.community
     forfeited = resolving.locked.forfeited
     winners: dict[str, list[int]] = {}
+    categories: dict[tuple[int, ...], str | None] = {}  # O2: a studio's one hand, judged once
     for seat, cards in resolving.hands.items():
         if seat in forfeited:
             continue  # E2, E3: no prize; E4: the dealer's hand plays no part at all
-        category = categorise(paytable.evaluator, cards + shared)
+        if cards in categories:
+            category = categories[cards]
+        else:
+            category = categories[cards] = categorise(paytable.evaluator, cards + shared)
         if category is not None and category in paytable.prizes:
             winners.setdefault(category, []).append(seat)
     return winners

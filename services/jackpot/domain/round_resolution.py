@@ -57,7 +57,8 @@ class RoundAwards:
 
 def resolve(group: Group, resolving: ResolvingRound, winners: Winners) -> list[Event]:
     """Pay the fixed prizes (S1), the envy bonuses (V1-V3), the percentage prizes (S2-S4, S6),
-    then settle (C7, S8, L3); the events, in that order."""
+    then settle (C7, S8, L3); the events, in that order. A studio round's bets are its seats: a
+    fixed prize per winning bet (O3), a percentage prize split among them all (O4)."""
     awards = RoundAwards()
     _pay_fixed_prizes(group, resolving, winners, awards)
     _pay_envy(group, resolving, winners, awards)

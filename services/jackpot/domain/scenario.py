@@ -9,6 +9,9 @@ by that configuration first. ``pending_config`` is a newer version proposed befo
 takes effect only if the round resets the main pot (C7). ``config.levels`` gives the group
 several levels (L1); ``round.other_tables`` are other tables linked to the group, each with a
 round already locked (its bets already in ``pot``) or none, as linked envy bonuses need them (V2).
+``round.studio_seats`` makes the round's table a studio table whose bets all hold
+``round.shared_hand`` (O1, O2); ``round.then`` are rounds of other tables of the group resolved
+after it, each on the pots the one before left (S9).
 The outcome has the shape of the file's ``expect``; an award names its ``level`` in a group with
 levels and its ``table`` when it is paid at another table than the round's. A refused command
 raises :class:`RoundRefused`, which also names every balance that command changed (none, by the
@@ -179,6 +182,8 @@ class _Results:
     bets: dict[int, int]
     hands: dict[int, list[str]]
     forfeited: list[int]
+    shared_hand: list[str]
+    community: list[str]
 
 
 def resolve_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
@@ -196,11 +201,11 @@ def resolve_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
     group, _ = PotGroup.open("scenario", config, balances, trigger_source=trigger_source)
     house_before = group.house_advance
     table = str(fields.round.get("table", SCENARIO_TABLE))
-    _link_table(group, table, fields.game, pending)
+    _link_table(group, table, fields.game, fields.round, pending)
     _other_tables(group, fields.round.get("other_tables", []), fields.game)
-    results = _read_results(fields.results)
-    community = fields.round.get("community", [])
-    events = _play_round(group, table, results, community, collect="config" in scenario)
+    collect = "config" in scenario
+    events = _play_round(group, table, _read_results(fields.round), collect=collect)
+    events += _then(group, fields.round.get("then", []), fields.game, collect=collect)
     outcome: dict[str, Any] = {
         "awards": _awards(events, table),
         "main": format_amount(group.main),
@@ -233,19 +238,34 @@ def _read_fields(scenario: Mapping[str, Any]) -> _Fields:
     return _Fields(main, reserve_balances, base, round_, results, game)
 
 
-def _link_table(group: PotGroup, table: str, game: Any, pending: PotGroupConfig | None) -> None:
-    """Link the scenario's table (its limits are the configuration's), then propose `pending`."""
+def _link(group: PotGroup, table: str, game: Any, round_: Mapping[str, Any]) -> None:
+    """Link a table of the scenario, its limits the configuration's; a studio table with
+    ``round.studio_seats`` seats (O1)."""
+    studio_seats = round_.get("studio_seats", 0)
+    if not _whole(studio_seats):
+        raise _malformed(f"studio_seats must be a whole number, got {studio_seats!r}")
     config = group.config
-    _run(
-        group,
-        lambda: group.link_table(
-            table,
-            game,
-            min_bet=config.min_bet,
-            max_bet=config.max_bet,
-            credit_value=config.credit_value,
-        ),
+    link = partial(
+        group.link_table,
+        table,
+        game,
+        min_bet=config.min_bet,
+        max_bet=config.max_bet,
+        credit_value=config.credit_value,
+        studio_seats=studio_seats,
     )
+    _run(group, link)
+
+
+def _link_table(
+    group: PotGroup,
+    table: str,
+    game: Any,
+    round_: Mapping[str, Any],
+    pending: PotGroupConfig | None,
+) -> None:
+    """Link the scenario's table, then propose `pending`."""
+    _link(group, table, game, round_)
     if pending is not None:
         _run(group, lambda: group.propose_config(pending, "scenario", "the file's pending_config"))
 
@@ -287,32 +307,39 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _read_results(results: Any) -> _Results:
+def _read_results(round_: Mapping[str, Any]) -> _Results:
+    """A round's bets, own hands (none at a studio table: its ``shared_hand``, O2), forfeits
+    and community cards."""
+    studio = "studio_seats" in round_
+    shared_hand = round_.get("shared_hand", [])
+    community = round_.get("community", [])
+    if not isinstance(shared_hand, list) or not isinstance(community, list):
+        raise _malformed("shared_hand and community must be lists of cards")
     bets: dict[int, int] = {}
     hands: dict[int, list[str]] = {}
     forfeited: list[int] = []
-    for entry in results:
+    for entry in round_.get("results", []):
         seat, bet, cards = entry.get("seat"), entry.get("bet"), entry.get("cards")
-        if not isinstance(seat, int) or isinstance(seat, bool):
+        if not _whole(seat):
             raise _malformed(f"seat must be an integer, got {seat!r}")
-        if not isinstance(bet, int) or isinstance(bet, bool):
+        if not _whole(bet):
             raise _malformed(f"seat {seat}: bet must be whole pesos, got {bet!r}")
-        if not isinstance(cards, list):
+        if not isinstance(cards, list) and not (studio and cards is None):
             raise _malformed(f"seat {seat}: cards must be a list, got {cards!r}")
         if seat in bets:
             raise DomainError(Reason.INVALID_STATE, f"seat {seat} appears twice in the round")
         bets[seat] = bet
-        hands[seat] = cards
+        if cards is not None:
+            hands[seat] = cards
         if entry.get("forfeited", False):
             forfeited.append(seat)
-    return _Results(bets, hands, forfeited)
+    return _Results(bets, hands, forfeited, shared_hand, community)
 
 
 def _play_round(
-    group: PotGroup, table: str, results: _Results, community: Any, *, collect: bool
+    group: PotGroup, table: str, results: _Results, *, collect: bool, round_id: str = SCENARIO_ROUND
 ) -> list[Event]:
     """Lock (collecting the bets) or adopt the round, apply its forfeits, resolve it."""
-    round_id = SCENARIO_ROUND
     events: list[Event] = []
     if collect:  # C1: the lock collects the bets by the configuration (and may hit X2)
         events += _run(group, lambda: group.lock_round(table, round_id, results.bets))
@@ -320,7 +347,31 @@ def _play_round(
         _run(group, lambda: group.adopt_locked_round(table, round_id, results.bets))
     for seat in results.forfeited:
         _run(group, partial(group.forfeit, table, round_id, seat, "FOLD"))
-    events += _run(group, lambda: group.resolve_round(table, round_id, results.hands, community))
+    resolve = partial(
+        group.resolve_round,
+        table,
+        round_id,
+        results.hands,
+        results.community,
+        shared_hand=results.shared_hand,
+    )
+    events += _run(group, resolve)
+    return events
+
+
+def _then(group: PotGroup, then: Any, game: Any, *, collect: bool) -> list[Event]:
+    """``round.then``: rounds of other tables, each linked and played after the one before on
+    the pots it left (S9)."""
+    if not isinstance(then, list):
+        raise _malformed(f"round.then must be a list, got {then!r}")
+    events: list[Event] = []
+    for number, round_ in enumerate(then, start=2):
+        if not isinstance(round_, Mapping) or not isinstance(round_.get("table"), str):
+            raise _malformed(f"each of round.then needs a 'table', got {round_!r}")
+        table = round_["table"]
+        _link(group, table, round_.get("game", game), round_)
+        results = _read_results(round_)
+        events += _play_round(group, table, results, collect=collect, round_id=f"R{number}")
     return events
 
 

@@ -12,7 +12,8 @@ transaction ("processor" is only that one, :mod:`jackpot.platform.exactly_once`)
 - ignores an event already applied, recognised by its per-table sequence or its event id, and
   counts it; the idempotency state lives in the group's state snapshot, so it survives restarts;
 - applies the rest to the group's :class:`~jackpot.domain.engine.PotGroup` in partition order
-  (rule S9) and maps the domain events to ``LedgerEntry`` and ``Award`` records;
+  (rule S9; a studio round and a land round of one batch too, O7) and maps the domain events
+  to ``LedgerEntry`` and ``Award`` records;
 - after a batch returns one ``PotUpdate`` and one ``PotGroupState`` snapshot per group it changed;
 - folds every ledger entry into the group's hash chain and writes a ``CHECKPOINT`` entry every
   ``checkpoint_entries`` entries, at every configuration activation, and on a heartbeat when the

@@ -76,6 +76,7 @@ def linked_tables(group: PotGroup) -> list[pot_pb2.LinkedTable]:
             table_id=table.table_id,
             game=game_to_proto(table.game),
             site=table.site,
+            studio_seats=table.studio_seats,
             locked_round_id=group.locked[table.table_id].round_id
             if table.table_id in group.locked
             else "",

@@ -99,6 +99,7 @@ def group_command(
             min_bet=link.min_bet,
             max_bet=link.max_bet,
             credit_value=link.credit_value,
+            studio_seats=link.studio_seats,
         )
     if kind == "unlink_table":
         if not command.unlink_table.table_id:
@@ -124,7 +125,13 @@ def round_event(group: PotGroup, event: table_events_pb2.TableEvent) -> list[Eve
     if kind == "round_result":
         result = event.round_result
         hands = one_per_seat(((h.seat, list(h.cards)) for h in result.hands), "hands")
-        return group.resolve_round(table_id, round_id, hands, list(result.community_cards))
+        return group.resolve_round(
+            table_id,
+            round_id,
+            hands,
+            list(result.community_cards),
+            shared_hand=list(result.shared_hand),
+        )
     if kind == "round_voided":
         locked = group.locked.get(table_id)
         if locked is not None and locked.round_id == round_id:

@@ -13,6 +13,8 @@ fund each one, and the refill after it.
   the lock stands); the dealer's hand plays no part.
 - S1, S2: fixed prizes first, in the paytable's order by multiple, each on the winner's own bet;
   then percentage prizes, smallest first, each on what the main pot holds at that moment.
+- O1, O2 (studio tables): every bet of a studio round holds the one shared hand, so each is a
+  winner of what it shows; the rest is as at a land table.
 - S3, S5: equal parts of whole pesos, the whole remainder to the winner nearest seat 1; paid from
   the lowest seat. S4: each part of a capped prize at most the cap times that seat's bet. S6: a
   percentage is rounded down to whole pesos. S7: what the main pot cannot pay comes from the
@@ -154,7 +156,8 @@ class Dealt:
     """One round as the floor played it: the game, the bets the gateway acknowledged at the lock
     (whole pesos by seat), the seats that forfeited (E2, E3), the cards dealt to each seat and the
     community cards. ``results_accepted``: whether the gateway accepted the results (None when
-    its answer was lost: they may or may not have been applied)."""
+    its answer was lost: they may or may not have been applied). A studio table's round (O1,
+    O2) has ``studio_seats`` and the one ``shared_hand`` every bet holds, and no own hands."""
 
     game: str
     bets: Mapping[int, int]
@@ -162,6 +165,14 @@ class Dealt:
     community: Sequence[str] = ()
     forfeited: frozenset[int] = frozenset()
     results_accepted: bool | None = True
+    studio_seats: int = 0
+    shared_hand: Sequence[str] = ()
+
+    def held(self) -> Mapping[int, Sequence[str]]:
+        """The hand each seat is judged on: its own, or at a studio the shared one (O2)."""
+        if self.studio_seats:
+            return {seat: self.shared_hand for seat in self.bets}
+        return self.hands
 
 
 class Refused(ValueError):
@@ -180,6 +191,9 @@ def _check_cards(cards: Sequence[str], where: str) -> None:
 
 def check_results(dealt: Dealt) -> None:
     """P3: seats with a bet, the game's number of cards, one deck for the poker games."""
+    if dealt.studio_seats or dealt.shared_hand:
+        check_studio_results(dealt)
+        return
     game = GAMES[dealt.game]
     seen: Counter[str] = Counter(dealt.community)
     for seat in sorted(dealt.hands):
@@ -198,6 +212,25 @@ def check_results(dealt: Dealt) -> None:
     twice = sorted(card for card, n in seen.items() if n > 1)
     if game.one_deck and twice:
         raise Refused("DUPLICATE_CARD", f"{twice} dealt twice from one deck")
+
+
+def check_studio_results(dealt: Dealt) -> None:
+    """T1, O2: a studio round of Caribbean Stud: its bets on seats 1 to its seats, one shared
+    hand of five cards of one deck and nothing else dealt."""
+    if not dealt.studio_seats or dealt.hands:
+        where = "a land table's round" if not dealt.studio_seats else "a studio round"
+        raise Refused("MALFORMED", f"{where} with a shared hand and own hands")
+    if dealt.game != "caribbean":
+        raise Refused("INVALID_CONFIG", f"a studio table of {dealt.game}")
+    for seat in sorted(dealt.bets):
+        if not 1 <= seat <= dealt.studio_seats:
+            raise Refused("SEAT_OUT_OF_RANGE", f"seat {seat} of {dealt.studio_seats}")
+    _check_cards(dealt.shared_hand, "the shared hand")
+    if len(dealt.shared_hand) != 5 or dealt.community:
+        raise Refused("WRONG_CARD_COUNT", f"a shared hand of {len(dealt.shared_hand)} cards")
+    twice = sorted(card for card, n in Counter(dealt.shared_hand).items() if n > 1)
+    if twice:
+        raise Refused("DUPLICATE_CARD", f"{twice} twice in the shared hand")
 
 
 def check_bets(config: Config, bets: Mapping[int, int]) -> None:
@@ -310,10 +343,11 @@ def winners(table: Paytable, dealt: Dealt) -> dict[str, list[int]]:
     community cards; E2, E3: not a forfeited seat; E4: the dealer's hand plays no part)."""
     evaluate = HANDS[GAMES[dealt.game].evaluator]
     found: dict[str, list[int]] = {}
-    for seat in sorted(dealt.hands):
+    held = dealt.held()
+    for seat in sorted(held):
         if seat in dealt.forfeited:
             continue
-        hand = evaluate([*dealt.hands[seat], *dealt.community])
+        hand = evaluate([*held[seat], *dealt.community])
         if hand is not None and hand in table.hands:
             found.setdefault(hand, []).append(seat)
     return found
