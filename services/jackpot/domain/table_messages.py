@@ -155,6 +155,7 @@ class RoundResultFact:
     round_id: str
     hands: tuple[tuple[int, tuple[str, ...]], ...]
     community: tuple[str, ...]
+    shared_hand: tuple[str, ...] = ()  # a studio table's one hand for every bet (O2)
 
 
 @dataclass(frozen=True, slots=True)

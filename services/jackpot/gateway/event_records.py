@@ -75,11 +75,12 @@ def _payload(message: table_events_pb2.TableEvent, fact: Fact) -> None:
         case SeatForfeitedFact(_, seat, reason):
             message.seat_forfeited.seat = seat
             message.seat_forfeited.reason = codec.forfeit_reason_to_proto(reason)
-        case RoundResultFact(_, hands, community):
+        case RoundResultFact(_, hands, community, shared_hand):
             message.round_result.hands.extend(
                 table_events_pb2.SeatHand(seat=s, cards=list(cards)) for s, cards in hands
             )
             message.round_result.community_cards.extend(community)
+            message.round_result.shared_hand.extend(shared_hand)  # O2
         case RoundVoidedFact(_, reason, _):
             message.round_voided.reason = reason
         case SeatClosedFact(seat, reason):

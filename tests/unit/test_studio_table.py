@@ -1,0 +1,160 @@
+"""The studio table the gateway keeps for the operator's platform (jackpot.domain.studio_table):
+bets in chunks each answered on its own, resends recognised, the lock, folds, the shared hand
+and the void (rules O1, O2, O5, E1, C1, D5)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from jackpot.domain.errors import DomainError, Reason
+from jackpot.domain.studio_table import MAX_CHUNK_BETS, BetAnswer, StudioBet, StudioTable
+from jackpot.domain.table import Limits, Phase
+from jackpot.domain.table_messages import (
+    RoundLockedFact,
+    RoundResultFact,
+    RoundVoidedFact,
+    SeatForfeitedFact,
+)
+
+ROYAL = ("AH", "KH", "QH", "JH", "TH")
+
+
+def studio(seats: int = 10_000) -> StudioTable:
+    table = StudioTable("S1", seats, Limits(min_bet=1000, max_bet=5000, credit_value=1000))
+    table.open_round("R1")
+    return table
+
+
+def bets(*seats: int, pesos: int = 1000) -> list[StudioBet]:
+    return [StudioBet(f"b{seat}", seat, pesos) for seat in seats]
+
+
+def refused(reason: Reason, call: Callable[..., object], *args: object) -> str:
+    with pytest.raises(DomainError) as error:
+        call(*args)
+    assert error.value.reason == reason, error.value.detail
+    return error.value.detail
+
+
+def test_O1_E1_each_bet_of_a_chunk_is_answered_on_its_own() -> None:
+    table = studio(seats=10_000)
+    chunk = [
+        StudioBet("a", 1, 1000),
+        StudioBet("b", 10_000, 5000),
+        StudioBet("c", 10_001, 1000),  # O1: not a seat of this table
+        StudioBet("d", 7, 1500),  # E1: not whole credits
+        StudioBet("e", 8, 6000),  # E1: above the maximum
+        StudioBet("f", 1, 1000),  # the seat bet already (one player, one bet, a round)
+    ]
+    answers, resent = table.place_bets("R1", "chunk-1", chunk)
+    assert not resent
+    assert [(a.bet_id, a.reason) for a in answers] == [
+        ("a", None),
+        ("b", None),
+        ("c", Reason.SEAT_OUT_OF_RANGE),
+        ("d", Reason.BET_OUT_OF_LIMITS),
+        ("e", Reason.BET_OUT_OF_LIMITS),
+        ("f", Reason.INVALID_STATE),
+    ]
+    assert "already bet this round (a)" in answers[5].detail
+    assert sorted(table.bets) == [1, 10_000]
+
+
+def test_a_chunk_sent_again_gets_the_same_answers_and_changes_nothing() -> None:
+    table = studio()
+    first, _ = table.place_bets("R1", "c1", bets(1, 2, 20_000))
+    state = table.to_state()
+    again, resent = table.place_bets("R1", "c1", bets(1, 2, 20_000))
+    assert resent
+    assert again == first
+    assert table.to_state() == state
+    # the same chunk id with other bets is not a resend: refused whole
+    detail = refused(Reason.SEQUENCE_REPLAYED, table.place_bets, "R1", "c1", bets(3))
+    assert "sent before with other bets" in detail
+    # answered the same after the lock too (the platform may not have heard the answer)
+    table.lock("R1")
+    assert table.place_bets("R1", "c1", bets(1, 2, 20_000)) == (first, True)
+
+
+def test_C1_the_lock_collects_the_accepted_bets_and_a_bet_after_it_is_refused() -> None:
+    table = studio()
+    table.place_bets("R1", "c1", bets(3, 1, 2))
+    assert table.lock("R1") == [RoundLockedFact("R1", ((1, 1000), (2, 1000), (3, 1000)))]
+    assert table.lock("R1") == []  # a resend of the lock: nothing twice
+    refused(Reason.BET_AFTER_LOCK, table.place_bets, "R1", "c2", bets(4))
+    refused(Reason.INVALID_STATE, table.lock, "R2")
+
+
+def test_a_chunk_too_large_or_empty_or_for_another_round_is_refused_whole() -> None:
+    table = studio(seats=100_000)
+    too_many = bets(*range(1, MAX_CHUNK_BETS + 2))
+    refused(Reason.TOO_LARGE, table.place_bets, "R1", "big", too_many)
+    refused(Reason.MALFORMED, table.place_bets, "R1", "empty", [])
+    refused(Reason.MALFORMED, table.place_bets, "R1", "", bets(1))
+    refused(Reason.INVALID_STATE, table.place_bets, "R9", "c1", bets(1))
+    assert table.bets == {}
+
+
+def test_D5_no_bet_while_the_progressive_is_closed() -> None:
+    table = studio()
+    table.progressive_open = False
+    (answer,), _ = table.place_bets("R1", "c1", bets(1))
+    assert answer.reason == Reason.PROGRESSIVE_CLOSED
+
+
+def test_O5_E3_folds_after_the_lock_each_seat_answered() -> None:
+    table = studio()
+    table.place_bets("R1", "c1", bets(1, 2))
+    refused(Reason.ROUND_NOT_LOCKED, table.fold, "R1", [1])
+    table.lock("R1")
+    facts, answers = table.fold("R1", [2, 5, 2])
+    assert facts == [SeatForfeitedFact("R1", 2, "FOLD")]  # once, though named twice
+    assert [(a.seat, a.reason) for a in answers] == [(2, None), (5, Reason.NO_BET), (2, None)]
+
+
+def test_O2_the_shared_hand_settles_the_round_and_a_wrong_one_changes_nothing() -> None:
+    table = studio()
+    table.place_bets("R1", "c1", bets(1, 2))
+    refused(Reason.ROUND_NOT_LOCKED, table.deal, "R1", ROYAL)
+    table.lock("R1")
+    state = table.to_state()
+    refused(Reason.DUPLICATE_CARD, table.deal, "R1", ("AH", "KH", "QH", "JH", "AH"))
+    refused(Reason.WRONG_CARD_COUNT, table.deal, "R1", ROYAL[:4])
+    refused(Reason.INVALID_CARD, table.deal, "R1", ("AH", "KH", "QH", "JH", "1H"))
+    refused(Reason.INVALID_STATE, table.deal, "R2", ROYAL)
+    assert table.to_state() == state
+    assert table.deal("R1", ROYAL) == [RoundResultFact("R1", (), (), ROYAL)]
+    assert (table.phase, table.last_round_id, table.bets) == (Phase.IDLE, "R1", {})
+    refused(Reason.INVALID_STATE, table.open_round, "R1")  # a settled round never opens again
+    assert table.open_round("R2")
+    assert not table.open_round("R2")  # a resend of the open
+
+
+def test_C1_a_round_voids_before_its_lock_only() -> None:
+    table = studio()
+    table.place_bets("R1", "c1", bets(1, 2))
+    assert table.void("R1", "stream lost") == [
+        RoundVoidedFact("R1", "stream lost", ((1, 1000), (2, 1000)))
+    ]
+    table.open_round("R2")
+    table.place_bets("R2", "c1", bets(1))
+    table.lock("R2")
+    assert "cannot be voided" in refused(Reason.INVALID_STATE, table.void, "R2", "late")
+
+
+def test_the_state_survives_a_restart_exactly() -> None:
+    """The spool keeps the table's state as JSON; what comes back answers resends the same."""
+    table = studio()
+    answers, _ = table.place_bets("R1", "c1", [*bets(1, 2), StudioBet("x", 0, 1000)])
+    table.lock("R1")
+    table.fold("R1", [2])
+    restored = StudioTable.from_state(json.loads(json.dumps(table.to_state())))
+    assert restored == table
+    assert restored.place_bets("R1", "c1", [*bets(1, 2), StudioBet("x", 0, 1000)]) == (
+        answers,
+        True,
+    )
+    assert answers[2] == BetAnswer("x", 0, Reason.SEAT_OUT_OF_RANGE, answers[2].detail)
