@@ -24,6 +24,7 @@ from jackpot.gateway.grpc_api import SERVICE_NAME, TableDeviceServicer
 from jackpot.gateway.service import Gateway
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool
+from jackpot.gateway.studio_api import StudioPlatformServicer
 from jackpot.platform.access_log import AccessLog
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import (
@@ -175,10 +176,11 @@ async def start_gateway(settings: GatewaySettings, access_logged: bool = False) 
         )
         await access_log.start()
     gateway = Gateway(settings, spool, access_log=access_log)
+    studio = StudioPlatformServicer(gateway)
     server = GrpcServer(
         settings.grpc_address,
-        [TableDeviceServicer(gateway).register],
-        [SERVICE_NAME],
+        [TableDeviceServicer(gateway).register, studio.register],
+        [SERVICE_NAME, studio.service_name],
         settings.access.tls.server_credentials(),
     )
     await gateway.start()

@@ -127,6 +127,8 @@ def test_O2_the_shared_hand_settles_the_round_and_a_wrong_one_changes_nothing() 
     refused(Reason.INVALID_STATE, table.deal, "R2", ROYAL)
     assert table.to_state() == state
     assert table.deal("R1", ROYAL) == [RoundResultFact("R1", (), (), ROYAL)]
+    assert table.deal("R1", ROYAL) == []  # a resend: settled once
+    refused(Reason.ROUND_NOT_LOCKED, table.deal, "R1", ("AS", "KS", "QS", "JS", "TS"))
     assert (table.phase, table.last_round_id, table.bets) == (Phase.IDLE, "R1", {})
     refused(Reason.INVALID_STATE, table.open_round, "R1")  # a settled round never opens again
     assert table.open_round("R2")
@@ -139,6 +141,7 @@ def test_C1_a_round_voids_before_its_lock_only() -> None:
     assert table.void("R1", "stream lost") == [
         RoundVoidedFact("R1", "stream lost", ((1, 1000), (2, 1000)))
     ]
+    assert table.void("R1", "stream lost") == []  # a resend
     table.open_round("R2")
     table.place_bets("R2", "c1", bets(1))
     table.lock("R2")

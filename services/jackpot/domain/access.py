@@ -23,6 +23,7 @@ class Role(Enum):
     SUPERVISOR = "supervisor"  # approves and voids payouts
     SERVICE = "service"  # another service of the system (reads only)
     INSPECTOR = "inspector"  # the regulator's inspector: checks the installed software (R6)
+    PLATFORM = "platform"  # an operator's game platform: drives its studio's tables (O1)
 
 
 class Action(Enum):
@@ -36,6 +37,7 @@ class Action(Enum):
     WATCH_TABLE = "watch_table"  # the dealer terminal's read-only view of its table (D3)
     READ = "read"
     ATTEST_SOFTWARE = "attest_software"  # the HMAC of the installed files under a seed (R6)
+    DRIVE_STUDIO_TABLE = "drive_studio_table"  # a studio's rounds and bets, from its platform
 
 
 POLICY: dict[Action, frozenset[Role]] = {
@@ -51,10 +53,14 @@ POLICY: dict[Action, frozenset[Role]] = {
         {Role.OPERATOR, Role.SUPERVISOR, Role.SERVICE, Role.SIGN, Role.TERMINAL}
     ),
     Action.ATTEST_SOFTWARE: frozenset({Role.INSPECTOR}),
+    Action.DRIVE_STUDIO_TABLE: frozenset({Role.PLATFORM}),
 }
 
 TABLE_SCOPED = frozenset({Action.CONFIRM_PAYMENT, Action.CONNECT_DEVICE, Action.WATCH_TABLE})
 """Actions a principal may only perform for the table its certificate names."""
+
+STUDIO_SCOPED = frozenset({Action.DRIVE_STUDIO_TABLE})
+"""Actions a platform may only perform for the tables of the studio its certificate names (O1)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +87,11 @@ class Decision:
     detail: str
 
 
-def authorize(principal: Principal, action: Action, table_id: str = "") -> Decision:
-    """Whether ``principal`` may perform ``action`` (on ``table_id`` for table-scoped actions)."""
+def authorize(
+    principal: Principal, action: Action, table_id: str = "", studio: str = ""
+) -> Decision:
+    """Whether ``principal`` may perform ``action`` (on ``table_id`` for table-scoped actions;
+    for a studio's table, as that ``studio``'s platform: its certificate's name)."""
     needed = POLICY[action]
     if not principal.roles & needed:
         wanted = " or ".join(sorted(role.value for role in needed))
@@ -98,6 +107,12 @@ def authorize(principal: Principal, action: Action, table_id: str = "") -> Decis
                 f"{principal.describe()} may not {action.value} for table {table_id}: "
                 "its certificate is bound to another table",
             )
+    if action in STUDIO_SCOPED and principal.name != studio:
+        return Decision(
+            False,
+            f"{principal.describe()} may not {action.value} for table {table_id}: it is "
+            f"studio {studio or '(none)'}'s table",
+        )
     return Decision(True, f"{principal.describe()} may {action.value}")
 
 

@@ -67,11 +67,14 @@ class StudioTable:
     folded: set[int] = field(default_factory=set)
     # chunk id -> (fingerprint, answers): a chunk sent again gets the same answers
     chunks: dict[str, tuple[str, tuple[BetAnswer, ...]]] = field(default_factory=dict)
+    # how the last round ended, ("deal", *cards) or ("void", reason): a resend of it is known
+    settled_by: tuple[str, ...] = ()
+    published: int = 0  # the number of the table's last event published for the pot
 
     # --------------------------------------------------------------------------- commands
 
     def open_round(self, round_id: str) -> bool:
-        """Open ``round_id``; False when it is already the open round (a resend)."""
+        """Open ``round_id``; False when it is already open or locked (a resend)."""
         if self.phase is not Phase.IDLE and round_id == self.round_id:
             return False
         if not round_id or round_id == self.last_round_id:
@@ -135,7 +138,9 @@ class StudioTable:
 
     def deal(self, round_id: str, shared_hand: Sequence[str]) -> list[Fact]:
         """O2: the one hand every bet is judged on; the round is settled. Refused whole (and
-        nothing changes) for a hand that is not five cards of one deck."""
+        nothing changes) for a hand that is not five cards of one deck; [] for a resend."""
+        if self._resent(round_id, ("deal", *shared_hand)):
+            return []
         self._require_locked(round_id, "deal the shared hand")
         unknown = [card for card in shared_hand if card not in CARD_CODES]
         if unknown:
@@ -148,11 +153,13 @@ class StudioTable:
             twice = next(card for card in shared_hand if list(shared_hand).count(card) > 1)
             raise DomainError(Reason.DUPLICATE_CARD, f"card {twice} twice in the shared hand")
         fact = RoundResultFact(self.round_id, (), (), tuple(shared_hand))
-        self._settle()
+        self._settle(("deal", *shared_hand))
         return [fact]
 
     def void(self, round_id: str, reason: str) -> list[Fact]:
-        """C1: a round voided before the lock; its bets are never collected."""
+        """C1: a round voided before the lock; its bets are never collected. [] for a resend."""
+        if self._resent(round_id, ("void", reason)):
+            return []
         if self.phase is Phase.LOCKED and round_id == self.round_id:
             raise DomainError(
                 Reason.INVALID_STATE,
@@ -161,7 +168,7 @@ class StudioTable:
         self._check_round(round_id)
         refunds = tuple((seat, bet.pesos) for seat, bet in sorted(self.bets.items()))
         fact = RoundVoidedFact(self.round_id, reason, refunds)
-        self._settle()
+        self._settle(("void", reason))
         return [fact]
 
     # ------------------------------------------------------------------------------ state
@@ -182,6 +189,8 @@ class StudioTable:
                 [chunk, fingerprint, [[a.bet_id, a.seat, _reason(a), a.detail] for a in answers]]
                 for chunk, (fingerprint, answers) in self.chunks.items()
             ],
+            "settled_by": list(self.settled_by),
+            "published": self.published,
         }
 
     @classmethod
@@ -201,6 +210,8 @@ class StudioTable:
                 chunk: (fingerprint, tuple(_answer(a) for a in answers))
                 for chunk, fingerprint, answers in data["chunks"]
             },
+            tuple(data["settled_by"]),
+            int(data["published"]),
         )
 
     # ---------------------------------------------------------------------------- helpers
@@ -257,9 +268,17 @@ class StudioTable:
                 reason, f"studio table {self.table_id} cannot {action} while {self.phase.value}"
             )
 
-    def _settle(self) -> None:
+    def _resent(self, round_id: str, settled_by: tuple[str, ...]) -> bool:
+        """The last round ended this way already (a resend of its deal or void)."""
+        return self.phase is Phase.IDLE and (round_id, settled_by) == (
+            self.last_round_id,
+            self.settled_by,
+        )
+
+    def _settle(self, settled_by: tuple[str, ...]) -> None:
         self.last_round_id, self.round_id, self.phase = self.round_id, "", Phase.IDLE
         self.bets, self.folded, self.chunks = {}, set(), {}
+        self.settled_by = settled_by
 
 
 def _fingerprint(bets: Sequence[StudioBet]) -> str:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import time
 import uuid
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from jackpot.domain.cards import Game
 from jackpot.domain.errors import Reason
 from jackpot.domain.table import Table
 from jackpot.domain.table_messages import (
@@ -48,22 +51,45 @@ def fact_record(
     configured = settings.table(table.table_id)
     assert configured is not None
     table.published += 1
+    round_id = getattr(fact, "round_id", "") or event.round_id
+    occurred_at = event.occurred_at if event.HasField("occurred_at") else None
+    return published_record(
+        settings,
+        table.table_id,
+        configured.pot_group_id,
+        table.game,
+        table.published,
+        round_id,
+        occurred_at,
+        fact,
+    )
+
+
+def published_record(
+    settings: GatewaySettings,
+    table_id: str,
+    pot_group_id: str,
+    game: Game,
+    sequence: int,
+    round_id: str,
+    occurred_at: Timestamp | None,
+    fact: Fact,
+) -> Record:
+    """A table's fact as its ``sequence``-th TableEvent, keyed by pot group (the event id is
+    derived from table and sequence: a resend after a crash carries the same one). A land
+    table's and a studio table's facts alike."""
     message = table_events_pb2.TableEvent(
-        event_id=str(uuid.uuid5(EVENT_ID_NAMESPACE, f"{table.table_id}/{table.published}")),
-        table_id=table.table_id,
-        round_id=getattr(fact, "round_id", "") or event.round_id,
-        sequence=table.published,
-        pot_group_id=configured.pot_group_id,
-        game=codec.game_to_proto(table.game),
+        event_id=str(uuid.uuid5(EVENT_ID_NAMESPACE, f"{table_id}/{sequence}")),
+        table_id=table_id,
+        round_id=round_id,
+        sequence=sequence,
+        pot_group_id=pot_group_id,
+        game=codec.game_to_proto(game),
         gateway_accepted_unix_nanos=time.time_ns(),  # the latency budget's first stamp
     )
-    if event.HasField("occurred_at"):
-        message.occurred_at.CopyFrom(event.occurred_at)
-    else:
-        message.occurred_at.CopyFrom(codec.timestamp_ns(time.time_ns()))
+    message.occurred_at.CopyFrom(occurred_at or codec.timestamp_ns(time.time_ns()))
     _payload(message, fact)
-    topic = settings.table_events_topic
-    return topic, configured.pot_group_id.encode(), message.SerializeToString()
+    return settings.table_events_topic, pot_group_id.encode(), message.SerializeToString()
 
 
 def _payload(message: table_events_pb2.TableEvent, fact: Fact) -> None:

@@ -11,6 +11,7 @@ from jackpot.gateway.grpc_api import TableDeviceServicer
 from jackpot.gateway.service import Gateway
 from jackpot.gateway.settings import GatewaySettings
 from jackpot.gateway.spool import Spool
+from jackpot.gateway.studio_api import StudioPlatformServicer
 from jackpot.platform.grpc_edge import access_logged_grpc_edge
 from jackpot.platform.kafka import ensure_service_topics
 from jackpot.platform.runtime import Supervisor, serve, service_main
@@ -29,7 +30,11 @@ async def compose_gateway(settings: GatewaySettings, supervisor: Supervisor) -> 
         supervisor, settings, f"gateway:{settings.name}", audit_drain_seconds=2
     )
     gateway = Gateway(settings, spool, access_log=edge.access_log)
-    server = edge.serve(TableDeviceServicer(gateway, edge.authorizer), grace_seconds=5)
+    server = edge.serve(
+        TableDeviceServicer(gateway, edge.authorizer),
+        StudioPlatformServicer(gateway, edge.authorizer),  # studio tables (O1), when configured
+        grace_seconds=5,
+    )
 
     async def close_spool() -> None:
         depth = spool.depth()

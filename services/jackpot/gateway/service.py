@@ -36,8 +36,9 @@ from jackpot.gateway import device_messages, event_records, metrics
 from jackpot.gateway.adapters import ADAPTERS
 from jackpot.gateway.hello import authenticated_hello
 from jackpot.gateway.publisher import SpoolPublisher
-from jackpot.gateway.settings import GatewaySettings, TableSettings
+from jackpot.gateway.settings import GatewaySettings
 from jackpot.gateway.spool import Spool, SpoolWrite
+from jackpot.gateway.studio_desk import StudioDesk
 from jackpot.platform.access_log import AccessLog
 from jackpot.platform.kafka import KafkaConnection, follow_latest
 from jackpot.platform.tracing import TRACER, traceparent
@@ -115,11 +116,12 @@ class Gateway:
                     table.table_id, table.game, UNKNOWN_LIMITS, progressive_open=False
                 )
         self.pots: dict[str, PotView] = {}
-        self._groups = frozenset(t.pot_group_id for t in settings.tables)
+        self._groups = settings.pot_groups
         self.closed_reason: dict[str, str] = {t.table_id: "starting" for t in settings.tables}
         self.sessions: dict[str, Session] = {}
         self._published = asyncio.Event()
         self._spooled = asyncio.Event()
+        self.studio = StudioDesk(settings, spool, self._spooled)  # the studio tables (O1)
         self._stopping = asyncio.Event()
         self._publisher = SpoolPublisher(
             spool, settings, self._spooled, self._published, self._stopping
@@ -360,7 +362,7 @@ class Gateway:
         now = self._clock()
         closed = 0
         for configured in self.settings.tables:
-            reason = self._closed_reason(configured, now)
+            reason = self._closed_reason(configured.pot_group_id, now)
             table = self.tables[configured.table_id]
             pot = self.pots.get(configured.pot_group_id)
             if pot is not None and table.limits != pot.limits and not table.round_id:
@@ -388,6 +390,8 @@ class Gateway:
                         )
                     )
             closed += 0 if is_open else 1
+        limits = {group: pot.limits for group, pot in self.pots.items()}
+        closed += self.studio.refresh(lambda group: self._closed_reason(group, now), limits.get)
         metrics.TABLES_CLOSED.set(closed)
 
     def _audit_transition(self, table_id: str, is_open: bool, reason: str) -> None:
@@ -404,15 +408,15 @@ class Gateway:
                 self._identity, "progressive_opened", "recovered", table_id, "reopened"
             )
 
-    def _closed_reason(self, configured: TableSettings, now: float) -> str:
-        """Why the table's progressive is closed; "" when it is open (as ``closed_reason``
-        stores it, so that an unchanged open table compares equal)."""
+    def _closed_reason(self, pot_group_id: str, now: float) -> str:
+        """Why the progressive of a table of ``pot_group_id`` is closed; "" when it is open (as
+        ``closed_reason`` stores it, so that an unchanged open table compares equal)."""
         timeout = self.settings.heartbeat_timeout_seconds
-        pot = self.pots.get(configured.pot_group_id)
+        pot = self.pots.get(pot_group_id)
         if pot is None:
-            return f"no update from pot group {configured.pot_group_id} yet"
+            return f"no update from pot group {pot_group_id} yet"
         if now - pot.seen_at > timeout:
-            return f"pot group {configured.pot_group_id} silent for over {timeout:g} s"
+            return f"pot group {pot_group_id} silent for over {timeout:g} s"
         if not self.publish_healthy:
             return "events cannot be delivered to Kafka"
         return ""

@@ -24,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from jackpot.domain.cards import Game, parse_game
+from jackpot.domain.studio import MAX_STUDIO_SEATS
 from jackpot.platform.service_settings import ServiceSettings, brokers
 from jackpot.platform.settings import Bool, Port, not_from_environment, read_credentials
 from jackpot.topics import AUDIT, DEAD_LETTER, POT_UPDATES, TABLE_EVENTS, TopicSpec, named_topics
@@ -59,6 +60,18 @@ class TableSettings(BaseModel):
         return self
 
 
+class StudioTableSettings(BaseModel):
+    """One studio table (rules O1-O8): its id, pot group, seats and the studio whose platform
+    drives it (with mutual TLS: the CN of that platform's certificate)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    table_id: str
+    pot_group_id: str
+    seats: int = Field(ge=1, le=MAX_STUDIO_SEATS)
+    studio: str = Field(min_length=1)
+
+
 class GatewaySettings(ServiceSettings):
     """A table gateway for one pit: the devices' gRPC stream in, Kafka out, a local spool for
     when the brokers are away. Its file (`--config FILE`, JSON) has the keys of the *setting*
@@ -74,6 +87,12 @@ class GatewaySettings(ServiceSettings):
         description="the pit's tables: table_id, game, pot_group_id, credential (at least 16 "
         "characters)",
         json_schema_extra=not_from_environment("the `tables` list of the file"),
+    )
+    studio_tables: tuple[StudioTableSettings, ...] = Field(
+        (),
+        description="studio tables driven by an operator's platform (rules O1-O8): table_id, "
+        "pot_group_id, seats, studio",
+        json_schema_extra=not_from_environment("the `studio_tables` list of the file"),
     )
     grpc_address: str = Field("127.0.0.1:50051", description="TableDevice address (host:port)")
     metrics_port: Port = Field(0, description="/metrics port (0 disables it)")
@@ -149,20 +168,30 @@ class GatewaySettings(ServiceSettings):
         ]
         return {**data, "tables": tables}
 
-    @field_validator("tables")
-    @classmethod
-    def _distinct_tables(cls, tables: tuple[TableSettings, ...]) -> tuple[TableSettings, ...]:
+    @model_validator(mode="after")
+    def _distinct_tables(self) -> Self:
         seen = set()
-        for table in tables:
-            if table.table_id in seen:
-                raise ValueError(f"table {table.table_id} is configured twice")
-            seen.add(table.table_id)
-        if not tables:
-            raise ValueError("a gateway needs at least one table")
-        return tables
+        for table_id in [t.table_id for t in self.tables] + [
+            t.table_id for t in self.studio_tables
+        ]:
+            if table_id in seen:
+                raise ValueError(f"table {table_id} is configured twice")
+            seen.add(table_id)
+        if not seen:
+            raise ValueError("a gateway needs at least one table or studio table")
+        return self
 
     def table(self, table_id: str) -> TableSettings | None:
         return next((t for t in self.tables if t.table_id == table_id), None)
+
+    def studio_table(self, table_id: str) -> StudioTableSettings | None:
+        return next((t for t in self.studio_tables if t.table_id == table_id), None)
+
+    @property
+    def pot_groups(self) -> frozenset[str]:
+        """The pot groups of this gateway's tables, land and studio."""
+        land = {t.pot_group_id for t in self.tables}
+        return frozenset(land | {t.pot_group_id for t in self.studio_tables})
 
     def topic_specs(self) -> list[TopicSpec]:
         """The topics a gateway creates at start, named as these settings say."""

@@ -68,10 +68,11 @@ class Authorizer:
         target: str,
         table_id: str = "",
         detail: str = "",
+        studio: str = "",
     ) -> Principal:
         """The caller, if it may perform ``action``; otherwise the call is aborted."""
         principal = self.principal(context)
-        decision = authorize(principal, action, table_id)
+        decision = authorize(principal, action, table_id, studio)
         log.info(
             "access_allowed" if decision.allowed else "access_refused",
             principal=principal.name,

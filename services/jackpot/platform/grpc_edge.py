@@ -159,21 +159,21 @@ class Call:
         await (await self._authorizer_or_abort()).check(self.context, action, method)
 
     async def require(
-        self, action: Action, target: str, table_id: str = "", detail: str = ""
+        self, action: Action, target: str, table_id: str = "", detail: str = "", studio: str = ""
     ) -> Principal:
         """The caller, allowed to make this change (on the access log before it is made); the
         call's outcome follows on the log (:meth:`applied`, or the decorator's answer)."""
-        principal = await self.admit(action, target, table_id, detail)
+        principal = await self.admit(action, target, table_id, detail, studio)
         self._subject = _Subject(principal, action, target)
         return principal
 
     async def admit(
-        self, action: Action, target: str, table_id: str = "", detail: str = ""
+        self, action: Action, target: str, table_id: str = "", detail: str = "", studio: str = ""
     ) -> Principal:
         """The caller, allowed into a session (a terminal's stream, a table's view): audited as
         :meth:`require` is, but the session has no outcome of its own (what it does has)."""
         authorizer = await self._authorizer_or_abort()
-        return await authorizer.require(self.context, action, target, table_id, detail)
+        return await authorizer.require(self.context, action, target, table_id, detail, studio)
 
     def applied(self, detail: str) -> None:
         """The change was made: its outcome on the access log."""

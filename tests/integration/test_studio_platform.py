@@ -1,0 +1,191 @@
+"""The studio protocol on a real gateway, a real gRPC channel and a real broker (rules O1, O2,
+O5, C1): an operator's platform opens a round, sends 10,000 bets in chunks (each answered, a
+chunk sent again recognised), locks, folds, deals the shared hand; the pot's input topic gets the
+round as one RoundLocked of every accepted bet, the fold and the shared hand. What the gateway
+accepted survives its being stopped without a flush."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from jackpot.gateway.settings import GatewaySettings, StudioTableSettings
+from jackpot.v1 import common_pb2, studio_pb2, studio_pb2_grpc, table_events_pb2
+from tests.integration.gateway_harness import (
+    GROUP,
+    PotHeartbeat,
+    RunningGateway,
+    create_topics,
+    read_topic,
+    settings_for,
+    start_gateway,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+STUDIO = "S-CAR-1"
+ROYAL = ["AH", "KH", "QH", "JH", "TH"]
+CHUNK = 2_000
+
+
+def studio_settings(bootstrap: str, unique: str, spool: Path) -> GatewaySettings:
+    settings = settings_for(bootstrap, unique, spool)
+    studio = StudioTableSettings(table_id=STUDIO, pot_group_id=GROUP, seats=20_000, studio="s-a")
+    return settings.replace(studio_tables=(studio,))
+
+
+def chunk(first: int, last: int) -> list[studio_pb2.StudioBet]:
+    return [studio_pb2.StudioBet(bet_id=f"b{s}", seat=s, bet=1000) for s in range(first, last + 1)]
+
+
+@pytest.fixture
+async def studio(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> AsyncIterator[tuple[RunningGateway, studio_pb2_grpc.StudioPlatformServiceStub]]:
+    settings = studio_settings(kafka_bootstrap, unique, tmp_path / "spool.sqlite")
+    await create_topics(settings)
+    beat = PotHeartbeat(settings)
+    beat.start()
+    gateway = await start_gateway(settings)
+    try:
+        await wait_until(lambda: gateway.gateway.studio.tables[STUDIO].progressive_open)
+        async with grpc.aio.insecure_channel(gateway.target) as channel:
+            yield gateway, studio_pb2_grpc.StudioPlatformServiceStub(channel)  # type: ignore[no-untyped-call]
+    finally:
+        await beat.stop()
+        await gateway.stop()
+
+
+async def test_O1_O2_O5_C1_a_round_of_ten_thousand_bets_reaches_the_pots_input(
+    studio: tuple[RunningGateway, studio_pb2_grpc.StudioPlatformServiceStub],
+) -> None:
+    gateway, platform = studio
+    opened = await platform.OpenStudioRound(
+        studio_pb2.OpenStudioRoundRequest(table_id=STUDIO, round_id="R1")
+    )
+    assert opened.progressive_open
+    started = time.perf_counter()
+    for first in range(1, 10_001, CHUNK):
+        request = studio_pb2.PlaceStudioBetsRequest(
+            table_id=STUDIO, round_id="R1", chunk_id=f"c{first}", bets=chunk(first, first + 1999)
+        )
+        placed = await platform.PlaceStudioBets(request)
+        assert all(a.accepted for a in placed.answers)
+        assert not placed.resent
+    placing = time.perf_counter() - started
+    # a chunk sent again (its answer lost) is answered the same and adds nothing
+    again = await platform.PlaceStudioBets(
+        studio_pb2.PlaceStudioBetsRequest(
+            table_id=STUDIO, round_id="R1", chunk_id="c2001", bets=chunk(2001, 4000)
+        )
+    )
+    assert again.resent
+    assert len(again.answers) == CHUNK
+    # each bet is answered on its own: two refused, the rest of the chunk stands
+    mixed = await platform.PlaceStudioBets(
+        studio_pb2.PlaceStudioBetsRequest(
+            table_id=STUDIO,
+            round_id="R1",
+            chunk_id="late",
+            bets=[
+                studio_pb2.StudioBet(bet_id="x", seat=20_001, bet=1000),
+                studio_pb2.StudioBet(bet_id="y", seat=10_001, bet=1500),
+                studio_pb2.StudioBet(bet_id="z", seat=10_002, bet=5000),
+            ],
+        )
+    )
+    assert [(a.accepted, a.reason) for a in mixed.answers] == [
+        (False, common_pb2.REJECT_REASON_SEAT_OUT_OF_RANGE),
+        (False, common_pb2.REJECT_REASON_BET_OUT_OF_LIMITS),
+        (True, common_pb2.REJECT_REASON_UNSPECIFIED),
+    ]
+    locked = await platform.LockStudioRound(
+        studio_pb2.LockStudioRoundRequest(table_id=STUDIO, round_id="R1")
+    )
+    assert (locked.bets, locked.total, locked.resent) == (10_001, 10_001_000, False)
+    with pytest.raises(grpc.aio.AioRpcError) as after_lock:
+        await platform.PlaceStudioBets(
+            studio_pb2.PlaceStudioBetsRequest(
+                table_id=STUDIO, round_id="R1", chunk_id="after", bets=chunk(10_003, 10_003)
+            )
+        )
+    assert after_lock.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "BET_AFTER_LOCK" in (after_lock.value.details() or "")
+    folded = await platform.FoldStudioBets(
+        studio_pb2.FoldStudioBetsRequest(table_id=STUDIO, round_id="R1", seats=[7, 15_000])
+    )
+    assert [a.accepted for a in folded.answers] == [True, False]
+    with pytest.raises(grpc.aio.AioRpcError) as twice:
+        await platform.DealStudioHand(
+            studio_pb2.DealStudioHandRequest(
+                table_id=STUDIO, round_id="R1", cards=[*ROYAL[:4], "AH"]
+            )
+        )
+    assert "DUPLICATE_CARD" in (twice.value.details() or "")
+    dealt = await platform.DealStudioHand(
+        studio_pb2.DealStudioHandRequest(table_id=STUDIO, round_id="R1", cards=ROYAL)
+    )
+    assert not dealt.resent
+    records = await read_topic(
+        gateway.settings.bootstrap_servers, gateway.settings.table_events_topic, 3
+    )
+    events = [table_events_pb2.TableEvent.FromString(r.value) for r in records]
+    assert [e.WhichOneof("payload") for e in events] == [
+        "round_locked",
+        "seat_forfeited",
+        "round_result",
+    ]
+    assert [e.sequence for e in events] == [1, 2, 3]
+    assert len(events[0].round_locked.bets) == 10_001
+    assert events[0].pot_group_id == GROUP
+    assert events[1].seat_forfeited.seat == 7
+    assert list(events[2].round_result.shared_hand) == ROYAL
+    assert not events[2].round_result.hands
+    print(f"\n10,000 studio bets placed in 5 chunks in {placing * 1000:.0f} ms")
+
+
+async def test_what_the_gateway_accepted_survives_a_stop_without_a_flush(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """The spool holds every accepted chunk before its answer: a new gateway on the same spool
+    answers the chunk's resend the same, and the lock collects it."""
+    settings = studio_settings(kafka_bootstrap, unique, tmp_path / "spool.sqlite")
+    await create_topics(settings)
+    beat = PotHeartbeat(settings)
+    beat.start()
+    try:
+        request = studio_pb2.PlaceStudioBetsRequest(
+            table_id=STUDIO, round_id="R1", chunk_id="c1", bets=chunk(1, 500)
+        )
+        first = await start_gateway(settings)
+        await wait_until(lambda: first.gateway.studio.tables[STUDIO].progressive_open)
+        async with grpc.aio.insecure_channel(first.target) as channel:
+            platform = studio_pb2_grpc.StudioPlatformServiceStub(channel)  # type: ignore[no-untyped-call]
+            await platform.OpenStudioRound(
+                studio_pb2.OpenStudioRoundRequest(table_id=STUDIO, round_id="R1")
+            )
+            answered = await platform.PlaceStudioBets(request)
+        await first.server.stop(0)
+        await first.gateway.stop(flush_seconds=0)  # no drain: as if killed after the answer
+        first.spool.close()
+        second = await start_gateway(settings)
+        try:
+            await wait_until(lambda: second.gateway.studio.tables[STUDIO].progressive_open)
+            async with grpc.aio.insecure_channel(second.target) as channel:
+                platform = studio_pb2_grpc.StudioPlatformServiceStub(channel)  # type: ignore[no-untyped-call]
+                again = await platform.PlaceStudioBets(request)
+                assert again.resent
+                assert list(again.answers) == list(answered.answers)
+                locked = await platform.LockStudioRound(
+                    studio_pb2.LockStudioRoundRequest(table_id=STUDIO, round_id="R1")
+                )
+                assert (locked.bets, locked.total) == (500, 500_000)
+        finally:
+            await second.stop()
+    finally:
+        await beat.stop()
