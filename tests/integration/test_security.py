@@ -26,6 +26,7 @@ from jackpot.display.settings import DisplaySettings
 from jackpot.domain.access import Role
 from jackpot.domain.access_chain import AccessEntry, ChainReport
 from jackpot.domain.cards import Game
+from jackpot.gateway.settings import StudioTableSettings
 from jackpot.payout.grpc_api import SERVICE_NAME as PAYOUT_SERVICE
 from jackpot.payout.grpc_api import PayoutServicer
 from jackpot.payout.service import PayoutService
@@ -46,6 +47,8 @@ from jackpot.v1 import (
     payout_pb2_grpc,
     pot_pb2,
     pot_pb2_grpc,
+    studio_pb2,
+    studio_pb2_grpc,
     table_events_pb2,
 )
 from tests.integration.gateway_harness import (
@@ -68,6 +71,8 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("pki")
     issue_dev(directory, ["CAR-1", "T1"])
     issue(directory / "rogue", "operator", {Role.OPERATOR})  # an operator of another CA
+    issue(directory, "studio-a", {Role.PLATFORM})  # an operator's game platform, per studio
+    issue(directory, "studio-b", {Role.PLATFORM})
     return directory
 
 
@@ -371,6 +376,42 @@ async def test_a_device_certificate_opens_only_its_own_table_at_the_gateway(
     refusals = [(e.principal, e.action, e.outcome) for e in entries]
     assert ("CAR-1", "connect_device", "refused") in refusals
     assert ("operator", "connect_device", "refused") in refusals
+
+
+async def test_O1_only_its_studios_platform_certificate_drives_a_studio_table(
+    kafka_bootstrap: str, unique: str, pki: Path, tmp_path: Path
+) -> None:
+    """A platform certificate per studio (role platform, CN the studio): another studio's
+    platform and a device are refused, both on the access log; the studio's own is let in."""
+    access = AccessSettings(tls=tls(pki, "gateway"), audit_topic=f"test.audit.{unique}")
+    studio = StudioTableSettings(table_id="S-1", pot_group_id="g", seats=100, studio="studio-a")
+    settings = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite").replace(
+        access=access, studio_tables=(studio,)
+    )
+    gateway = await start_gateway(settings, access_logged=True)
+    request = studio_pb2.OpenStudioRoundRequest(table_id="S-1", round_id="R1")
+    try:
+        for name, code in (
+            ("studio-b", grpc.StatusCode.PERMISSION_DENIED),
+            ("device-CAR-1", grpc.StatusCode.PERMISSION_DENIED),
+        ):
+            async with secure_channel(gateway.tls_target, tls(pki, name)) as channel:
+                platform = studio_pb2_grpc.StudioPlatformServiceStub(channel)  # type: ignore[no-untyped-call]
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await platform.OpenStudioRound(request)
+                assert code_of(refused) == code, name
+        async with secure_channel(gateway.tls_target, tls(pki, "studio-a")) as channel:
+            platform = studio_pb2_grpc.StudioPlatformServiceStub(channel)  # type: ignore[no-untyped-call]
+            opened = await platform.OpenStudioRound(request)
+            assert not opened.resent
+        entries = await wait_for_entries(kafka_bootstrap, access.audit_topic, 4)
+    finally:
+        await gateway.stop()
+    facts = [(e.principal, e.action, e.outcome) for e in entries]
+    assert ("studio-b", "drive_studio_table", "refused") in facts
+    assert ("CAR-1", "drive_studio_table", "refused") in facts
+    assert ("studio-a", "drive_studio_table", "allowed") in facts
+    assert ("studio-a", "drive_studio_table", "applied") in facts
 
 
 async def test_signs_need_a_sign_certificate(kafka_bootstrap: str, unique: str, pki: Path) -> None:

@@ -107,7 +107,7 @@ async def test_O1_O2_O5_C1_a_round_of_ten_thousand_bets_reaches_the_pots_input(
     locked = await platform.LockStudioRound(
         studio_pb2.LockStudioRoundRequest(table_id=STUDIO, round_id="R1")
     )
-    assert (locked.bets, locked.total, locked.resent) == (10_001, 10_001_000, False)
+    assert (locked.bets, locked.total, locked.resent) == (10_001, 10_005_000, False)
     with pytest.raises(grpc.aio.AioRpcError) as after_lock:
         await platform.PlaceStudioBets(
             studio_pb2.PlaceStudioBetsRequest(
