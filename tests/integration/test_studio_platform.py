@@ -12,9 +12,13 @@ from pathlib import Path
 
 import grpc
 import pytest
+from loadtest.rounds import CONFIG
 
 from jackpot.gateway.settings import GatewaySettings, StudioTableSettings
-from jackpot.v1 import common_pb2, studio_pb2, studio_pb2_grpc, table_events_pb2
+from jackpot.pot import commands
+from jackpot.pot.service import PotService
+from jackpot.tools.audit import audit
+from jackpot.v1 import common_pb2, pot_pb2, studio_pb2, studio_pb2_grpc, table_events_pb2
 from tests.integration.gateway_harness import (
     GROUP,
     PotHeartbeat,
@@ -25,6 +29,8 @@ from tests.integration.gateway_harness import (
     start_gateway,
     wait_until,
 )
+from tests.integration.test_pot_service import create_topics as create_pot_topics
+from tests.integration.test_pot_service import pot_settings, produce, running
 
 pytestmark = pytest.mark.integration
 
@@ -189,3 +195,73 @@ async def test_what_the_gateway_accepted_survives_a_stop_without_a_flush(
             await second.stop()
     finally:
         await beat.stop()
+
+
+async def test_O2_O4_a_studio_royal_is_shared_by_ten_thousand_bets_through_the_real_pot(
+    kafka_bootstrap: str, unique: str, tmp_path: Path
+) -> None:
+    """Gateway and pot service on one broker: the platform's 10,000 bets are collected by the
+    pot, and its shared royal flush is split among all of them (S3: the remainder to seat 1),
+    the ledger balanced (M2). The time from the deal to the last award on Kafka is printed."""
+    pot = pot_settings(kafka_bootstrap, unique, partitions=1)
+    await create_pot_topics(pot)
+    base = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite")
+    studio = StudioTableSettings(table_id=STUDIO, pot_group_id=GROUP, seats=10_000, studio="s-a")
+    settings = base.replace(
+        table_events_topic=pot.table_events_topic,
+        pot_updates_topic=pot.pot_updates_topic,
+        dead_letter_topic=pot.dead_letter_topic,
+        studio_tables=(studio,),
+    )
+    link = table_events_pb2.LinkTable(
+        table_id=STUDIO,
+        game=common_pb2.GAME_CARIBBEAN,
+        site="studio",
+        studio_seats=10_000,
+        min_bet=1000,
+        max_bet=5000,
+        credit_value=1000,
+    )
+    await produce(pot, [commands.create_group(GROUP, CONFIG), commands.link_table(GROUP, link)])
+    async with running(PotService(pot)):
+        gateway = await start_gateway(settings)
+        try:
+            await wait_until(lambda: gateway.gateway.studio.tables[STUDIO].progressive_open, 30)
+            async with grpc.aio.insecure_channel(gateway.target) as channel:
+                platform = studio_pb2_grpc.StudioPlatformServiceStub(channel)  # type: ignore[no-untyped-call]
+                await platform.OpenStudioRound(
+                    studio_pb2.OpenStudioRoundRequest(table_id=STUDIO, round_id="R1")
+                )
+                for first in range(1, 10_001, CHUNK):
+                    await platform.PlaceStudioBets(
+                        studio_pb2.PlaceStudioBetsRequest(
+                            table_id=STUDIO,
+                            round_id="R1",
+                            chunk_id=f"c{first}",
+                            bets=chunk(first, first + CHUNK - 1),
+                        )
+                    )
+                await platform.LockStudioRound(
+                    studio_pb2.LockStudioRoundRequest(table_id=STUDIO, round_id="R1")
+                )
+                dealt_at = time.perf_counter()
+                await platform.DealStudioHand(
+                    studio_pb2.DealStudioHandRequest(table_id=STUDIO, round_id="R1", cards=ROYAL)
+                )
+            records = await read_topic(kafka_bootstrap, pot.awards_topic, 10_000, quiet_ms=10_000)
+            resolved = time.perf_counter() - dealt_at
+        finally:
+            await gateway.stop()
+    awards = [pot_pb2.Award.FromString(r.value) for r in records]
+    assert len(awards) == 10_000
+    assert [a.seat for a in awards] == list(range(1, 10_001))
+    share = awards[1].amount
+    assert {a.amount for a in awards[1:]} == {share}
+    assert awards[0].amount >= share  # S3: the whole remainder to seat 1
+    assert all(list(a.cards) == ROYAL and a.prize == "ROYAL_FLUSH" for a in awards)
+    done = await audit(pot.kafka_options(), pot.ledger_topic, pot.pot_updates_topic)
+    (group,) = done.groups
+    assert group.problems == []  # M2 and the books, from the ledger alone
+    print(
+        f"\nshared royal to 10,000 bets: deal to the last award on Kafka {resolved * 1000:.0f} ms"
+    )
