@@ -19,6 +19,9 @@
    saves on its disk, per round, against the same batches kept uncompressed, alternated in the
    same run on the bench's own broker (``loadtest.bench_compression``; not with
    ``--bootstrap-servers``: another's broker serves others too).
+7. Studio tables at the scale of issue 39 against its targets: a lock of 10,000 bets through a
+   real gateway to Kafka, and a top prize split among 10,000 winners in the pot's book
+   (``loadtest.bench_studio``).
 5. Bounds, printed beside their figure: a gateway's resident memory over 18,000 hostile device
    inputs after a warm-up of 2,000, in a process of its own (``loadtest.bench_memory``), under
    8 MB. The bench exits 1 when a bound is exceeded.
@@ -47,7 +50,9 @@ issue 36: ``acknowledged_first_p50_ms``, ``..._p99_ms``, ``in_flight_baseline_p5
 ``lowest_step``), ``compression.*`` (``loadtest.bench_compression``:
 ``<topic>_<zstd|none>_bytes_per_round``, ``broker_cpu_<zstd|none>_ms_per_round``,
 ``broker_cpu_ratio``, ``<topic>_ratio``, ``ledger_<zstd|none>_gb_a_year_300_tables``),
-``bounds``. The older flat keys (the printed row names) stay for comparison.
+``studio.*`` (``lock`` {``bets``, ``ms``, ``peak_rss_growth_mb``, ``target_ms``}, ``split``
+{``winners``, ``median_ms``, ``peak_mb``, ``target_ms``}), ``bounds``. The older flat keys (the
+printed row names) stay for comparison.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ from loadtest import bench_memory
 from loadtest.bench_compression import compression_ab
 from loadtest.bench_compression import rows as compression_rows
 from loadtest.bench_pot import bench_pot, commit_order_ab
+from loadtest.bench_studio import print_studio, studio_figures
 
 DECK = [r + s for r in RANKS for s in SUITS]
 CONFIG = {
@@ -454,6 +460,7 @@ def bench(
         rows += compression_rows(compression)
     else:
         print("6 zstd's broker CPU and disk: not measured (needs the bench's own broker)")
+    studio = studio_figures(bootstrap)
     pipeline: dict[str, Any] = {}
     if not quick:
         pipeline = both_protocols(pot["events"] / pot["rounds"])
@@ -468,6 +475,7 @@ def bench(
              produced),
         ]  # fmt: skip
     print_rows(rows, resolution)
+    print_studio(studio)
     if pipeline:
         print_pipeline(pipeline)
         print_pipeline(pipeline["per_event_protocol"], "per-event protocol")
@@ -482,6 +490,7 @@ def bench(
             figures["pipeline"] = pipeline
         if compression:
             figures["compression"] = compression
+        figures["studio"] = studio
         with open(json_path, "w", encoding="utf-8") as out:
             json.dump(figures, out, indent=2)
     return bool(failed)

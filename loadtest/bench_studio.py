@@ -1,0 +1,259 @@
+"""`make bench` row 7: studio tables at the issue's scale (rules O1-O8), each figure against its
+target.
+
+- *lock collected*: an operator's platform sends 10,000 bets in chunks of 2,000 to a real gateway
+  (gRPC, its spool) and locks; the time from the first chunk to the round's ``RoundLocked`` read
+  back from Kafka (target <= 1 s), and the gateway process's peak resident memory growth.
+- *split in the pot*: the pot's book applies the shared royal flush of a round of 10,000 bets and
+  returns its transaction's records (10,000 awards, their ledger entries); the median of
+  ``repeats`` (target <= 200 ms) and the peak of Python memory it allocates (tracemalloc).
+
+Not measured here yet: the wallet credits (the reference wallet is not built) and the land floor's
+lock-to-sign while a studio round is collected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import resource
+import statistics
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import grpc
+from aiokafka import AIOKafkaConsumer
+
+from jackpot.domain.money import pesos
+from jackpot.gateway.service import Gateway
+from jackpot.gateway.settings import GatewaySettings, StudioTableSettings
+from jackpot.gateway.spool import Spool
+from jackpot.gateway.studio_api import StudioPlatformServicer
+from jackpot.platform.grpc_server import GrpcServer
+from jackpot.platform.kafka import ensure_topics, idempotent_producer, stop_client
+from jackpot.pot import commands
+from jackpot.pot.pot_book import InputRecord, PotBook
+from jackpot.topics import TopicSpec
+from jackpot.v1 import common_pb2, pot_pb2, studio_pb2, studio_pb2_grpc, table_events_pb2
+from loadtest.rounds import CONFIG, CREDIT_VALUE, MAX_BET, MIN_BET
+
+BETS = 10_000
+CHUNK = 2_000
+ROYAL = ["AH", "KH", "QH", "JH", "TH"]
+LOCK_TARGET_MS = 1000.0
+SPLIT_TARGET_MS = 200.0
+GROUP, TABLE = "bench-studio", "S-BENCH"
+
+
+# ----------------------------------------------------------------------- the split in the pot
+
+
+def _locked_book() -> tuple[PotBook, int]:
+    """A book whose studio table has a round of ``BETS`` bets locked; the next offset."""
+    book = PotBook(0, source="pot:bench")
+    link = table_events_pb2.LinkTable(
+        table_id=TABLE, game=common_pb2.GAME_CARIBBEAN, site="studio", studio_seats=BETS,
+        min_bet=MIN_BET, max_bet=MAX_BET, credit_value=CREDIT_VALUE,
+    )  # fmt: skip
+    lock = commands.table_event(
+        GROUP, TABLE, "R1", 1, common_pb2.GAME_CARIBBEAN,
+        round_locked=commands.locked(dict.fromkeys(range(1, BETS + 1), MIN_BET)),
+    )  # fmt: skip
+    events = [commands.create_group(GROUP, CONFIG), commands.link_table(GROUP, link), lock]
+    for offset, event in enumerate(events):
+        record = InputRecord(event.SerializeToString(), "bench", 0, offset, GROUP.encode())
+        book.commit(book.batch([record]).outputs)
+    book.groups[GROUP].group.balances["main"] += pesos(1_000_000)  # a pot worth splitting
+    book.groups[GROUP].group.house_advance += pesos(1_000_000)
+    return book, len(events)
+
+
+def _result(offset: int) -> InputRecord:
+    dealt = commands.table_event(
+        GROUP, TABLE, "R1", 2, common_pb2.GAME_CARIBBEAN,
+        round_result=table_events_pb2.RoundResult(shared_hand=ROYAL),
+    )  # fmt: skip
+    return InputRecord(dealt.SerializeToString(), "bench", 0, offset, GROUP.encode())
+
+
+def split_in_the_pot(repeats: int = 5) -> dict[str, Any]:
+    """The pot's book resolving a shared royal of ``BETS`` bets: median ms, peak MB."""
+    times = []
+    awards = 0
+    for _ in range(repeats):
+        book, offset = _locked_book()
+        record = _result(offset)
+        started = time.perf_counter()
+        batch = book.batch([record])
+        times.append((time.perf_counter() - started) * 1000)
+        awards = len(batch.outputs.awards)
+    book, offset = _locked_book()
+    record = _result(offset)
+    tracemalloc.start()
+    book.batch([record])
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {
+        "winners": awards,
+        "median_ms": statistics.median(times),
+        "peak_mb": peak / 1e6,
+        "target_ms": SPLIT_TARGET_MS,
+    }
+
+
+# ------------------------------------------------------------------- the lock, end to end
+
+
+async def _beat(settings: GatewaySettings, stop: asyncio.Event) -> None:
+    """The pot group's heartbeat, as the pot service sends it (D5: the table opens on it)."""
+    producer = idempotent_producer(settings.bootstrap_servers)
+    await producer.start()
+    try:
+        sequence = 0
+        while not stop.is_set():
+            sequence += 1
+            update = pot_pb2.PotUpdate(
+                pot_group_id=GROUP, sign_value=1, min_bet=MIN_BET, max_bet=MAX_BET,
+                credit_value=CREDIT_VALUE, heartbeat=True, update_sequence=sequence,
+            )  # fmt: skip
+            await producer.send_and_wait(settings.pot_updates_topic, update.SerializeToString())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.2)
+    finally:
+        await stop_client(producer)
+
+
+async def _locked_on_kafka(consumer: AIOKafkaConsumer) -> int:
+    """Wait for the RoundLocked record; its bets."""
+    while True:
+        batch = await consumer.getmany(timeout_ms=100)
+        for records in batch.values():
+            for record in records:
+                event = table_events_pb2.TableEvent.FromString(record.value or b"")
+                if event.WhichOneof("payload") == "round_locked":
+                    return len(event.round_locked.bets)
+
+
+async def _lock(platform: studio_pb2_grpc.StudioPlatformServiceStub) -> None:
+    await platform.OpenStudioRound(studio_pb2.OpenStudioRoundRequest(table_id=TABLE, round_id="R1"))
+    for first in range(1, BETS + 1, CHUNK):
+        bets = [
+            studio_pb2.StudioBet(bet_id=f"b{s}", seat=s, bet=MIN_BET)
+            for s in range(first, first + CHUNK)
+        ]
+        await platform.PlaceStudioBets(
+            studio_pb2.PlaceStudioBetsRequest(
+                table_id=TABLE, round_id="R1", chunk_id=f"c{first}", bets=bets
+            )
+        )
+    await platform.LockStudioRound(studio_pb2.LockStudioRoundRequest(table_id=TABLE, round_id="R1"))
+
+
+async def lock_end_to_end(bootstrap: str) -> dict[str, Any]:
+    """``BETS`` bets through a real gateway to Kafka: ms from the first chunk to the lock read
+    back, and the process's peak resident memory growth (MB)."""
+    unique = f"{time.time_ns():x}"
+    with tempfile.TemporaryDirectory() as directory:
+        settings = GatewaySettings(
+            name=f"bench-{unique}",
+            studio_tables=(
+                StudioTableSettings(table_id=TABLE, pot_group_id=GROUP, seats=BETS, studio="s"),
+            ),
+            bootstrap_servers=bootstrap,
+            grpc_address="127.0.0.1:0",
+            spool_path=str(Path(directory) / "spool.sqlite"),
+            table_events_topic=f"bench.studio.table-events.{unique}",
+            pot_updates_topic=f"bench.studio.pot-updates.{unique}",
+            dead_letter_topic=f"bench.studio.dead-letter.{unique}",
+        )
+        await ensure_topics(
+            bootstrap,
+            [TopicSpec(settings.table_events_topic, 1), TopicSpec(settings.pot_updates_topic, 1),
+             TopicSpec(settings.dead_letter_topic, 1)],
+        )  # fmt: skip
+        return await _measure_lock(settings)
+
+
+async def _measure_lock(settings: GatewaySettings) -> dict[str, Any]:
+    spool = Spool(settings.spool_path)
+    gateway = Gateway(settings, spool)
+    servicer = StudioPlatformServicer(gateway)
+    server = GrpcServer(settings.grpc_address, [servicer.register], [servicer.service_name], None)
+    stop = asyncio.Event()
+    beat = asyncio.create_task(_beat(settings, stop))
+    consumer = AIOKafkaConsumer(
+        settings.table_events_topic, bootstrap_servers=settings.bootstrap_servers,
+        auto_offset_reset="earliest", isolation_level="read_committed",
+    )  # fmt: skip
+    await gateway.start()
+    await server.start()
+    await consumer.start()
+    try:
+        for _ in range(600):  # D5: open once the heartbeat is heard (30 s at most)
+            if gateway.studio.tables[TABLE].progressive_open:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise RuntimeError("the studio table never opened: no pot heartbeat heard")
+        baseline = _resident_mb()
+        peak = [baseline]
+        sampler = asyncio.create_task(_sample_resident(peak))
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            started = time.perf_counter()
+            await _lock(studio_pb2_grpc.StudioPlatformServiceStub(channel))  # type: ignore[no-untyped-call]
+            bets = await asyncio.wait_for(_locked_on_kafka(consumer), 60)
+            elapsed_ms = (time.perf_counter() - started) * 1000
+        sampler.cancel()
+    finally:
+        stop.set()
+        await beat
+        await stop_client(consumer)
+        await server.stop(0)
+        await gateway.stop()
+        spool.close()
+    return {
+        "bets": bets,
+        "ms": elapsed_ms,
+        "peak_rss_growth_mb": peak[0] - baseline,
+        "target_ms": LOCK_TARGET_MS,
+    }
+
+
+def _resident_mb() -> float:
+    """This process's resident memory now (Linux /proc)."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * resource.getpagesize() / 1e6
+
+
+async def _sample_resident(peak: list[float], every: float = 0.01) -> None:
+    """Keep the highest resident memory seen in ``peak[0]`` until cancelled."""
+    while True:
+        peak[0] = max(peak[0], _resident_mb())
+        await asyncio.sleep(every)
+
+
+def studio_figures(bootstrap: str) -> dict[str, Any]:
+    """Row 7's figures (``studio.*`` in build/bench.json): the lock first, so that its memory
+    is measured on a process the split has not grown yet."""
+    lock = asyncio.run(lock_end_to_end(bootstrap))
+    return {"lock": lock, "split": split_in_the_pot()}
+
+
+def print_studio(figures: dict[str, Any]) -> None:
+    lock, split = figures["lock"], figures["split"]
+    print(f"{'7 studio tables (issue 39)':56} {'figure':>14} {'target':>12} {'':>7}")
+    verdict = "ok" if lock["ms"] <= lock["target_ms"] else "over"
+    print(f"{'7 lock of 10,000 bets collected, end to end ms':56} {lock['ms']:14,.1f} "
+          f"{'<= ' + format(lock['target_ms'], 'g'):>12} {verdict:>7}")  # fmt: skip
+    print(f"  the gateway's peak resident memory growth: {lock['peak_rss_growth_mb']:.1f} MB")
+    verdict = "ok" if split["median_ms"] <= split["target_ms"] else "over"
+    print(f"{'7 top prize split among 10,000 winners in the pot ms':56} "
+          f"{split['median_ms']:14,.1f} {'<= ' + format(split['target_ms'], 'g'):>12} "
+          f"{verdict:>7}")  # fmt: skip
+    print(
+        f"  its peak Python memory: {split['peak_mb']:.1f} MB; wallet credits and the land "
+        "floor's p99 beside a studio: not measured yet"
+    )
