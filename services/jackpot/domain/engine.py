@@ -40,7 +40,7 @@ from jackpot.domain.events import (
     TableUnlinked,
     Transfer,
 )
-from jackpot.domain.group_state import LinkedTable, LockedRound, MysteryState
+from jackpot.domain.group_state import REMEMBERED_AWARDS, LinkedTable, LockedRound, MysteryState
 from jackpot.domain.level_figures import transfer_levels
 from jackpot.domain.money import MINOR_PER_PESO, PPM, floor_pesos
 from jackpot.domain.mystery import TriggerSource, commitment, pay_mystery, secure_trigger
@@ -351,9 +351,9 @@ class PotGroup:
         )
 
     def remember_award(self, award: dict[str, Any]) -> None:
-        """Keep ``award`` among the last 25 (what GetPotGroup shows)."""
+        """Keep ``award`` among the last ``REMEMBERED_AWARDS`` (what GetPotGroup shows)."""
         self.last_awards.append(award)
-        del self.last_awards[:-25]
+        del self.last_awards[:-REMEMBERED_AWARDS]
 
     # -------------------------------------------------------------- configuration versions (C7)
 

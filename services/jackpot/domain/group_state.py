@@ -15,6 +15,7 @@ from jackpot.domain.config import PotGroupConfig
 from jackpot.domain.events import Event
 
 SETTLED_ROUNDS_REMEMBERED = 64  # per table: a round settled this recently cannot lock again
+REMEMBERED_AWARDS = 25  # the last awards a group keeps (GetPotGroup shows them)
 
 
 @dataclass(slots=True)

@@ -38,7 +38,7 @@ from jackpot.domain.events import (
     RoundSettled,
     Transfer,
 )
-from jackpot.domain.group_state import SETTLED_ROUNDS_REMEMBERED, Group
+from jackpot.domain.group_state import REMEMBERED_AWARDS, SETTLED_ROUNDS_REMEMBERED, Group
 from jackpot.domain.money import PPM, percent_of_floored, pesos, split_equally
 from jackpot.domain.round_reading import Payee, ResolvingRound, envy_payees, seat_payee
 
@@ -161,7 +161,6 @@ def _pay(
         (level.name,) * len(transfers) if named else (),
         envy_of,
     )
-    group.remember_award(award.to_dict())
     awards.events.append(award)
     awards.award_ids.append(award_id)
     awards.levels_paid.add(level.name)
@@ -175,6 +174,8 @@ def _settle(group: Group, resolving: ResolvingRound, awards: RoundAwards) -> lis
     recent.append(round_id)
     del recent[:-SETTLED_ROUNDS_REMEMBERED]
     events = awards.events
+    for paid in events[-REMEMBERED_AWARDS:]:  # what GetPotGroup shows: the last ones only
+        group.remember_award(paid.to_dict())
     main_paid = group.config.main_level_name in awards.levels_paid
     below_base = main_paid and group.balances[MAIN] < group.config.base
     if awards.jackpot_hit or below_base:  # a reset of the main pot

@@ -56,14 +56,16 @@ class LedgerWriter:
             elif isinstance(domain_event, ConfigActivated):
                 version, pending = domain_event.version, []  # the engine drops older pending ones
                 activated = True
-            detail = _detail(domain_event)
+            fields = domain_event.to_dict()
+            detail = {name: value for name, value in fields.items() if name != "transfers"}
             moved: tuple[tuple[str, str, int], ...] = getattr(domain_event, "transfers", ())
+            transfers = records.transfers(moved)
             entry = pot_pb2.LedgerEntry(
                 entry_id=f"{context.event_id}:{index}",
                 pot_group_id=group.group_id,
                 ledger_sequence=runtime.ledger_sequence,
                 type=codec.ledger_type(domain_event),
-                transfers=records.transfers(moved),
+                transfers=transfers,
                 config_version=version,
                 pending_config_versions=pending,
                 detail_json=canonical_json(detail),
@@ -78,7 +80,7 @@ class LedgerWriter:
                 entry.amount = domain_event.total_pesos
                 bets_by_round = dict(domain_event.bets)
             elif isinstance(domain_event, PrizeAwarded | MysteryAwarded):
-                award = self._award(domain_event, bets_by_round, context)
+                award = self._award(domain_event, fields, transfers, bets_by_round, context)
                 entry.seat = award.seat
                 entry.prize = award.prize
                 entry.amount = award.amount
@@ -101,10 +103,14 @@ class LedgerWriter:
     def _award(
         self,
         domain_event: PrizeAwarded | MysteryAwarded,
+        fields: Mapping[str, Any],
+        funded_by: list[pot_pb2.Transfer],
         bets: Mapping[int, int],
         context: EventContext,
     ) -> pot_pb2.Award:
-        award = records.award_from_dict(domain_event.to_dict())
+        """The award of a prize event (``fields``: its to_dict; ``funded_by``: its transfers,
+        as the ledger entry has them)."""
+        award = records.award_from_dict(fields, funded_by)
         if isinstance(domain_event, MysteryAwarded):
             award.bet = bets.get(domain_event.seat, 0)
         award.awarded_at.CopyFrom(context.occurred_at)
@@ -136,9 +142,3 @@ class LedgerWriter:
         runtime.checkpoint_sequence = runtime.ledger_sequence
         runtime.checkpoint_at_ns = now_ns
         return entry
-
-
-def _detail(domain_event: Event) -> dict[str, Any]:
-    """The event's fields without its transfers (those are typed in the ledger entry); a level
-    field left empty (a one-level group, rule L4) is not written."""
-    return domain_event.detail()

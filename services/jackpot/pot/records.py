@@ -38,8 +38,11 @@ def pot_balances(group: PotGroup) -> list[pot_pb2.PotBalance]:
     ]
 
 
-def award_from_dict(award: Mapping[str, Any]) -> pot_pb2.Award:
-    """An Award message from the engine's remembered award (PrizeAwarded/MysteryAwarded dict)."""
+def award_from_dict(
+    award: Mapping[str, Any], funded_by: list[pot_pb2.Transfer] | None = None
+) -> pot_pb2.Award:
+    """An Award message from the engine's remembered award (PrizeAwarded/MysteryAwarded dict);
+    ``funded_by``: its transfers as messages already (the ledger writer's)."""
     mystery = award.get("type") == "MysteryAwarded"
     message = pot_pb2.Award(
         award_id=award["award_id"],
@@ -51,7 +54,9 @@ def award_from_dict(award: Mapping[str, Any]) -> pot_pb2.Award:
         bet=award.get("bet_pesos", 0),
         amount=award["amount_pesos"],
         cards=list(award.get("cards", ())),
-        funded_by=transfers((s, t, int(a)) for s, t, a in award.get("transfers", ())),
+        funded_by=funded_by
+        if funded_by is not None
+        else transfers((s, t, int(a)) for s, t, a in award.get("transfers", ())),
     )
     if award.get("level"):  # L4: only a group with levels names them
         message.level = award["level"]
