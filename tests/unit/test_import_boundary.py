@@ -234,7 +234,7 @@ def test_boundary_check_accepts_stdlib_and_domain_imports() -> None:
 
 JACKPOT = REPO / "services" / "jackpot"
 LOADTEST = REPO / "loadtest"
-SERVICES = frozenset({"gateway", "pot", "payout", "display", "terminal"})
+SERVICES = frozenset({"gateway", "pot", "payout", "display", "terminal", "wallet"})
 TEST_TOOLING = frozenset({"loadtest", "tests"})
 _BELOW_CLIENTS = frozenset({"domain", "v1", "topics", "platform"})
 _BELOW_SERVICES = _BELOW_CLIENTS | {"clients"}

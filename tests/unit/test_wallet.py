@@ -1,0 +1,104 @@
+"""The wallet protocol over a real gRPC channel on localhost: the reference wallet credits a key
+once however often it is sent, and the jackpot's client sends a credit again under its key until
+the wallet answers, through a slow wallet, one that fails and one that loses its answers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+from jackpot.clients.wallet import WalletRefused, credit_until_answered
+from jackpot.v1 import wallet_pb2, wallet_pb2_grpc
+from jackpot.wallet.reference import ReferenceWallet, WalletFaults
+
+pytestmark = pytest.mark.unit
+
+
+async def serve(wallet: ReferenceWallet, port: int = 0) -> tuple[grpc.aio.Server, int]:
+    server = grpc.aio.server()
+    wallet.register(server)
+    bound = server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    return server, bound
+
+
+@pytest.fixture
+async def bad_wallet() -> AsyncIterator[tuple[ReferenceWallet, wallet_pb2_grpc.WalletServiceStub]]:
+    wallet = ReferenceWallet(
+        WalletFaults(latency_seconds=0.001, fail_rate=0.2, lost_answer_rate=0.2, seed=39)
+    )
+    server, port = await serve(wallet)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        yield wallet, wallet_pb2_grpc.WalletServiceStub(channel)  # type: ignore[no-untyped-call]
+    await server.stop(None)
+
+
+def credit(n: int, amount: int = 1_010) -> wallet_pb2.CreditRequest:
+    return wallet_pb2.CreditRequest(
+        idempotency_key=f"g/S-1/R1/{n}/ROYAL_FLUSH", player=f"p{n}", amount=amount
+    )
+
+
+async def test_every_credit_is_credited_once_through_failures_and_lost_answers(
+    bad_wallet: tuple[ReferenceWallet, wallet_pb2_grpc.WalletServiceStub],
+) -> None:
+    """1,000 credits against a wallet that fails one call in five before crediting and loses
+    one answer in five after: every one answered, each player credited exactly once."""
+    wallet, stub = bad_wallet
+    fast = {"first_pause_seconds": 0.001, "max_pause_seconds": 0.01}
+    results = await asyncio.gather(
+        *(credit_until_answered(stub, credit(n), **fast) for n in range(1, 1001))
+    )
+    assert len({answer.transaction_id for answer, _ in results}) == 1000
+    assert wallet.balances == {f"p{n}": 1_010 for n in range(1, 1001)}
+    assert len(wallet.credits) == 1000
+    calls = sum(taken for _, taken in results)
+    assert calls == wallet.calls > 1000  # the faults were met and outlasted
+    assert wallet.duplicates > 0  # a lost answer's resend found its credit made
+    assert any(answer.duplicate for answer, _ in results)
+
+
+async def test_a_key_sent_again_is_the_same_transaction_and_another_amount_is_refused() -> None:
+    wallet = ReferenceWallet()
+    server, port = await serve(wallet)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = wallet_pb2_grpc.WalletServiceStub(channel)  # type: ignore[no-untyped-call]
+            first, _ = await credit_until_answered(stub, credit(1))
+            again, _ = await credit_until_answered(stub, credit(1))
+            assert (again.transaction_id, again.duplicate) == (first.transaction_id, True)
+            with pytest.raises(WalletRefused) as other:
+                await credit_until_answered(stub, credit(1, amount=2_020))
+            assert other.value.code == grpc.StatusCode.FAILED_PRECONDITION
+            with pytest.raises(WalletRefused) as empty:
+                await credit_until_answered(stub, credit(2, amount=0))
+            assert empty.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    finally:
+        await server.stop(None)
+    assert wallet.balances == {"p1": 1_010}
+
+
+async def test_a_wallet_that_is_down_is_waited_for() -> None:
+    """No server on the port at first: the client keeps sending; the wallet comes up and the
+    credit is answered once."""
+    probe, port = await serve(ReferenceWallet())
+    await probe.stop(None)  # the port, now with nobody on it
+    wallet = ReferenceWallet()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = wallet_pb2_grpc.WalletServiceStub(channel)  # type: ignore[no-untyped-call]
+        pending = asyncio.create_task(
+            credit_until_answered(stub, credit(7), first_pause_seconds=0.05, max_pause_seconds=0.1)
+        )
+        await asyncio.sleep(0.3)
+        assert not pending.done()
+        server, _ = await serve(wallet, port)
+        try:
+            answer, calls = await asyncio.wait_for(pending, 10)
+        finally:
+            await server.stop(None)
+    assert calls > 1
+    assert not answer.duplicate
+    assert wallet.balances == {"p7": 1_010}
