@@ -141,7 +141,7 @@ async def _lock(platform: studio_pb2_grpc.StudioPlatformServiceStub) -> None:
     await platform.OpenStudioRound(studio_pb2.OpenStudioRoundRequest(table_id=TABLE, round_id="R1"))
     for first in range(1, BETS + 1, CHUNK):
         bets = [
-            studio_pb2.StudioBet(bet_id=f"b{s}", seat=s, bet=MIN_BET)
+            studio_pb2.StudioBet(bet_id=f"b{s}", seat=s, bet=MIN_BET, player=f"p{s}")
             for s in range(first, first + CHUNK)
         ]
         await platform.PlaceStudioBets(

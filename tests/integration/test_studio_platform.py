@@ -46,7 +46,10 @@ def studio_settings(bootstrap: str, unique: str, spool: Path) -> GatewaySettings
 
 
 def chunk(first: int, last: int) -> list[studio_pb2.StudioBet]:
-    return [studio_pb2.StudioBet(bet_id=f"b{s}", seat=s, bet=1000) for s in range(first, last + 1)]
+    return [
+        studio_pb2.StudioBet(bet_id=f"b{s}", seat=s, bet=1000, player=f"p{s}")
+        for s in range(first, last + 1)
+    ]
 
 
 @pytest.fixture
@@ -99,9 +102,9 @@ async def test_O1_O2_O5_C1_a_round_of_ten_thousand_bets_reaches_the_pots_input(
             round_id="R1",
             chunk_id="late",
             bets=[
-                studio_pb2.StudioBet(bet_id="x", seat=20_001, bet=1000),
-                studio_pb2.StudioBet(bet_id="y", seat=10_001, bet=1500),
-                studio_pb2.StudioBet(bet_id="z", seat=10_002, bet=5000),
+                studio_pb2.StudioBet(bet_id="x", seat=20_001, bet=1000, player="q"),
+                studio_pb2.StudioBet(bet_id="y", seat=10_001, bet=1500, player="q"),
+                studio_pb2.StudioBet(bet_id="z", seat=10_002, bet=5000, player="q"),
             ],
         )
     )
@@ -148,6 +151,7 @@ async def test_O1_O2_O5_C1_a_round_of_ten_thousand_bets_reaches_the_pots_input(
     ]
     assert [e.sequence for e in events] == [1, 2, 3]
     assert len(events[0].round_locked.bets) == 10_001
+    assert events[0].round_locked.bets[0].player == "p1"
     assert events[0].pot_group_id == GROUP
     assert events[1].seat_forfeited.seat == 7
     assert list(events[2].round_result.shared_hand) == ROYAL
@@ -259,6 +263,7 @@ async def test_O2_O4_a_studio_royal_is_shared_by_ten_thousand_bets_through_the_r
     assert {a.amount for a in awards[1:]} == {share}
     assert awards[0].amount >= share  # S3: the whole remainder to seat 1
     assert all(list(a.cards) == ROYAL and a.prize == "ROYAL_FLUSH" for a in awards)
+    assert all(a.player == f"p{a.seat}" for a in awards)  # O1: whose wallet each is paid to
     done = await audit(pot.kafka_options(), pot.ledger_topic, pot.pot_updates_topic)
     (group,) = done.groups
     assert group.problems == []  # M2 and the books, from the ledger alone

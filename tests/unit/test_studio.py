@@ -19,9 +19,10 @@ from jackpot.domain.events import Event, PrizeAwarded, TableLinked
 from jackpot.domain.money import pesos
 from jackpot.domain.studio import MAX_STUDIO_SEATS
 from jackpot.pot import commands
+from jackpot.pot.ledger_restore import ledger_event
 from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.pot.records import linked_tables
-from jackpot.v1 import common_pb2, table_events_pb2
+from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
 
 LIMITS = {"min_bet": 1000, "max_bet": 5000, "credit_value": 1000}
 ROYAL = ["AH", "KH", "QH", "JH", "TH"]
@@ -258,6 +259,7 @@ class Book:
         self.book = PotBook(0, source="pot:test", trigger_source=lambda lo, hi: (lo, b"\x01" * 16))
         self.offset = 0
         self.sequences: Counter[str] = Counter()
+        self.ledger: list[pot_pb2.LedgerEntry] = []  # every entry written, in order
 
     def __call__(self, *events: table_events_pb2.TableEvent) -> Any:
         records = []
@@ -267,6 +269,7 @@ class Book:
             self.offset += 1
         batch = self.book.batch(records)
         self.book.commit(batch.outputs)
+        self.ledger += batch.outputs.ledger
         return batch
 
     def table_event(self, table: str, round_id: str, **payload: Any) -> Any:
@@ -340,3 +343,34 @@ def test_O2_a_wrong_shared_hand_is_a_dead_letter_and_the_round_waits() -> None:
     good = table_events_pb2.RoundResult(shared_hand=ROYAL)
     paid = book(book.table_event("S1", "R1", round_result=good)).outputs.awards
     assert [(a.seat, a.amount) for a in paid] == [(1, 301_000), (2, 301_000)]
+
+
+def test_O1_D4_each_award_names_the_player_who_held_the_seat_across_snapshot_and_ledger() -> None:
+    """The platform's player of each bet travels with the round: in the lock's ledger entry, the
+    snapshot, a state rebuilt from the ledger alone, and each award (whose wallet is paid)."""
+    book = opened_book(0)
+    players = {1: "ana", 2: "bea"}
+    locked = table_events_pb2.RoundLocked(
+        bets=[
+            table_events_pb2.SeatBet(seat=seat, bet=1000, player=player)
+            for seat, player in players.items()
+        ]
+    )
+    batch = book(book.table_event("S1", "R1", round_locked=locked))
+    (collected,) = [
+        e for e in batch.outputs.ledger if e.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED
+    ]
+    assert json.loads(collected.detail_json)["players"] == [[1, "ana"], [2, "bea"]]
+    group = book.book.groups[GROUP].group
+    assert PotGroup.from_snapshot(group.snapshot()).locked["S1"].players == players
+    rebuilt, _ = PotGroup.from_ledger(GROUP, [ledger_event(e) for e in book.ledger])
+    assert rebuilt.locked["S1"].players == players  # D4: the ledger alone knows them
+    shared = table_events_pb2.RoundResult(shared_hand=ROYAL)
+    awards = book(book.table_event("S1", "R1", round_result=shared)).outputs.awards
+    assert [(a.seat, a.player) for a in awards] == [(1, "ana"), (2, "bea")]
+    # a land table's bets name no player
+    land = table_events_pb2.RoundLocked(
+        bets=[table_events_pb2.SeatBet(seat=1, bet=1000, player="someone")]
+    )
+    (letter,) = book(book.table_event("L1", "L-9", round_locked=land)).outputs.dead_letters
+    assert "land table L1 names no players" in letter.detail

@@ -29,7 +29,7 @@ def studio(seats: int = 10_000) -> StudioTable:
 
 
 def bets(*seats: int, pesos: int = 1000) -> list[StudioBet]:
-    return [StudioBet(f"b{seat}", seat, pesos) for seat in seats]
+    return [StudioBet(f"b{seat}", seat, pesos, f"p{seat}") for seat in seats]
 
 
 def refused(reason: Reason, call: Callable[..., object], *args: object) -> str:
@@ -42,12 +42,13 @@ def refused(reason: Reason, call: Callable[..., object], *args: object) -> str:
 def test_O1_E1_each_bet_of_a_chunk_is_answered_on_its_own() -> None:
     table = studio(seats=10_000)
     chunk = [
-        StudioBet("a", 1, 1000),
-        StudioBet("b", 10_000, 5000),
-        StudioBet("c", 10_001, 1000),  # O1: not a seat of this table
-        StudioBet("d", 7, 1500),  # E1: not whole credits
-        StudioBet("e", 8, 6000),  # E1: above the maximum
-        StudioBet("f", 1, 1000),  # the seat bet already (one player, one bet, a round)
+        StudioBet("a", 1, 1000, "ana"),
+        StudioBet("b", 10_000, 5000, "bea"),
+        StudioBet("c", 10_001, 1000, "cai"),  # O1: not a seat of this table
+        StudioBet("d", 7, 1500, "dan"),  # E1: not whole credits
+        StudioBet("e", 8, 6000, "eva"),  # E1: above the maximum
+        StudioBet("f", 1, 1000, "fer"),  # the seat bet already (one player, one bet, a round)
+        StudioBet("g", 9, 1000),  # O1: no player to pay
     ]
     answers, resent = table.place_bets("R1", "chunk-1", chunk)
     assert not resent
@@ -58,6 +59,7 @@ def test_O1_E1_each_bet_of_a_chunk_is_answered_on_its_own() -> None:
         ("d", Reason.BET_OUT_OF_LIMITS),
         ("e", Reason.BET_OUT_OF_LIMITS),
         ("f", Reason.INVALID_STATE),
+        ("g", Reason.MALFORMED),
     ]
     assert "already bet this round (a)" in answers[5].detail
     assert sorted(table.bets) == [1, 10_000]
@@ -82,7 +84,9 @@ def test_a_chunk_sent_again_gets_the_same_answers_and_changes_nothing() -> None:
 def test_C1_the_lock_collects_the_accepted_bets_and_a_bet_after_it_is_refused() -> None:
     table = studio()
     table.place_bets("R1", "c1", bets(3, 1, 2))
-    assert table.lock("R1") == [RoundLockedFact("R1", ((1, 1000), (2, 1000), (3, 1000)))]
+    assert table.lock("R1") == [
+        RoundLockedFact("R1", ((1, 1000), (2, 1000), (3, 1000)), ((1, "p1"), (2, "p2"), (3, "p3")))
+    ]
     assert table.lock("R1") == []  # a resend of the lock: nothing twice
     refused(Reason.BET_AFTER_LOCK, table.place_bets, "R1", "c2", bets(4))
     refused(Reason.INVALID_STATE, table.lock, "R2")
@@ -151,12 +155,12 @@ def test_C1_a_round_voids_before_its_lock_only() -> None:
 def test_the_state_survives_a_restart_exactly() -> None:
     """The spool keeps the table's state as JSON; what comes back answers resends the same."""
     table = studio()
-    answers, _ = table.place_bets("R1", "c1", [*bets(1, 2), StudioBet("x", 0, 1000)])
+    answers, _ = table.place_bets("R1", "c1", [*bets(1, 2), StudioBet("x", 0, 1000, "px")])
     table.lock("R1")
     table.fold("R1", [2])
     restored = StudioTable.from_state(json.loads(json.dumps(table.to_state())))
     assert restored == table
-    assert restored.place_bets("R1", "c1", [*bets(1, 2), StudioBet("x", 0, 1000)]) == (
+    assert restored.place_bets("R1", "c1", [*bets(1, 2), StudioBet("x", 0, 1000, "px")]) == (
         answers,
         True,
     )

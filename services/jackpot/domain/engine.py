@@ -209,20 +209,8 @@ class PotGroup:
             )
         check_studio_link(table_id, game, studio_seats, self.config.paytable)
         existing = self.tables.get(table_id)
-        if existing is not None and (existing.game, bool(existing.studio_seats)) != (
-            game,
-            bool(studio_seats),
-        ):
-            kind = "a studio table" if existing.studio_seats else "a land table"
-            raise DomainError(
-                Reason.INVALID_STATE,
-                f"table {table_id} is already linked as {kind} of {existing.game.value}",
-            )
-        if existing is not None and table_id in self.locked and studio_seats < existing.seats:
-            raise DomainError(
-                Reason.INVALID_STATE,
-                f"studio table {table_id} has a round locked; its seats cannot shrink now",
-            )
+        if existing is not None:
+            _check_relink(existing, game, studio_seats, locked=table_id in self.locked)
         self.tables[table_id] = LinkedTable(table_id, game, site, studio_seats)
         return [TableLinked(self.group_id, table_id, game.value, site, studio_seats)]
 
@@ -256,13 +244,21 @@ class PotGroup:
 
     # ---------------------------------------------------------------------- contributions (C)
 
-    def lock_round(self, table_id: str, round_id: str, bets: Mapping[int, int]) -> list[Event]:
-        """The dealer locked the round: collect its valid bets and allocate them (C1-C5)."""
+    def lock_round(
+        self,
+        table_id: str,
+        round_id: str,
+        bets: Mapping[int, int],
+        players: Mapping[int, str] | None = None,
+    ) -> list[Event]:
+        """The dealer locked the round: collect its valid bets and allocate them (C1-C5); a
+        studio round names each seat's ``players`` (O1: whose wallet a prize goes to)."""
         table = self._table(table_id)
         self._check_can_lock(table_id, round_id)
         total = contributions.checked_total(self.config, table, bets)
+        named = _players(table, bets, players or {})
         ordered = tuple(sorted(bets.items()))
-        self.locked[table_id] = LockedRound(round_id, dict(ordered))
+        self.locked[table_id] = LockedRound(round_id, dict(ordered), players=dict(named))
         if total == 0:
             return [BetsCollected(self.group_id, table_id, round_id, (), 0, 0, (), (), ())]
 
@@ -285,6 +281,7 @@ class PotGroup:
                 tuple(overflow),
                 tuple(transfers),
                 transfer_levels(self.config, transfers),
+                named,
             )
         ]
         if mystery_winner is not None:
@@ -445,6 +442,32 @@ class PotGroup:
                 f"table {table_id} has round {locked.round_id} locked, not {round_id}",
             )
         return locked
+
+
+def _check_relink(existing: LinkedTable, game: Game, studio_seats: int, *, locked: bool) -> None:
+    """A table linked again keeps its game and kind (land or studio, O1); a studio table's
+    seats do not shrink under a locked round's bets."""
+    if (existing.game, bool(existing.studio_seats)) != (game, bool(studio_seats)):
+        kind = "a studio table" if existing.studio_seats else "a land table"
+        raise DomainError(
+            Reason.INVALID_STATE,
+            f"table {existing.table_id} is already linked as {kind} of {existing.game.value}",
+        )
+    if locked and studio_seats < existing.seats:
+        raise DomainError(
+            Reason.INVALID_STATE,
+            f"studio table {existing.table_id} has a round locked; its seats cannot shrink now",
+        )
+
+
+def _players(
+    table: LinkedTable, bets: Mapping[int, int], players: Mapping[int, str]
+) -> tuple[tuple[int, str], ...]:
+    """O1: the player of each bet of a studio round that names one (the gateway requires it of
+    the platform; the rules do not need it), by seat; a land table's round names none."""
+    if players and not table.studio_seats:
+        raise DomainError(Reason.MALFORMED, f"land table {table.table_id} names no players")
+    return tuple((seat, players[seat]) for seat in sorted(bets) if players.get(seat))
 
 
 def _opening_bases(config: PotGroupConfig) -> dict[str, int]:

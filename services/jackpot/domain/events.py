@@ -106,6 +106,8 @@ class BetsCollected(Event):
     transfer_levels: tuple[str, ...] = dataclasses.field(
         default=(), metadata=OPTIONAL
     )  # L4: the level of each transfer
+    # O1: a studio round's (seat, player) of each bet; () at a land table
+    players: tuple[tuple[int, str], ...] = dataclasses.field(default=(), metadata=OPTIONAL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +138,7 @@ class PrizeAwarded(Event):
     envy_of: EnvyHit | None = dataclasses.field(
         default=None, metadata=OPTIONAL
     )  # V1: the hit an envy prize is paid for
+    player: str = dataclasses.field(default="", metadata=OPTIONAL)  # O1: a studio seat's player
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,7 @@ def snapshot(group: Group, *, public: bool = False) -> bytes:
                 "round_id": r.round_id,
                 "bets": [[s, b] for s, b in r.bets.items()],
                 "forfeited": [[s, why] for s, why in r.forfeited.items()],
+                **({"players": [[s, p] for s, p in r.players.items()]} if r.players else {}),
             }
             for table, r in group.locked.items()
         },
@@ -99,6 +100,7 @@ def from_snapshot(cls: NewGroup[G], data: bytes, trigger_source: TriggerSource) 
             r["round_id"],
             {int(s): int(b) for s, b in r["bets"]},
             {int(s): str(why) for s, why in r["forfeited"]},
+            {int(s): str(p) for s, p in r.get("players", ())},
         )
         for table, r in state["locked"].items()
     }
@@ -185,7 +187,10 @@ def _replay(group: Group, entry: Mapping[str, Any]) -> None:
         group.tables.pop(table_id, None)
     elif kind == "BetsCollected":
         bets = {int(seat): int(bet) for seat, bet in entry["bets"]}
-        group.locked[table_id] = LockedRound(entry["round_id"], dict(sorted(bets.items())))
+        players = {int(seat): str(player) for seat, player in entry.get("players", ())}  # O1
+        group.locked[table_id] = LockedRound(
+            entry["round_id"], dict(sorted(bets.items())), players=players
+        )
         group.overflow += sum(int(amount) for _, _, amount in entry["overflow"])
     elif kind == "SeatForfeited":
         group.locked[table_id].forfeited[int(entry["seat"])] = str(entry["reason"])

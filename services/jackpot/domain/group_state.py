@@ -25,6 +25,7 @@ class LockedRound:
     round_id: str
     bets: dict[int, int]  # seat -> bet in whole pesos
     forfeited: dict[int, str] = field(default_factory=dict)  # seat -> reason
+    players: dict[int, str] = field(default_factory=dict)  # O1: a studio seat -> its player
 
 
 @dataclass(frozen=True, slots=True)

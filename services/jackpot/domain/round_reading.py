@@ -42,6 +42,7 @@ class Payee:
     seat: int
     bet_pesos: int
     cards: tuple[str, ...]  # the hand that won it (for an envy bonus, the hand that earned it)
+    player: str = ""  # O1: a studio seat's player, whose wallet is paid
 
 
 def validated_round(
@@ -133,5 +134,6 @@ def envy_payees(
 def seat_payee(resolving: ResolvingRound, seat: int) -> Payee:
     """The seat ``seat`` of the round being resolved, with the hand it won with."""
     cards = tuple(CARD_NAMES[c] for c in resolving.hands[seat] + resolving.community)
-    bet = resolving.locked.bets[seat]
-    return Payee(resolving.table_id, resolving.round_id, seat, bet, cards)
+    locked = resolving.locked
+    player = locked.players.get(seat, "")
+    return Payee(resolving.table_id, resolving.round_id, seat, locked.bets[seat], cards, player)

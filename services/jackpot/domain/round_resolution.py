@@ -160,6 +160,7 @@ def _pay(
         level.name if named else "",
         (level.name,) * len(transfers) if named else (),
         envy_of,
+        payee.player,
     )
     awards.events.append(award)
     awards.award_ids.append(award_id)

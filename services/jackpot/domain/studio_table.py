@@ -35,11 +35,13 @@ CHUNKS_REMEMBERED = 64  # per round, beyond the bets themselves (a chunk id's fi
 
 @dataclass(frozen=True, slots=True)
 class StudioBet:
-    """One player's progressive bet as the platform sends it: its id, seat and whole pesos."""
+    """One player's progressive bet as the platform sends it: its id, seat, whole pesos and the
+    player's account (whose wallet a prize of the seat is paid to)."""
 
     bet_id: str
     seat: int
     pesos: int
+    player: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +118,10 @@ class StudioTable:
             return []
         self._check_round(round_id)
         self.phase = Phase.LOCKED
-        bets = tuple((seat, bet.pesos) for seat, bet in sorted(self.bets.items()))
-        return [RoundLockedFact(self.round_id, bets)]
+        ordered = sorted(self.bets.items())
+        bets = tuple((seat, bet.pesos) for seat, bet in ordered)
+        players = tuple((seat, bet.player) for seat, bet in ordered)
+        return [RoundLockedFact(self.round_id, bets, players)]
 
     def fold(self, round_id: str, seats: Iterable[int]) -> tuple[list[Fact], list[BetAnswer]]:
         """O5, E3: players who folded after the lock; each seat answered on its own (a seat
@@ -183,7 +187,7 @@ class StudioTable:
             "phase": self.phase.value,
             "round_id": self.round_id,
             "last_round_id": self.last_round_id,
-            "bets": [[b.bet_id, b.seat, b.pesos] for b in self.bets.values()],
+            "bets": [[b.bet_id, b.seat, b.pesos, b.player] for b in self.bets.values()],
             "folded": sorted(self.folded),
             "chunks": [
                 [chunk, fingerprint, [[a.bet_id, a.seat, _reason(a), a.detail] for a in answers]]
@@ -195,7 +199,7 @@ class StudioTable:
 
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> StudioTable:
-        bets = [StudioBet(str(b), int(s), int(p)) for b, s, p in data["bets"]]
+        bets = [StudioBet(str(b[0]), int(b[1]), int(b[2]), str(b[3])) for b in data["bets"]]
         return cls(
             data["table_id"],
             int(data["seats"]),
@@ -229,6 +233,8 @@ class StudioTable:
         group's limits, the progressive open."""
         if not self.progressive_open:
             raise DomainError(Reason.PROGRESSIVE_CLOSED, "the progressive is closed (D5)")
+        if not bet.player:
+            raise DomainError(Reason.MALFORMED, "a bet names the player whose wallet it is (O1)")
         if not 1 <= bet.seat <= self.seats:
             raise DomainError(
                 Reason.SEAT_OUT_OF_RANGE, f"seat {bet.seat} is outside seats 1-{self.seats} (O1)"

@@ -141,6 +141,7 @@ DeviceInput = (
 class RoundLockedFact:
     round_id: str
     bets: tuple[tuple[int, int], ...]  # (seat, pesos)
+    players: tuple[tuple[int, str], ...] = ()  # (seat, player) of a studio round (O1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,9 +94,10 @@ def published_record(
 
 def _payload(message: table_events_pb2.TableEvent, fact: Fact) -> None:
     match fact:
-        case RoundLockedFact(_, bets):
+        case RoundLockedFact(_, bets, players):
+            named = dict(players)  # O1: a studio bet's player
             message.round_locked.bets.extend(
-                table_events_pb2.SeatBet(seat=s, bet=b) for s, b in bets
+                table_events_pb2.SeatBet(seat=s, bet=b, player=named.get(s, "")) for s, b in bets
             )
         case SeatForfeitedFact(_, seat, reason):
             message.seat_forfeited.seat = seat

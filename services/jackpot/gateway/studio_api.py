@@ -63,7 +63,7 @@ class StudioPlatformServicer(studio_pb2_grpc.StudioPlatformServiceServicer):
     ) -> studio_pb2.PlaceStudioBetsResponse:
         what = f"chunk {request.chunk_id} of round {request.round_id}: {len(request.bets)} bets"
         await self._admit(call, request.table_id, what)
-        bets = [StudioBet(b.bet_id, b.seat, b.bet) for b in request.bets]
+        bets = [StudioBet(b.bet_id, b.seat, b.bet, b.player) for b in request.bets]
         answers, resent = await self._desk.place_bets(
             request.table_id, request.round_id, request.chunk_id, bets
         )

@@ -58,6 +58,8 @@ def award_from_dict(
         if funded_by is not None
         else transfers((s, t, int(a)) for s, t, a in award.get("transfers", ())),
     )
+    if award.get("player"):  # O1: a studio seat's player, whose wallet is paid
+        message.player = award["player"]
     if award.get("level"):  # L4: only a group with levels names them
         message.level = award["level"]
     envy_of = award.get("envy_of")

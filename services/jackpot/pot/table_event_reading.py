@@ -113,8 +113,10 @@ def round_event(group: PotGroup, event: table_events_pb2.TableEvent) -> list[Eve
     kind = event.WhichOneof("payload")
     table_id, round_id = event.table_id, event.round_id
     if kind == "round_locked":
-        bets = one_per_seat(((b.seat, b.bet) for b in event.round_locked.bets), "bets")
-        return group.lock_round(table_id, round_id, bets)
+        seat_bets = event.round_locked.bets
+        bets = one_per_seat(((b.seat, b.bet) for b in seat_bets), "bets")
+        players = {b.seat: b.player for b in seat_bets if b.player}  # O1: a studio round's
+        return group.lock_round(table_id, round_id, bets, players)
     if kind == "seat_forfeited":
         forfeit = event.seat_forfeited
         try:
