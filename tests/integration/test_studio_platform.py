@@ -13,6 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 from loadtest.rounds import CONFIG
+from prometheus_client import REGISTRY
 
 from jackpot.gateway.settings import GatewaySettings, StudioTableSettings
 from jackpot.pot import commands
@@ -37,6 +38,22 @@ pytestmark = pytest.mark.integration
 STUDIO = "S-CAR-1"
 ROYAL = ["AH", "KH", "QH", "JH", "TH"]
 CHUNK = 2_000
+
+
+COUNTED = [
+    ("jackpot_gateway_studio_calls_total", "bets", "applied"),
+    ("jackpot_gateway_studio_calls_total", "bets", "resent"),
+    ("jackpot_gateway_studio_calls_total", "bets", "refused"),
+    ("jackpot_gateway_studio_calls_total", "deal", "refused"),
+    ("jackpot_gateway_studio_bets_total", "accepted", ""),
+    ("jackpot_gateway_studio_bets_total", "refused", ""),
+]
+
+
+def sample(name: str, first: str, second: str) -> float:
+    """A counter of the gateway's registry (0 before its first increment)."""
+    labels = {"call": first, "outcome": second} if second else {"outcome": first}
+    return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
 def studio_settings(bootstrap: str, unique: str, spool: Path) -> GatewaySettings:
@@ -74,6 +91,7 @@ async def test_O1_O2_O5_C1_a_round_of_ten_thousand_bets_reaches_the_pots_input(
     studio: tuple[RunningGateway, studio_pb2_grpc.StudioPlatformServiceStub],
 ) -> None:
     gateway, platform = studio
+    before = {key: sample(*key) for key in COUNTED}
     opened = await platform.OpenStudioRound(
         studio_pb2.OpenStudioRoundRequest(table_id=STUDIO, round_id="R1")
     )
@@ -156,6 +174,15 @@ async def test_O1_O2_O5_C1_a_round_of_ten_thousand_bets_reaches_the_pots_input(
     assert events[1].seat_forfeited.seat == 7
     assert list(events[2].round_result.shared_hand) == ROYAL
     assert not events[2].round_result.hands
+    counted = {key: sample(*key) - before[key] for key in COUNTED}
+    assert counted == {
+        ("jackpot_gateway_studio_calls_total", "bets", "applied"): 6,
+        ("jackpot_gateway_studio_calls_total", "bets", "resent"): 1,
+        ("jackpot_gateway_studio_calls_total", "bets", "refused"): 1,  # after the lock
+        ("jackpot_gateway_studio_calls_total", "deal", "refused"): 1,  # a card twice
+        ("jackpot_gateway_studio_bets_total", "accepted", ""): 10_001,
+        ("jackpot_gateway_studio_bets_total", "refused", ""): 2,
+    }
     print(f"\n10,000 studio bets placed in 5 chunks in {placing * 1000:.0f} ms")
 
 

@@ -19,6 +19,18 @@ PUBLISH_FAILURES = Counter(
 SPOOL_DEPTH = Gauge("jackpot_gateway_spool_depth_records", "Records waiting in the spool")
 TABLES_CLOSED = Gauge("jackpot_gateway_tables_closed", "Tables with progressive betting closed")
 CONNECTED = Gauge("jackpot_gateway_connected_tables", "Table controllers connected")
+STUDIO_CALLS = Counter(
+    "jackpot_gateway_studio_calls_total",
+    "Calls of the operator's platform on studio tables (O1-O8), by call and outcome: applied,"
+    " resent (answered as before, nothing published twice) or refused",
+    ["call", "outcome"],
+)
+STUDIO_BETS = Counter(
+    "jackpot_gateway_studio_bets_total",
+    "Studio bets answered in new chunks, accepted or refused (the reason in"
+    " jackpot_gateway_rejects_total)",
+    ["outcome"],
+)
 PUBLISH_SECONDS = Histogram(
     "jackpot_gateway_publish_seconds",
     "From spooling a record to the broker acknowledging it",

@@ -11,10 +11,15 @@ demo) it is open. A call refused whole answers the status of its reason
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import TypeVar
+
 import grpc
 
 from jackpot.domain.access import Action
+from jackpot.domain.errors import DomainError
 from jackpot.domain.studio_table import BetAnswer, StudioBet
+from jackpot.gateway import metrics
 from jackpot.gateway.service import Gateway
 from jackpot.platform import codec
 from jackpot.platform.authz import Authorizer
@@ -22,6 +27,7 @@ from jackpot.platform.grpc_edge import Call, answered
 from jackpot.v1 import studio_pb2, studio_pb2_grpc
 
 SERVICE_NAME = "jackpot.v1.StudioPlatformService"
+T = TypeVar("T")
 
 
 class StudioPlatformServicer(studio_pb2_grpc.StudioPlatformServiceServicer):
@@ -37,6 +43,20 @@ class StudioPlatformServicer(studio_pb2_grpc.StudioPlatformServiceServicer):
     def register(self, server: grpc.aio.Server) -> None:
         studio_pb2_grpc.add_StudioPlatformServiceServicer_to_server(self, server)  # type: ignore[no-untyped-call]
 
+    @staticmethod
+    def _counted(name: str, resent: bool) -> None:
+        metrics.STUDIO_CALLS.labels(name, "resent" if resent else "applied").inc()
+
+    @staticmethod
+    async def _run(name: str, command: Awaitable[T]) -> T:
+        """The desk's answer; a refusal counted (by call, and by reason) and passed on."""
+        try:
+            return await command
+        except DomainError as refused:
+            metrics.STUDIO_CALLS.labels(name, "refused").inc()
+            metrics.REJECTS.labels(refused.reason.value).inc()
+            raise
+
     async def _admit(self, call: Call, table_id: str, what: str) -> None:
         """Under TLS: only the table's studio's platform (O1); the call on the access log."""
         configured = self._desk.configured(table_id)
@@ -50,7 +70,8 @@ class StudioPlatformServicer(studio_pb2_grpc.StudioPlatformServiceServicer):
         self, request: studio_pb2.OpenStudioRoundRequest, call: Call
     ) -> studio_pb2.OpenStudioRoundResponse:
         await self._admit(call, request.table_id, f"open round {request.round_id}")
-        resent = await self._desk.open_round(request.table_id, request.round_id)
+        resent = await self._run("open", self._desk.open_round(request.table_id, request.round_id))
+        self._counted("open", resent)
         reason = self._desk.closed_reason.get(request.table_id, "")
         call.applied(f"round {request.round_id} open")
         return studio_pb2.OpenStudioRoundResponse(
@@ -64,9 +85,11 @@ class StudioPlatformServicer(studio_pb2_grpc.StudioPlatformServiceServicer):
         what = f"chunk {request.chunk_id} of round {request.round_id}: {len(request.bets)} bets"
         await self._admit(call, request.table_id, what)
         bets = [StudioBet(b.bet_id, b.seat, b.bet, b.player) for b in request.bets]
-        answers, resent = await self._desk.place_bets(
-            request.table_id, request.round_id, request.chunk_id, bets
+        answers, resent = await self._run(
+            "bets",
+            self._desk.place_bets(request.table_id, request.round_id, request.chunk_id, bets),
         )
+        self._counted("bets", resent)
         accepted = sum(1 for a in answers if a.reason is None)
         call.applied(f"{accepted} of {len(answers)} bets accepted")
         return studio_pb2.PlaceStudioBetsResponse(answers=_answers(answers), resent=resent)
@@ -76,7 +99,10 @@ class StudioPlatformServicer(studio_pb2_grpc.StudioPlatformServiceServicer):
         self, request: studio_pb2.LockStudioRoundRequest, call: Call
     ) -> studio_pb2.LockStudioRoundResponse:
         await self._admit(call, request.table_id, f"lock round {request.round_id}")
-        bets, total, resent = await self._desk.lock(request.table_id, request.round_id)
+        bets, total, resent = await self._run(
+            "lock", self._desk.lock(request.table_id, request.round_id)
+        )
+        self._counted("lock", resent)
         call.applied(f"round {request.round_id} locked: {bets} bets, {total} pesos")
         return studio_pb2.LockStudioRoundResponse(bets=bets, total=total, resent=resent)
 
@@ -86,7 +112,10 @@ class StudioPlatformServicer(studio_pb2_grpc.StudioPlatformServiceServicer):
     ) -> studio_pb2.FoldStudioBetsResponse:
         what = f"fold {len(request.seats)} seats of round {request.round_id}"
         await self._admit(call, request.table_id, what)
-        answers = await self._desk.fold(request.table_id, request.round_id, request.seats)
+        answers = await self._run(
+            "fold", self._desk.fold(request.table_id, request.round_id, request.seats)
+        )
+        self._counted("fold", False)
         call.applied(what)
         return studio_pb2.FoldStudioBetsResponse(answers=_answers(answers))
 
@@ -96,7 +125,10 @@ class StudioPlatformServicer(studio_pb2_grpc.StudioPlatformServiceServicer):
     ) -> studio_pb2.DealStudioHandResponse:
         what = f"deal {' '.join(request.cards)} for round {request.round_id}"
         await self._admit(call, request.table_id, what)
-        resent = await self._desk.deal(request.table_id, request.round_id, list(request.cards))
+        resent = await self._run(
+            "deal", self._desk.deal(request.table_id, request.round_id, list(request.cards))
+        )
+        self._counted("deal", resent)
         call.applied(what)
         return studio_pb2.DealStudioHandResponse(resent=resent)
 
@@ -106,7 +138,10 @@ class StudioPlatformServicer(studio_pb2_grpc.StudioPlatformServiceServicer):
     ) -> studio_pb2.VoidStudioRoundResponse:
         what = f"void round {request.round_id}: {request.reason}"
         await self._admit(call, request.table_id, what)
-        bets, resent = await self._desk.void(request.table_id, request.round_id, request.reason)
+        bets, resent = await self._run(
+            "void", self._desk.void(request.table_id, request.round_id, request.reason)
+        )
+        self._counted("void", resent)
         call.applied(what)
         return studio_pb2.VoidStudioRoundResponse(bets=bets, resent=resent)
 

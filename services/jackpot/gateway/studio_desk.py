@@ -66,13 +66,16 @@ class StudioDesk:
     async def place_bets(
         self, table_id: str, round_id: str, chunk_id: str, bets: Sequence[StudioBet]
     ) -> tuple[tuple[BetAnswer, ...], bool]:
-        answers = await self._change(
+        answers, resent = await self._change(
             table_id, lambda t: (t.place_bets(round_id, chunk_id, bets), [])
         )
-        for answer in answers[0]:
-            if answer.reason is not None:
-                metrics.REJECTS.labels(answer.reason.value).inc()
-        return answers
+        if not resent:
+            refused = [a.reason.value for a in answers if a.reason is not None]
+            for reason in refused:
+                metrics.REJECTS.labels(reason).inc()
+            metrics.STUDIO_BETS.labels("accepted").inc(len(answers) - len(refused))
+            metrics.STUDIO_BETS.labels("refused").inc(len(refused))
+        return answers, resent
 
     async def lock(self, table_id: str, round_id: str) -> tuple[int, int, bool]:
         """(bets collected, their total in pesos, whether it was a resend)."""
