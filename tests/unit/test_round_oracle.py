@@ -224,9 +224,13 @@ def dealt_of(events: Iterable[table_events_pb2.TableEvent]) -> dict[RoundKey, De
     bets: dict[RoundKey, dict[int, int]] = {}
     forfeited: dict[RoundKey, set[int]] = {}
     dealt: dict[RoundKey, Dealt] = {}
+    studio_seats: dict[str, int] = {}  # O1: the studio tables the links name
     for event in events:
         key = (event.pot_group_id, event.table_id, event.round_id)
         match event.WhichOneof("payload"):
+            case "pot_group_command" if event.pot_group_command.HasField("link_table"):
+                link = event.pot_group_command.link_table
+                studio_seats[link.table_id] = link.studio_seats
             case "round_locked":
                 bets[key] = {b.seat: b.bet for b in event.round_locked.bets}
             case "seat_forfeited":
@@ -238,6 +242,8 @@ def dealt_of(events: Iterable[table_events_pb2.TableEvent]) -> dict[RoundKey, De
                     {h.seat: tuple(h.cards) for h in event.round_result.hands},
                     tuple(event.round_result.community_cards),
                     frozenset(forfeited.get(key, ())),
+                    studio_seats=studio_seats.get(event.table_id, 0),
+                    shared_hand=tuple(event.round_result.shared_hand),  # O2
                 )
     return dealt
 
@@ -285,6 +291,7 @@ def test_an_oracle_that_saw_no_round_does_not_pass() -> None:
 # ------------------------------------------------------------ a split, and copies of it
 
 TABLE = "T01"
+STRAIGHT_FLUSH = ["5D", "6D", "7D", "8D", "9D"]
 SPLIT_ROUND = "R-split"
 
 
@@ -436,6 +443,50 @@ def test_the_split_round_pays_the_odd_peso_to_the_seat_nearest_seat_1(
     report = judged(ledger, dealt)
     assert report["ok"] is True, report
     assert (report["rounds_checked"], report["awards_checked"]) == (2, 3)
+
+
+def test_O2_O4_the_oracle_agrees_with_a_studio_rounds_ledger_and_refuses_a_retouched_one() -> None:
+    """2,000 bets of a studio round, ten of them folded, hold the shared straight flush: the
+    oracle predicts every one of the 1,990 awards from the cards alone; one peso moved between
+    two of them is refused by it though money is conserved (O4, S3)."""
+    link = table_events_pb2.LinkTable(
+        table_id="S01",
+        game=game_to_proto(Game.CARIBBEAN),
+        site="studio",
+        studio_seats=5_000,
+        min_bet=MIN_BET,
+        max_bet=MAX_BET,
+        credit_value=CREDIT_VALUE,
+    )
+    sequence = iter(range(1, 100))
+
+    def event(**payload: Any) -> table_events_pb2.TableEvent:
+        caribbean = game_to_proto(Game.CARIBBEAN)
+        return commands.table_event(GROUP, "S01", "R1", next(sequence), caribbean, **payload)
+
+    played_floor = Floor()
+    played_floor.play(
+        [
+            commands.create_group(GROUP, CONFIG, requested_by="ana", reason="open"),
+            commands.link_table(GROUP, link),
+            event(round_locked=commands.locked(dict.fromkeys(range(1, 2001), MIN_BET))),
+            *(
+                event(seat_forfeited=table_events_pb2.SeatForfeited(seat=seat, reason=1))
+                for seat in range(1991, 2001)
+            ),
+            event(round_result=table_events_pb2.RoundResult(shared_hand=STRAIGHT_FLUSH)),
+        ]
+    )
+    ledger, dealt = played_floor.ledger, dealt_of(played_floor.events)
+    report = judged(ledger, dealt)
+    assert report["ok"] is True, report
+    assert (report["rounds_checked"], report["awards_checked"]) == (1, 1_990)
+    tampered = copied(ledger)
+    first, second, *_ = award_entries(tampered, "R1")
+    add_pesos(first, -1)
+    add_pesos(second, +1)
+    assert audit_problems(tampered) == []  # money conserved: only the oracle sees it
+    assert judged(tampered, dealt)["by_kind"] == {"amount": 2}
 
 
 @pytest.mark.parametrize(
