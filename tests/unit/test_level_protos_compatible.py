@@ -26,6 +26,8 @@ ADDED: dict[type[Message], set[int]] = {
     pot_pb2.PotGroup: {15},
     device_pb2.TableView: {10},
 }
+# message -> field numbers added after item 2 (issue 39: a studio prize's player), not its own
+LATER: dict[type[Message], set[int]] = {payout_pb2.Payout: {14}}
 
 
 def previous(message: type[Message], added: set[int]) -> type[Message]:
@@ -101,11 +103,11 @@ def value(message: Message, name: str) -> object:
 def test_L4_the_level_fields_are_new_numbers_the_previous_reader_passes_on(
     message: type[Message],
 ) -> None:
-    added = ADDED[message]
-    old = previous(message, added)
+    added, later = ADDED[message], LATER.get(message, set())
+    old = previous(message, added | later)
     known = {f.number for f in old.DESCRIPTOR.fields}
     assert min(added) > max(known)  # new numbers, none reused
-    assert {f.number for f in message.DESCRIPTOR.fields} == known | added
+    assert {f.number for f in message.DESCRIPTOR.fields} == known | added | later
 
     new = filled(message)
     assert {f.number for f, _ in new.ListFields()} >= added  # the test sets what it claims to

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.payout import Payout, PayoutState, approve, order_payout, pay, void
+from jackpot.domain.payout import (
+    Payout,
+    PayoutState,
+    approve,
+    order_payout,
+    pay,
+    pay_at_table,
+    pay_to_wallet,
+    void,
+)
 from jackpot.payout.codec import from_proto, ledger_entry, to_proto
 from jackpot.payout.payout_book import PayoutBook
 from jackpot.v1 import pot_pb2
@@ -106,3 +117,22 @@ def test_D3_the_dealer_terminal_lists_its_tables_prizes_to_pay_in_order() -> Non
         (1, "ROYAL_FLUSH", 2_000_000, PayoutState.AWAITING_APPROVAL),
     ]
     assert shown[0].cards == ("2H", "5H", "8H", "JH", "KH")
+
+
+def test_O9_a_studio_prize_is_paid_by_its_wallet_and_a_land_prize_at_its_table() -> None:
+    """Who may confirm a payment: the dealer terminal of the prize's own table, and never for a
+    studio prize; the player's wallet, only for a studio prize. It survives the payout record."""
+    studio = replace(ordered(10), player="p7", table_id="S-1")
+    assert studio.to_wallet
+    assert from_proto(to_proto(studio)) == studio
+    with pytest.raises(DomainError, match="paid to the player's wallet"):
+        pay_at_table(studio, "S-1", "dealer", 2)
+    paid = pay_to_wallet(studio, "wallet tx-9", 2)
+    assert (paid.state, paid.history[-1].by) == (PayoutState.PAID, "wallet tx-9")
+    land = ordered(10)
+    with pytest.raises(DomainError, match="paid at its table, not a wallet"):
+        pay_to_wallet(land, "wallet tx-1", 2)
+    with pytest.raises(DomainError) as elsewhere:
+        pay_at_table(land, "T2", "dealer", 2)
+    assert elsewhere.value.reason is Reason.TABLE_MISMATCH
+    assert pay_at_table(land, "T1", "dealer", 2).state is PayoutState.PAID

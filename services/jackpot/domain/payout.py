@@ -49,6 +49,12 @@ class Payout:
     history: tuple[Transition, ...]
     level: str = ""  # L4: the level that pays it ("" in a one-level group, the mystery prize)
     envy_of: EnvyHit | None = None  # V1, V2: the hit an envy bonus is paid for
+    player: str = ""  # O1: a studio prize's player, whose wallet is credited
+
+    @property
+    def to_wallet(self) -> bool:
+        """A studio prize: paid by a credit to the player's wallet, not at a terminal."""
+        return bool(self.player)
 
     @property
     def state(self) -> PayoutState:
@@ -74,6 +80,7 @@ def order_payout(
     at_ns: int,
     level: str = "",
     envy_of: EnvyHit | None = None,
+    player: str = "",
 ) -> Payout:
     """The payout for a new award; large prizes wait for a supervisor. It names the level that
     pays the prize (L4) and, for an envy bonus, the hit that earned it (V1, V2), as its award."""
@@ -93,6 +100,7 @@ def order_payout(
         (Transition(state, "payout-service", at_ns),),
         level,
         envy_of,
+        player,
     )
 
 
@@ -119,6 +127,31 @@ def pay(payout: Payout, dealer: str, at_ns: int) -> Payout:
             f"payout {payout.award_id} is {payout.state.value}: it cannot be paid",
         )
     return _move(payout, PayoutState.PAID, dealer or "dealer-terminal", at_ns)
+
+
+def pay_at_table(payout: Payout, table_id: str, dealer: str, at_ns: int) -> Payout:
+    """A dealer terminal of ``table_id`` confirmed the payment: only of its own table's prize,
+    never of a studio prize (O9: that one is paid to the player's wallet)."""
+    if payout.to_wallet:
+        raise DomainError(
+            Reason.INVALID_STATE,
+            f"award {payout.award_id} is a studio prize, paid to the player's wallet",
+        )
+    if payout.table_id != table_id:
+        raise DomainError(
+            Reason.TABLE_MISMATCH,
+            f"award {payout.award_id} is paid at {payout.table_id}, not at {table_id}",
+        )
+    return pay(payout, dealer, at_ns)
+
+
+def pay_to_wallet(payout: Payout, by: str, at_ns: int) -> Payout:
+    """The player's wallet confirmed the credit of a studio prize (O9); ``by`` names it."""
+    if not payout.to_wallet:
+        raise DomainError(
+            Reason.INVALID_STATE, f"award {payout.award_id} is paid at its table, not a wallet"
+        )
+    return pay(payout, by, at_ns)
 
 
 def void(payout: Payout, supervisor: str, reason: str, at_ns: int) -> Payout:

@@ -1,4 +1,4 @@
-"""Studio tables (rules O1-O8, docs/rules.md "Studio tables"): a live-dealer table whose players
+"""Studio tables (rules O1-O9, docs/rules.md "Studio tables"): a live-dealer table whose players
 play online, each in one seat of up to the table's configured number, all judged on the one
 player hand the dealer deals face up.
 

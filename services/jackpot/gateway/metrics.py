@@ -21,7 +21,7 @@ TABLES_CLOSED = Gauge("jackpot_gateway_tables_closed", "Tables with progressive 
 CONNECTED = Gauge("jackpot_gateway_connected_tables", "Table controllers connected")
 STUDIO_CALLS = Counter(
     "jackpot_gateway_studio_calls_total",
-    "Calls of the operator's platform on studio tables (O1-O8), by call and outcome: applied,"
+    "Calls of the operator's platform on studio tables (O1-O9), by call and outcome: applied,"
     " resent (answered as before, nothing published twice) or refused",
     ["call", "outcome"],
 )

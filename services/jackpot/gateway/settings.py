@@ -61,7 +61,7 @@ class TableSettings(BaseModel):
 
 
 class StudioTableSettings(BaseModel):
-    """One studio table (rules O1-O8): its id, pot group, seats and the studio whose platform
+    """One studio table (rules O1-O9): its id, pot group, seats and the studio whose platform
     drives it (with mutual TLS: the CN of that platform's certificate)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -90,7 +90,7 @@ class GatewaySettings(ServiceSettings):
     )
     studio_tables: tuple[StudioTableSettings, ...] = Field(
         (),
-        description="studio tables driven by an operator's platform (rules O1-O8): table_id, "
+        description="studio tables driven by an operator's platform (rules O1-O9): table_id, "
         "pot_group_id, seats, studio",
         json_schema_extra=not_from_environment("the `studio_tables` list of the file"),
     )

@@ -31,6 +31,7 @@ def to_proto(payout: Payout) -> payout_pb2.Payout:
         state=payout_state_to_proto(payout.state),
         order=payout.order,
         level=payout.level,
+        player=payout.player,
     )
     if payout.envy_of is not None:
         table_id, round_id, seat = payout.envy_of
@@ -67,6 +68,7 @@ def from_proto(message: payout_pb2.Payout) -> Payout:
         ),
         level=message.level,
         envy_of=envy_hit(message.envy_of) if message.HasField("envy_of") else None,
+        player=message.player,
     )
 
 
@@ -100,8 +102,9 @@ def ledger_entry(payout: Payout) -> pot_pb2.LedgerEntry:
 def payout_for_award(
     award: pot_pb2.Award, order: int, approval_threshold: int, at_ns: int
 ) -> Payout:
-    """The payout a new award gets (``order_payout``), with the award's level (L4) and envy hit
-    (V1, V2): the payout service's, and the history bench's synthesis of it."""
+    """The payout a new award gets (``order_payout``), with the award's level (L4), envy hit
+    (V1, V2) and a studio prize's player (O1): the payout service's, and the history bench's
+    synthesis of it. ``approval_threshold``: the one for its kind (land or studio)."""
     return order_payout(
         award_id=award.award_id,
         pot_group_id=award.pot_group_id,
@@ -116,4 +119,5 @@ def payout_for_award(
         at_ns=at_ns,
         level=award.level,
         envy_of=envy_hit(award.envy_of) if award.HasField("envy_of") else None,
+        player=award.player,
     )

@@ -14,6 +14,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from jackpot.payout.grpc_api import SERVICE_NAME, PayoutServicer
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
+from jackpot.payout.wallet_payer import WalletPayer
 from jackpot.platform.grpc_edge import access_logged_grpc_edge
 from jackpot.platform.kafka import ensure_service_topics
 from jackpot.platform.metrics import ProcessorMetrics
@@ -39,6 +40,8 @@ async def compose_payout(
     service.advertise(f"{host}:{server.port}")
     supervisor.on_stop("processor", service.stop)
     supervisor.spawn("payout-processor", service.run())
+    if settings.wallet_target:  # studio prizes: credited to the players' wallets (O1-O9)
+        supervisor.spawn("payout-wallet", WalletPayer(service).run())
     await server.start()
     supervisor.spawn(
         "payout-health",

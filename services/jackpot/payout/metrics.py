@@ -10,6 +10,12 @@ OLDEST_PENDING = Gauge(
     "jackpot_payout_oldest_pending_seconds", "Age of the oldest payout not yet paid or voided"
 )
 PAID = Counter("jackpot_payout_paid_total", "Payouts confirmed paid by a dealer terminal")
+WALLET_CREDITS = Counter(
+    "jackpot_payout_wallet_credits_total",
+    "Studio prizes the player's wallet answered and that were then paid (credited, or a"
+    " duplicate: credited before under the same key), or that it refused",
+    ["outcome"],
+)
 TRANSITIONS = Counter(
     "jackpot_payout_transitions_total", "Payout state transitions, by state entered", ["state"]
 )

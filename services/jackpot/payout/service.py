@@ -41,7 +41,15 @@ from google.protobuf.message import DecodeError
 
 from jackpot.clients.payout import OWNER_METADATA_KEY
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.payout import OPEN, Payout, PayoutState, approve, pay, void
+from jackpot.domain.payout import (
+    OPEN,
+    Payout,
+    PayoutState,
+    approve,
+    pay_at_table,
+    pay_to_wallet,
+    void,
+)
 from jackpot.payout import metrics
 from jackpot.payout.codec import from_proto, ledger_entry, payout_for_award, to_proto
 from jackpot.payout.payout_book import PayoutBook
@@ -374,7 +382,11 @@ class PayoutPartition:
         self.book.put_many(self.partition, payouts)
 
     def _order(self, award: pot_pb2.Award, order: int, now: int) -> Payout:
-        return payout_for_award(award, order, self.settings.approval_threshold, now)
+        settings = self.settings
+        threshold = (
+            settings.studio_approval_threshold if award.player else settings.approval_threshold
+        )
+        return payout_for_award(award, order, threshold, now)
 
     def _open_record(self, award_id: str, value: bytes | None) -> OutputRecord:
         return OutputRecord(
@@ -573,12 +585,11 @@ class PayoutService:
         )
 
     async def paid(self, table_id: str, award_id: str, dealer: str) -> Payout:
-        def confirm(current: Payout) -> Payout:
-            if current.table_id != table_id:
-                raise DomainError(
-                    Reason.TABLE_MISMATCH,
-                    f"award {award_id} is paid at {current.table_id}, not at {table_id}",
-                )
-            return pay(current, dealer, time.time_ns())
+        """The table's dealer terminal confirmed the payment (D3)."""
+        return await self._transition(
+            award_id, lambda p: pay_at_table(p, table_id, dealer, time.time_ns())
+        )
 
-        return await self._transition(award_id, confirm)
+    async def paid_to_wallet(self, award_id: str, by: str) -> Payout:
+        """A studio prize the player's wallet confirmed (``by``: its transaction) is PAID."""
+        return await self._transition(award_id, lambda p: pay_to_wallet(p, by, time.time_ns()))

@@ -56,6 +56,20 @@ class PayoutSettings(ServiceSettings):
     approval_threshold: int = Field(
         1_000_000, ge=0, description="prizes of at least this many pesos wait for a supervisor"
     )
+    studio_approval_threshold: int = Field(
+        1_000_000,
+        ge=0,
+        description="a studio prize (paid to a wallet) of at least this many pesos waits for a "
+        "supervisor's approval before it is credited",
+    )
+    wallet_target: str = Field(
+        "",
+        description="the operator's WalletService (host:port) that studio prizes are credited "
+        "to (empty: none; studio prizes then wait, unpaid)",
+    )
+    wallet_concurrency: int = Field(
+        64, ge=1, le=1024, description="wallet credits in flight at once"
+    )
     approval_code_seconds: int = Field(
         120,
         gt=0,

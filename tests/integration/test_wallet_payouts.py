@@ -1,0 +1,92 @@
+"""Studio prizes paid into the players' wallets by the real payout service on a real broker,
+through a reference wallet that is slow, fails one call in five before crediting and loses one
+answer in five after (rules O1-O8; protos/jackpot/v1/wallet.proto): each credited once under its
+award id and PAID only once the wallet answered; one at or above the studio approval threshold
+credited only after a supervisor approved it; a land prize left to its dealer terminal."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+from jackpot.domain.errors import DomainError
+from jackpot.domain.payout import PayoutState
+from jackpot.payout.settings import PayoutSettings
+from jackpot.payout.wallet_payer import WalletPayer
+from jackpot.v1 import pot_pb2
+from jackpot.wallet.reference import ReferenceWallet, WalletFaults
+from tests.integration.gateway_harness import read_topic, wait_until
+from tests.integration.test_payout import Running, award, payout_settings, publish
+
+pytestmark = pytest.mark.integration
+
+STUDIO_PRIZES = 200
+
+
+def studio_award(seat: int, amount: int = 1_010) -> pot_pb2.Award:
+    prize = award("R1", seat, "ROYAL_FLUSH", amount, table="S-1")
+    prize.player = f"p{seat}"
+    return prize
+
+
+@pytest.fixture
+async def wallet() -> AsyncIterator[tuple[ReferenceWallet, int]]:
+    faults = WalletFaults(latency_seconds=0.02, fail_rate=0.2, lost_answer_rate=0.2, seed=39)
+    reference = ReferenceWallet(faults)
+    server = grpc.aio.server()
+    reference.register(server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    yield reference, port
+    await server.stop(None)
+
+
+async def test_O9_studio_prizes_are_credited_once_and_paid_only_when_the_wallet_answers(
+    kafka_bootstrap: str, unique: str, wallet: tuple[ReferenceWallet, int]
+) -> None:
+    reference, port = wallet
+    base = await payout_settings(kafka_bootstrap, unique)
+    settings: PayoutSettings = base.replace(
+        wallet_target=f"127.0.0.1:{port}", studio_approval_threshold=100_000
+    )
+    large = studio_award(999, amount=250_000)  # at or above the studio threshold
+    land = award("R1", 3, "FLUSH", 50_000)
+    await publish(settings, *(studio_award(s) for s in range(1, STUDIO_PRIZES + 1)), large, land)
+    async with Running(settings) as running:
+        service = running.service
+        payer = asyncio.create_task(WalletPayer(service).run())
+        try:
+            studio_ids = {studio_award(s).award_id for s in range(1, STUDIO_PRIZES + 1)}
+
+            def all_paid() -> bool:
+                payouts = service.book.payouts
+                return all(
+                    a in payouts and payouts[a].state is PayoutState.PAID for a in studio_ids
+                )
+
+            await wait_until(all_paid, within=60)
+            payouts = service.book.payouts
+            by = {payouts[a].history[-1].by for a in studio_ids}
+            assert payouts[large.award_id].state is PayoutState.AWAITING_APPROVAL
+            assert large.award_id not in reference.credits  # not credited before approval
+            assert payouts[land.award_id].state is PayoutState.ORDERED  # its terminal pays it
+            with pytest.raises(DomainError, match="paid to the player's wallet"):
+                await service.paid("S-1", studio_award(1).award_id, "dealer")
+            await service.approve(large.award_id, "sara")
+            await wait_until(lambda: payouts[large.award_id].state is PayoutState.PAID, within=30)
+        finally:
+            payer.cancel()
+            await asyncio.gather(payer, return_exceptions=True)
+    expected = {f"p{s}": 1_010 for s in range(1, STUDIO_PRIZES + 1)} | {"p999": 250_000}
+    assert reference.balances == expected  # each credited exactly once
+    assert reference.calls > len(expected)  # the faults were met and outlasted
+    assert all(who.startswith("wallet tx-") for who in by)
+    assert len(by) == STUDIO_PRIZES  # one transaction each
+    records = await read_topic(kafka_bootstrap, settings.ledger_topic)
+    entries = [pot_pb2.LedgerEntry.FromString(r.value) for r in records]
+    paid = [e for e in entries if e.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID]
+    assert sorted(e.source_event_id for e in paid) == sorted([*studio_ids, large.award_id])
+    assert all(e.changed_by.startswith("wallet tx-") for e in paid)  # PAID on the ledger
