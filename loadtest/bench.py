@@ -20,8 +20,8 @@
    same run on the bench's own broker (``loadtest.bench_compression``; not with
    ``--bootstrap-servers``: another's broker serves others too).
 7. Studio tables at the scale of issue 39 against its targets: a lock of 10,000 bets through a
-   real gateway to Kafka, and a top prize split among 10,000 winners in the pot's book
-   (``loadtest.bench_studio``).
+   real gateway to Kafka, a top prize split among 10,000 winners in the pot's book, and 10,000
+   wallet credits paid by the payout service (``loadtest.bench_studio``).
 5. Bounds, printed beside their figure: a gateway's resident memory over 18,000 hostile device
    inputs after a warm-up of 2,000, in a process of its own (``loadtest.bench_memory``), under
    8 MB. The bench exits 1 when a bound is exceeded.
@@ -51,7 +51,8 @@ issue 36: ``acknowledged_first_p50_ms``, ``..._p99_ms``, ``in_flight_baseline_p5
 ``<topic>_<zstd|none>_bytes_per_round``, ``broker_cpu_<zstd|none>_ms_per_round``,
 ``broker_cpu_ratio``, ``<topic>_ratio``, ``ledger_<zstd|none>_gb_a_year_300_tables``),
 ``studio.*`` (``lock`` {``bets``, ``ms``, ``peak_rss_growth_mb``, ``target_ms``}, ``split``
-{``winners``, ``median_ms``, ``peak_mb``, ``target_ms``}), ``bounds``. The older flat keys (the
+{``winners``, ``median_ms``, ``peak_mb``, ``target_ms``}, ``wallet`` {``prizes``, ``seconds``,
+``wallet_calls``, ``target_seconds``}), ``bounds``. The older flat keys (the
 printed row names) stay for comparison.
 """
 

@@ -28,7 +28,7 @@ from jackpot.display.board import Board, Sign
 from jackpot.display.feed import apply_record
 from jackpot.display.settings import DisplaySettings
 from jackpot.payout.payout_book import PayoutBook
-from jackpot.payout.service import PayoutPartition
+from jackpot.payout.payout_partition import PayoutPartition
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.partition_handler import OutputRecord
 from jackpot.v1 import common_pb2, dead_letter_pb2, payout_pb2, pot_pb2

@@ -19,7 +19,7 @@ from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import Payout, PayoutState, Transition, pay, void
 from jackpot.payout.codec import to_proto
 from jackpot.payout.payout_book import PayoutBook
-from jackpot.payout.service import CatchUp, PayoutBatch, PayoutPartition
+from jackpot.payout.payout_partition import CatchUp, PayoutBatch, PayoutPartition
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.processor_errors import ProcessorError
 from jackpot.topics import (
