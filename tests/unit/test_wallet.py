@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from jackpot.clients.wallet import WalletRefused, credit_until_answered
 from jackpot.v1 import wallet_pb2, wallet_pb2_grpc
 from jackpot.wallet.reference import ReferenceWallet, WalletFaults
+from tests.polling import eventually
 
 pytestmark = pytest.mark.unit
 
@@ -34,6 +36,18 @@ async def bad_wallet() -> AsyncIterator[tuple[ReferenceWallet, wallet_pb2_grpc.W
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         yield wallet, wallet_pb2_grpc.WalletServiceStub(channel)  # type: ignore[no-untyped-call]
     await server.stop(None)
+
+
+class CountingStub:
+    """A wallet stub that counts the calls made through it (answered or not)."""
+
+    def __init__(self, stub: wallet_pb2_grpc.WalletServiceStub) -> None:
+        self._stub = stub
+        self.calls = 0
+
+    async def Credit(self, request: wallet_pb2.CreditRequest, **options: Any) -> Any:
+        self.calls += 1
+        return await self._stub.Credit(request, **options)
 
 
 def credit(n: int, amount: int = 1_010) -> wallet_pb2.CreditRequest:
@@ -88,11 +102,11 @@ async def test_a_wallet_that_is_down_is_waited_for() -> None:
     await probe.stop(None)  # the port, now with nobody on it
     wallet = ReferenceWallet()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = wallet_pb2_grpc.WalletServiceStub(channel)  # type: ignore[no-untyped-call]
+        stub = CountingStub(wallet_pb2_grpc.WalletServiceStub(channel))  # type: ignore[no-untyped-call]
         pending = asyncio.create_task(
             credit_until_answered(stub, credit(7), first_pause_seconds=0.05, max_pause_seconds=0.1)
         )
-        await asyncio.sleep(0.3)
+        await eventually(lambda: stub.calls >= 2, "the client never tried twice", within=10)
         assert not pending.done()
         server, _ = await serve(wallet, port)
         try:
