@@ -5,7 +5,8 @@ bonus pays (V1, V2). Pure: :class:`~jackpot.domain.engine.PotGroup` pays what th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from jackpot.domain.cards import (
     CARD_NAMES,
@@ -30,12 +31,15 @@ class ResolvingRound:
     locked: LockedRound
     hands: dict[int, tuple[int, ...]]  # seat -> its own cards (parsed, validated)
     community: tuple[int, ...]
+    # a seat's own cards -> the names of the hand it won with, each named once (O2: a studio
+    # round's bets all hold one hand)
+    named: dict[tuple[int, ...], tuple[str, ...]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Payee:
+class Payee(NamedTuple):
     """The seat a prize is paid to: of the round being resolved, or of another linked table's
-    locked round for a linked envy bonus (V2)."""
+    locked round for a linked envy bonus (V2). A named tuple: a studio round makes one per bet
+    (O3, O4)."""
 
     table_id: str
     round_id: str
@@ -133,7 +137,10 @@ def envy_payees(
 
 def seat_payee(resolving: ResolvingRound, seat: int) -> Payee:
     """The seat ``seat`` of the round being resolved, with the hand it won with."""
-    cards = tuple(CARD_NAMES[c] for c in resolving.hands[seat] + resolving.community)
+    own = resolving.hands[seat]
+    cards = resolving.named.get(own)
+    if cards is None:
+        cards = resolving.named[own] = tuple(CARD_NAMES[c] for c in own + resolving.community)
     locked = resolving.locked
     player = locked.players.get(seat, "")
     return Payee(resolving.table_id, resolving.round_id, seat, locked.bets[seat], cards, player)

@@ -53,13 +53,31 @@ class RoundAwards:
     award_ids: list[str] = field(default_factory=list)
     jackpot_hit: bool = False  # a prize of 100 % of the main pot was paid: a reset (C7, S8)
     levels_paid: set[str] = field(default_factory=set)  # L3: the levels that paid a prize
+    named: bool = False  # L4: the group has levels, so its prizes name theirs
+    # a level's name -> its pot and reserves as S7 takes from them, each with its account (the
+    # configuration cannot change before the prizes are paid: C7 activates one at the settling)
+    accounts: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    transfers: dict[tuple[Transfer, ...], tuple[Transfer, ...]] = field(default_factory=dict)
+
+    def alike(self, transfers: tuple[Transfer, ...]) -> tuple[Transfer, ...]:
+        """``transfers``, or the equal tuple an earlier prize of the round holds (the shares of a
+        split are alike, O4: one tuple, not one per bet)."""
+        return self.transfers.setdefault(transfers, transfers)
+
+    def accounts_of(self, level: LevelSpec) -> tuple[tuple[str, str], ...]:
+        """The level's pot, then its reserves in order, each with its account (``pot:<name>``)."""
+        accounts = self.accounts.get(level.name)
+        if accounts is None:
+            pots = (level.pot, *level.reserve_order)
+            accounts = self.accounts[level.name] = tuple((pot, f"pot:{pot}") for pot in pots)
+        return accounts
 
 
 def resolve(group: Group, resolving: ResolvingRound, winners: Winners) -> list[Event]:
     """Pay the fixed prizes (S1), the envy bonuses (V1-V3), the percentage prizes (S2-S4, S6),
     then settle (C7, S8, L3); the events, in that order. A studio round's bets are its seats: a
     fixed prize per winning bet (O3), a percentage prize split among them all (O4)."""
-    awards = RoundAwards()
+    awards = RoundAwards(named=group.config.has_levels)  # L4: a one-level group's events
     _pay_fixed_prizes(group, resolving, winners, awards)
     _pay_envy(group, resolving, winners, awards)
     _pay_percentage_prizes(group, resolving, winners, awards)
@@ -141,11 +159,12 @@ def _pay(
     award_id = f"{group.group_id}/{payee.table_id}/{payee.round_id}/{payee.seat}/{prize}"
     if envy_of is not None:
         award_id += f"/{envy_of[0]}/{envy_of[1]}/{envy_of[2]}"
-    transfers = _take(group, pesos(amount_pesos), level)
-    group.awarded += pesos(amount_pesos)
+    amount = pesos(amount_pesos)
+    transfers = awards.alike(_take(group, amount, awards.accounts_of(level)))
+    group.awarded += amount
     group.hits[prize] = group.hits.get(prize, 0) + 1
     group.wins[prize] = group.wins.get(prize, 0) + amount_pesos
-    named = group.config.has_levels  # L4: a one-level group's events are as they were
+    named = awards.named  # L4: a one-level group's events are as they were
     award = PrizeAwarded(
         award_id,
         group.group_id,
@@ -195,18 +214,19 @@ def _settle(group: Group, resolving: ResolvingRound, awards: RoundAwards) -> lis
     return events
 
 
-def _take(group: Group, amount: int, level: LevelSpec) -> tuple[Transfer, ...]:
-    """Take a prize from its level's pot, then that level's reserves in order, then the
-    house (S7, per level: L2)."""
+def _take(group: Group, amount: int, accounts: tuple[tuple[str, str], ...]) -> tuple[Transfer, ...]:
+    """Take a prize from its level's pot, then that level's reserves in order (``accounts``:
+    :meth:`RoundAwards.accounts_of`), then the house (S7, per level: L2)."""
     transfers: list[Transfer] = []
-    for pot in (level.pot, *level.reserve_order):
+    balances = group.balances
+    for pot, account in accounts:
         if amount == 0:
             break
-        taken = min(group.balances[pot], amount)
+        taken = min(balances[pot], amount)
         if taken:
-            group.balances[pot] -= taken
+            balances[pot] -= taken
             amount -= taken
-            transfers.append((f"pot:{pot}", "awards", taken))
+            transfers.append((account, "awards", taken))
     if amount:
         group.house_advance += amount
         transfers.append(("house", "awards", amount))

@@ -43,9 +43,17 @@ def batch_records(outputs: Outputs, topics: OutputTopics, partition: int) -> Pot
         for topic, messages in (
             (topics.pot_updates, outputs.pot_updates),
             (topics.awards, outputs.awards),
-            (topics.ledger, outputs.ledger),
         )
         for m in messages
+    ]
+    serialized = outputs.serialized  # the ledger entries' bytes, as their chain has them
+    records += [
+        OutputRecord(
+            topics.ledger,
+            serialized.get(id(entry)) or entry.SerializeToString(),
+            entry.pot_group_id.encode(),
+        )
+        for entry in outputs.ledger
     ]
     records += [
         OutputRecord(topics.dead_letters, d.SerializeToString(), d.source.encode())

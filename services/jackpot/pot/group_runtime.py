@@ -35,6 +35,9 @@ class Outputs:
     rejected: Counter[str] = field(default_factory=Counter)
     # pot group id -> the locks applied, stamped for the latency budget (observation only)
     lock_traces: dict[str, list[common_pb2.LockTrace]] = field(default_factory=dict)
+    # id() of a ledger entry -> its bytes, serialized once for the group's hash chain: the
+    # transaction writes those (the entry is not changed after it is chained)
+    serialized: dict[int, bytes] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:

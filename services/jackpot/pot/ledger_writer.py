@@ -8,7 +8,10 @@ applies."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from jackpot.domain.canonical import canonical_json
 from jackpot.domain.events import (
@@ -24,7 +27,19 @@ from jackpot.platform import codec
 from jackpot.pot import records
 from jackpot.pot.group_runtime import EventContext, GroupRuntime, Outputs
 from jackpot.pot.ledger_audit import CHECKPOINT, chain_next, checkpoint_detail
+from jackpot.pot.prize_records import PrizeRecords
 from jackpot.v1 import pot_pb2
+
+
+@dataclass(frozen=True, slots=True)
+class _Stamp:
+    """What every entry of one table event states: where it came from, when it was recorded,
+    the configuration versions in force after it (C7, D4)."""
+
+    context: EventContext
+    recorded_at: Timestamp
+    version: int
+    pending: list[int]
 
 
 class LedgerWriter:
@@ -49,55 +64,88 @@ class LedgerWriter:
         pending = list(pending_before)
         bets_by_round: dict[int, int] = {}
         activated = False
+        prizes = PrizeRecords(
+            group.group_id,
+            context.event_id,
+            context.occurred_at,
+            recorded_at,
+            context.table_sequence,
+        )
         for index, domain_event in enumerate(domain_events):
             runtime.ledger_sequence += 1
+            if prizes.handles(domain_event):  # a prize, maybe one of thousands (O4)
+                sequence = runtime.ledger_sequence
+                entry, award = prizes.records(domain_event, index, sequence, version, pending)
+                outputs.awards.append(award)
+                self._append(runtime, entry, outputs)
+                continue
             if isinstance(domain_event, ConfigProposed):
                 pending.append(domain_event.version)
             elif isinstance(domain_event, ConfigActivated):
                 version, pending = domain_event.version, []  # the engine drops older pending ones
                 activated = True
-            fields = domain_event.to_dict()
-            detail = {name: value for name, value in fields.items() if name != "transfers"}
-            moved: tuple[tuple[str, str, int], ...] = getattr(domain_event, "transfers", ())
-            transfers = records.transfers(moved)
-            entry = pot_pb2.LedgerEntry(
-                entry_id=f"{context.event_id}:{index}",
-                pot_group_id=group.group_id,
-                ledger_sequence=runtime.ledger_sequence,
-                type=codec.ledger_type(domain_event),
-                transfers=transfers,
-                config_version=version,
-                pending_config_versions=pending,
-                detail_json=canonical_json(detail),
-                source_event_id=context.event_id,
-                table_id=detail.get("table_id", context.table_id),
-                round_id=detail.get("round_id", context.round_id),
-                occurred_at=context.occurred_at,
-                recorded_at=recorded_at,
-                table_sequence=context.table_sequence,
-            )
-            if isinstance(domain_event, BetsCollected):
-                entry.amount = domain_event.total_pesos
+            elif isinstance(domain_event, BetsCollected):
                 bets_by_round = dict(domain_event.bets)
-            elif isinstance(domain_event, PrizeAwarded | MysteryAwarded):
-                award = self._award(domain_event, fields, transfers, bets_by_round, context)
-                entry.seat = award.seat
-                entry.prize = award.prize
-                entry.amount = award.amount
-                outputs.awards.append(award)
-            elif isinstance(domain_event, ConfigProposed | PotGroupOpened):
-                entry.changed_by = domain_event.changed_by
-                entry.reason = domain_event.reason
+            stamp = _Stamp(context, recorded_at, version, pending)
+            entry = self._entry(runtime, domain_event, index, stamp, bets_by_round, outputs)
             self._append(runtime, entry, outputs)
         count_due = runtime.ledger_sequence - runtime.checkpoint_sequence >= self.checkpoint_entries
         if runtime.ledger_chain and (activated or count_due):
             outputs.ledger.append(self.checkpoint(runtime))
 
+    def _entry(
+        self,
+        runtime: GroupRuntime,
+        domain_event: Event,
+        index: int,
+        stamp: _Stamp,
+        bets_by_round: Mapping[int, int],
+        outputs: Outputs,
+    ) -> pot_pb2.LedgerEntry:
+        """The ledger entry of any domain event (and the award of a prize the fast path of
+        :class:`~jackpot.pot.prize_records.PrizeRecords` leaves)."""
+        context = stamp.context
+        fields = domain_event.to_dict()
+        detail = {name: value for name, value in fields.items() if name != "transfers"}
+        moved: tuple[tuple[str, str, int], ...] = getattr(domain_event, "transfers", ())
+        transfers = records.transfers(moved)
+        entry = pot_pb2.LedgerEntry(
+            entry_id=f"{context.event_id}:{index}",
+            pot_group_id=runtime.group.group_id,
+            ledger_sequence=runtime.ledger_sequence,
+            type=codec.ledger_type(domain_event),
+            transfers=transfers,
+            config_version=stamp.version,
+            pending_config_versions=stamp.pending,
+            detail_json=canonical_json(detail),
+            source_event_id=context.event_id,
+            table_id=detail.get("table_id", context.table_id),
+            round_id=detail.get("round_id", context.round_id),
+            occurred_at=context.occurred_at,
+            recorded_at=stamp.recorded_at,
+            table_sequence=context.table_sequence,
+        )
+        if isinstance(domain_event, BetsCollected):
+            entry.amount = domain_event.total_pesos
+        elif isinstance(domain_event, PrizeAwarded | MysteryAwarded):
+            award = self._award(domain_event, fields, transfers, bets_by_round, context)
+            entry.seat = award.seat
+            entry.prize = award.prize
+            entry.amount = award.amount
+            outputs.awards.append(award)
+        elif isinstance(domain_event, ConfigProposed | PotGroupOpened):
+            entry.changed_by = domain_event.changed_by
+            entry.reason = domain_event.reason
+        return entry
+
     @staticmethod
     def _append(runtime: GroupRuntime, entry: pot_pb2.LedgerEntry, outputs: Outputs) -> None:
-        """An entry to write, folded into the group's chain as the bytes the ledger will hold."""
+        """An entry to write, folded into the group's chain as the bytes the ledger will hold
+        (kept: the transaction writes those, :func:`~jackpot.pot.batch_records.batch_records`)."""
         if runtime.ledger_chain:
-            runtime.ledger_chain = chain_next(runtime.ledger_chain, entry.SerializeToString())
+            raw = entry.SerializeToString()
+            runtime.ledger_chain = chain_next(runtime.ledger_chain, raw)
+            outputs.serialized[id(entry)] = raw
         outputs.ledger.append(entry)
 
     def _award(
