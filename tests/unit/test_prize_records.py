@@ -10,14 +10,19 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from loadtest.rounds import CONFIG, CREDIT_VALUE, MAX_BET, MIN_BET
 
 from jackpot.domain.canonical import canonical_json
 from jackpot.domain.events import PrizeAwarded
 from jackpot.platform import codec
+from jackpot.pot import commands
 from jackpot.pot.group_runtime import EventContext, Outputs
+from jackpot.pot.ledger_audit import GENESIS, chain_next
 from jackpot.pot.ledger_writer import LedgerWriter, _Stamp
+from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.pot.prize_records import DetailTemplate, PrizeRecords, prize_detail_json
-from jackpot.v1 import pot_pb2
+from jackpot.topics import AWARDS, LEDGER
+from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
 
 pytestmark = pytest.mark.unit
 
@@ -114,3 +119,44 @@ def test_a_split_shares_one_prototype_and_one_template() -> None:
     assert len(prizes._alike) == 1
     entry, _ = prizes.records(prize(7), 0, 1, 3, [])
     assert entry.type == pot_pb2.LEDGER_ENTRY_TYPE_PRIZE_AWARDED
+
+
+def test_a_split_writes_the_bytes_its_chain_holds() -> None:
+    """A studio round of 300 bets shares a royal flush (O4): the transaction's ledger records are
+    the entries' own bytes, serialized once for the chain, and the chain over them is the
+    group's; its award records are the awards' bytes."""
+    book = PotBook(0, source="pot:test", clock_ns=itertools.count(10**18, 1000).__next__)
+    events = [
+        commands.create_group("G", {**CONFIG, "base": 100_000}),
+        commands.link_table(
+            "G",
+            table_events_pb2.LinkTable(
+                table_id="S1",
+                game=common_pb2.GAME_CARIBBEAN,
+                site="studio",
+                studio_seats=300,
+                min_bet=MIN_BET,
+                max_bet=MAX_BET,
+                credit_value=CREDIT_VALUE,
+            ),
+        ),
+    ]
+    lock = commands.locked(dict.fromkeys(range(1, 301), MIN_BET))
+    royal = table_events_pb2.RoundResult(shared_hand=["AH", "KH", "QH", "JH", "TH"])
+    events += [
+        commands.table_event("G", "S1", "R1", 1, common_pb2.GAME_CARIBBEAN, round_locked=lock),
+        commands.table_event("G", "S1", "R1", 2, common_pb2.GAME_CARIBBEAN, round_result=royal),
+    ]
+    chain = GENESIS
+    for offset, event in enumerate(events):
+        batch = book.batch([InputRecord(event.SerializeToString(), "t", 0, offset, b"G")])
+        book.commit(batch.outputs)
+        ledger = [r.value for r in batch.records if r.topic == LEDGER.name]
+        assert ledger == [e.SerializeToString() for e in batch.outputs.ledger]
+        awards = [r.value for r in batch.records if r.topic == AWARDS.name]
+        assert awards == [a.SerializeToString() for a in batch.outputs.awards]
+        for value in ledger:
+            assert value is not None
+            chain = chain_next(chain, value)
+    assert len(awards) == 300
+    assert chain == book.groups["G"].ledger_chain
