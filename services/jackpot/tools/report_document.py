@@ -1,23 +1,23 @@
 """`jackpot report`'s document: a period's books as a regulator files them (R1, R6; D4, M2, C7).
 
-``report.html`` is one self-contained page (inline SVG charts, no script, no server, the
-machine's DejaVu Sans) laid out for A4 landscape paper, and ``report.pdf`` is that page printed by
-Chromium headless (:func:`print_pdf`; ``chromium --print-to-pdf`` honours the page's ``@page``
-size, margins and page numbers). The cover states the casino, the period and its time zone, the
-pot groups with their verdicts, the overall verdict, the records read, the digest of the
-software that wrote the document (R6) and the annex's: ``awards.csv``, every prize of the period
-a row, named with its row count and SHA-256 (:mod:`jackpot.tools.report_annex`), so the annex is
-bound to the document. Each pot group then starts a page: its figures, the M2 reconciliation
-written out, for a group whose period had a studio table its books at land and at studio tables
+``report.html`` is one self-contained page (inline SVG charts, no script, no server, the machine's
+DejaVu Sans) laid out for A4 landscape paper, and ``report.pdf`` is that page printed by Chromium
+headless (:func:`print_pdf`; ``chromium --print-to-pdf`` honours the page's ``@page`` size, margins
+and page numbers). The cover states the casino, the period and its time zone, the pot groups with
+their verdicts, the overall verdict, the records read, the digest of the software that wrote the
+document (R6) and the annex's: ``awards.csv``, every prize of the period a row, named with its row
+count and SHA-256 (:mod:`jackpot.tools.report_annex`), so the annex is bound to the document. Each
+pot group then starts a page: its figures, the M2 reconciliation written out, for a group whose
+period had a studio table its books at land and at studio tables
 (:mod:`jackpot.tools.report_split_document`: the cover and its prizes by hand split too; a
-land-only period's document is as it was), its pots, for a group with levels each level's figures as a table and a chart (L1-L4,
-V1: a one-level group's document has no such section), hits by hand (an envy bonus under its own
-name, "Envidia: Escalera real"), the configuration in force as tables (pots, shares, ceilings,
-paytable, C7), the main pot and the collections per hour as charts as wide as the page
-(:mod:`jackpot.tools.report_charts`), and the last 25 prizes (R1); a table longer than a
-page repeats its header on the next, and no table is wider than the page (fixed layouts,
-identifiers that wrap). The document's size follows the pot groups and their configurations,
-never the number of prizes: a casino's day prints a few pages per group, not one per 12 prizes.
+land-only period's document is as it was), its pots, for a group with levels each level's figures
+as a table and a chart (L1-L4, V1: a one-level group's document has no such section), hits by hand
+(an envy bonus under its own name, "Envidia: Escalera real"), the configuration in force as tables
+(pots, shares, ceilings, paytable, C7), the main pot and the collections per hour as charts as wide
+as the page (:mod:`jackpot.tools.report_charts`), and the last 25 prizes (R1); a table longer than
+a page repeats its header on the next, and no table is wider than the page (fixed layouts,
+identifiers that wrap). The document's size follows the pot groups and their configurations, never
+the number of prizes: a casino's day prints a few pages per group, not one per 12 prizes.
 
 Words, amounts and dates come from :class:`~jackpot.tools.report_words.Style`: Spanish by default,
 amounts as the floor writes them, instants in the casino's zone. The CSV files are not this
