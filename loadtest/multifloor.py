@@ -43,12 +43,16 @@ _OUTBOX: Any = None  # in a simulator process: the queue its lock-to-sign sample
 
 
 def shares(config: FloorConfig, processes: int) -> list[FloorConfig]:
-    """The tables dealt round-robin over ``processes`` configs; only the first approves."""
+    """The tables dealt round-robin over ``processes`` configs; only the first approves and
+    plays the studio tables."""
     count = max(1, min(processes, len(config.tables)))
     out = []
     for n in range(count):
         seed = None if config.seed is None else config.seed + 1000 * n
-        out.append(dataclasses.replace(config, tables=config.tables[n::count], seed=seed))
+        studios = config.studios if n == 0 else []
+        out.append(
+            dataclasses.replace(config, tables=config.tables[n::count], seed=seed, studios=studios)
+        )
     return out
 
 

@@ -3,6 +3,8 @@
     python -m loadtest.run [--tables 40] [--start 30] [--factor 1.6] [--step-seconds 20]
                            [--limit-ms 250] [--max-steps 8] [--out build/loadtest]
                            [--device-protocol round|per-event]
+                           [--studio-tables 0] [--studio-players 2000]
+                           [--studio-round-seconds 20] [--studio-rig-rate 0.1]
 
 Starts Kafka (unless KAFKA_BOOTSTRAP_SERVERS is set) and every service as in `jackpot demo`, then
 plays steps of `--step-seconds` with every table at `rate` rounds per minute, multiplying the rate
@@ -12,6 +14,12 @@ device events/s, rejects by reason, latency percentiles; a `timeline` sampled on
 `report.html` (`loadtest.report`: a summary table, charts over time and per step), and ends
 with the accounting check of the whole run: the bets the devices were told were accepted equal
 what the ledger collected.
+
+`--studio-tables N` adds N studio tables of `--studio-players` online players each (rules O1-O9)
+to the land tables' `scl-poker` group, played by the simulated operator's platform (a round every
+20 s, its bets in chunks of 2,000) with the reference wallet paying their prizes: the land tables'
+lock-to-sign is then measured while studio rounds are collected and split beside them (run it
+with and without to compare), and each step reports the studio lock's latency (``studio_lock``).
 """
 
 from __future__ import annotations
@@ -33,6 +41,8 @@ from jackpot.tools.demo_floor import (
     wait_progressive_open,
 )
 from jackpot.tools.demo_report import report
+from jackpot.tools.demo_studio import add_studios
+from jackpot.tools.demo_tables import POKER_GROUP, studio_tables
 from loadtest.cost import CostMeter, service_pids
 from loadtest.multifloor import MultiFloor, simulator_ceiling
 from loadtest.report import render
@@ -50,6 +60,14 @@ async def run(args: argparse.Namespace) -> int:
     demo = Demo(
         args.tables, REPO / ".run" / "loadtest" / run_id, run_id, mutual_tls=not args.plaintext
     )
+    studios = studio_tables(
+        args.studio_tables,
+        args.studio_players,
+        POKER_GROUP,
+        args.studio_round_seconds,
+        args.studio_rig_rate,
+    )
+    add_studios(demo, studios)
     out = Path(args.out)
     demo.start_kafka()
     await demo.create_topics()
@@ -94,6 +112,8 @@ async def run(args: argparse.Namespace) -> int:
         ]
         summary = {
             "mutual_tls": demo.mutual_tls,
+            "studio_tables": args.studio_tables,
+            "studio_players": args.studio_players if args.studio_tables else 0,
             "device_protocol": args.device_protocol,
             "limit_p99_ms": args.limit_ms,
             "highest_sustainable_rounds_per_second": max(
@@ -136,6 +156,30 @@ def main() -> None:
         choices=("round", "per-event"),
         default="round",
         help="the device protocol's form the simulated controllers speak (issue 26)",
+    )
+    parser.add_argument(
+        "--studio-tables",
+        type=int,
+        default=0,
+        help="studio tables beside the land tables, in their group (O6; default none)",
+    )
+    parser.add_argument(
+        "--studio-players",
+        type=int,
+        default=2_000,
+        help="online players of each studio table, one bet each per round (default 2,000)",
+    )
+    parser.add_argument(
+        "--studio-round-seconds",
+        type=float,
+        default=20.0,
+        help="a studio round starts this often (default 20 s)",
+    )
+    parser.add_argument(
+        "--studio-rig-rate",
+        type=float,
+        default=0.1,
+        help="share of studio rounds dealt a made hand, won by every bet (default 0.1)",
     )
     parser.add_argument("--out", default="build/loadtest")
     parser.add_argument(

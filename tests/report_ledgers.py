@@ -24,11 +24,19 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadtest.rounds import CONFIG, interleaved_rounds, simulated_tables
+from loadtest.rounds import (
+    CONFIG,
+    CREDIT_VALUE,
+    FLUSH,
+    MAX_BET,
+    MIN_BET,
+    interleaved_rounds,
+    simulated_tables,
+)
 
 from jackpot.domain.canonical import canonical_json
 from jackpot.domain.cards import Game
-from jackpot.platform.codec import timestamp_ns
+from jackpot.platform.codec import game_to_proto, timestamp_ns
 from jackpot.platform.kafka import KafkaConnection, read_records
 from jackpot.pot import commands
 from jackpot.pot.ledger_audit import AWARD_TYPES
@@ -225,3 +233,87 @@ async def read_whole_ledger(kafka_options: Mapping[str, Any], topic: str) -> lis
         async for r in read_records(KafkaConnection(kafka_options), topic)
         if r.value is not None
     ]
+
+
+# ------------------------------------------------------------------ a group with a studio table
+
+STUDIO_GROUP, STUDIO_TABLE = "mixed", "S1"
+STUDIO_WINNERS = 1_000  # the bets of the studio round whose shared hand is a flush
+
+
+def studio_floor(
+    land_rounds: int = 60, studio_seats: int = 1_000, flush_round: int = 3
+) -> list[pot_pb2.LedgerEntry]:
+    """One group's ledger, an entry batch a minute from DAY0, with the payout service's entries
+    merged in (:func:`with_payouts`): three land tables, then studio table S1 (``studio_seats``
+    seats, O1) linked after a third of their rounds, whose rounds (one every tenth land round)
+    each take a bet of every seat with its player; its round number ``flush_round`` (from 0)
+    deals a flush to all of them (each winning bet is paid its fixed prize, O3:
+    ``studio_seats`` awards of one round), the others a hand that wins nothing."""
+    rng = random.Random(39)
+    tables = simulated_tables(STUDIO_GROUP, [Game.CARIBBEAN, Game.GO_POKER, Game.DRAW], rng, "L")
+    for table in tables:
+        table.royal_rate = 0.05
+    land = interleaved_rounds(tables, land_rounds, rng)
+    link = table_events_pb2.LinkTable(
+        table_id=STUDIO_TABLE,
+        game=game_to_proto(Game.CARIBBEAN),
+        site="studio",
+        studio_seats=studio_seats,
+        min_bet=MIN_BET,
+        max_bet=MAX_BET,
+        credit_value=CREDIT_VALUE,
+    )
+    events = [
+        commands.create_group(STUDIO_GROUP, CONFIG, requested_by="ana@casino", reason="opening"),
+        *(t.link_command() for t in tables),
+    ]
+    studio_at, played = len(land) // 3, 0
+    for n, event in enumerate(land):
+        events.append(event)
+        if n == studio_at:
+            events.append(commands.link_table(STUDIO_GROUP, link))
+        if n > studio_at and n % 10 == 0:
+            events += studio_round(played, studio_seats, flush=played == flush_round)
+            played += 1
+    entries = play_minutes(STUDIO_GROUP, events)
+    return with_payouts(entries, recorded(entries[-1]) + DAY_NS)
+
+
+def studio_round(number: int, seats: int, flush: bool) -> list[table_events_pb2.TableEvent]:
+    """A studio round: a bet of the minimum from each seat, and the one shared hand (O2)."""
+    round_id = f"S1-{number + 1}"
+    bets = [
+        table_events_pb2.SeatBet(seat=seat, bet=MIN_BET, player=f"player-{seat}")
+        for seat in range(1, seats + 1)
+    ]
+    hand = list(FLUSH) if flush else ["2C", "7D", "9H", "JS", "KC"]
+    game = game_to_proto(Game.CARIBBEAN)
+    return [
+        commands.table_event(
+            STUDIO_GROUP,
+            STUDIO_TABLE,
+            round_id,
+            2 * number + 1,
+            game,
+            round_locked=table_events_pb2.RoundLocked(bets=bets),
+        ),
+        commands.table_event(
+            STUDIO_GROUP,
+            STUDIO_TABLE,
+            round_id,
+            2 * number + 2,
+            game,
+            round_result=table_events_pb2.RoundResult(shared_hand=hand),
+        ),
+    ]
+
+
+def play_minutes(
+    group_id: str, events: list[table_events_pb2.TableEvent]
+) -> list[pot_pb2.LedgerEntry]:
+    """Events through a real pot's book on partition 0, a minute apart from DAY0, with its
+    ticks (:func:`play`: heartbeats and hourly checkpoints)."""
+    partition = Partition(0, checkpoints=True)
+    play(partition, [(DAY0 + n * MINUTE_NS, group_id, e) for n, e in enumerate(events)])
+    return partition.ledger

@@ -126,6 +126,12 @@ def _terminal(args: argparse.Namespace) -> int:
     return terminal_main(args.table)
 
 
+def _wallet(args: argparse.Namespace) -> int:
+    from jackpot.wallet.main import main as wallet_main
+
+    return wallet_main()
+
+
 def _payouts(args: argparse.Namespace) -> int:
     from jackpot.tools.payouts import run
 
@@ -191,6 +197,7 @@ def _demo(args: argparse.Namespace) -> int:
         args.rig_rate,
         args.rounds_per_minute,
         args.device_protocol,
+        args.studio_players,
     )
 
 
@@ -254,6 +261,13 @@ def _add_floor_services(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     terminal.set_defaults(handler=_terminal)
 
+    wallet = commands.add_parser(
+        "wallet",
+        help="run the reference wallet: the operator's side of the wallet protocol, for the demo "
+        "and integration tests (O9)",
+    )
+    wallet.set_defaults(handler=_wallet)
+
 
 def _add_payouts(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     payouts = commands.add_parser(
@@ -291,6 +305,14 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         default="round",
         help="the controllers send each round in three messages (round, the default) or every "
         "seat's every move (per-event)",
+    )
+    demo.add_argument(
+        "--studio-players",
+        type=int,
+        default=2_000,
+        metavar="N",
+        help="online players of the demo's studio table, one bet each per round (O1; default "
+        "2,000; 0: no studio table)",
     )
     demo.add_argument(
         "--print-commands",

@@ -31,6 +31,7 @@ ALERTS = {
     "JackpotSignsStale",
     "JackpotPrizeUnattended",
     "JackpotPayoutNoOwner",
+    "JackpotWalletCreditRefused",
 }
 # Metrics the rules and the dashboard use before the service that exports them exists
 # (deploy/k8s/README.md, "Metrics"); once services/jackpot/<service>/ exists they must be real.

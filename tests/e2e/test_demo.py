@@ -37,7 +37,7 @@ STATUS_LINE = re.compile(
 # Every process the demo runs: the services and the reference dealer terminals of its first tables.
 # The services whose health the status line shows, and every process the demo runs (they and
 # the reference dealer terminals of its first tables).
-CORE = {"pot", "payout", "display", "gateway-a", "gateway-b"}
+CORE = {"pot", "payout", "display", "gateway-a", "gateway-b", "wallet"}
 SERVICES = CORE | {f"terminal-{table.table_id}" for table in floor_tables(DEMO_TERMINALS)}
 
 
@@ -53,7 +53,7 @@ def assert_books_pass(result: dict[str, Any]) -> None:
     assert books["audit_ok"] is True
     assert books["audit_chain"]["ok"] is True
     assert (books["lost"], books["duplicated"]) == (0, 0)
-    assert set(books["books_by_group"]) == {"scl-poker", "scl-blackjack"}
+    assert set(books["books_by_group"]) == {"scl-poker", "scl-blackjack", "scl-studio"}
     assert all(g["lost"] == g["duplicated"] == 0 for g in books["books_by_group"].values())
     awarded = sum(result["awards"].values())
     awards = books["awards_check"]
@@ -117,13 +117,21 @@ def test_headless_demo_reports_a_clean_audit(kafka_bootstrap: str, tmp_path: Pat
     assert result["bets_accepted"] > 0
     assert result["collected"] == result["bets_accepted"]
     assert (result["lost"], result["duplicated"]) == (0, 0)
-    assert set(result["pots"]) == {"scl-poker", "scl-blackjack"}
+    assert set(result["pots"]) == {"scl-poker", "scl-blackjack", "scl-studio"}
+    # the studio table (O1-O9): its rounds of 2,000 online players, each round's every bet
+    # in the books (checked bet by bet above), its lock timed
+    studio = result["floor"]["latency"]["studio_lock"]
+    assert studio["count"] >= 1  # a round every 20 s
+    studio_books = result["books"]["books_by_group"]["scl-studio"]
+    assert studio_books["rounds_collected"] == studio["count"]
+    assert studio_books["accepted"] == studio_books["collected"] >= 2_000 * 1_000
     assert sum(result["awards"].values()) > 0  # the rigged deals hit
     assert_books_pass(result)
     # every round the floor played was settled in the ledger and judged by the oracle
     assert result["books"]["awards_oracle"]["rounds_checked"] == result["rounds"]
     assert result["floor"]["latency"]["lock_to_sign"]["count"] > 0
     assert "http://127.0.0.1:8080/sign/scl-poker" in done.stdout
+    assert "http://127.0.0.1:8080/studio/scl-studio/S-LIVE-1 (2,000 players)" in done.stdout
     # A plain status line every second of play (no colour in a pipe), then the summary.
     assert "\x1b[" not in done.stdout
     lines = status_lines(done.stdout)
@@ -144,7 +152,7 @@ def test_headless_demo_reports_a_clean_audit(kafka_bootstrap: str, tmp_path: Pat
         summary[6],
     ]
     assert summary[3].startswith(f"  awards      {sum(result['awards'].values())} (")
-    assert summary[6].startswith("  audit       OK (2 pot groups recomputed from the ledger")
+    assert summary[6].startswith("  audit       OK (3 pot groups recomputed from the ledger")
 
 
 def test_demo_restarts_a_killed_pot_and_counts_it(kafka_bootstrap: str, tmp_path: Path) -> None:

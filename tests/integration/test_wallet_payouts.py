@@ -7,19 +7,27 @@ credited only after a supervisor approved it; a land prize left to its dealer te
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
+from functools import partial
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from loadtest.free_ports import free_port
 
 from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import PayoutState
 from jackpot.payout.settings import PayoutSettings
 from jackpot.payout.wallet_payer import WalletPayer
-from jackpot.v1 import pot_pb2
+from jackpot.platform.runtime import serve
+from jackpot.v1 import pot_pb2, wallet_pb2, wallet_pb2_grpc
+from jackpot.wallet.main import compose_wallet
 from jackpot.wallet.reference import ReferenceWallet, WalletFaults
+from jackpot.wallet.settings import WalletSettings
 from tests.integration.gateway_harness import read_topic, wait_until
 from tests.integration.test_payout import Running, award, payout_settings, publish
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -90,3 +98,35 @@ async def test_O9_studio_prizes_are_credited_once_and_paid_only_when_the_wallet_
     paid = [e for e in entries if e.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID]
     assert sorted(e.source_event_id for e in paid) == sorted([*studio_ids, large.award_id])
     assert all(e.changed_by.startswith("wallet tx-") for e in paid)  # PAID on the ledger
+
+
+async def test_O9_jackpot_wallet_serves_the_reference_wallet_with_health_and_a_graceful_stop() -> (
+    None
+):
+    """`jackpot wallet`'s composition (the demo's wallet): SERVING on its health, a credit
+    answered once and its resend as a duplicate of the same transaction, stopped with exit 0."""
+    settings = WalletSettings(grpc_address=f"127.0.0.1:{free_port()}", latency_seconds=0.0)
+    stop = asyncio.Event()
+    task = asyncio.create_task(serve("wallet", partial(compose_wallet, settings), stop))
+    try:
+        async with grpc.aio.insecure_channel(settings.grpc_address) as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+
+            async def serving() -> bool:
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    answer = await health.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                    return answer.status == health_pb2.HealthCheckResponse.SERVING
+                return False
+
+            await eventually(serving, "the wallet serving", within=10)
+            wallet = wallet_pb2_grpc.WalletServiceStub(channel)  # type: ignore[no-untyped-call]
+            credit = wallet_pb2.CreditRequest(
+                idempotency_key="g/S-1/R1/1/ROYAL_FLUSH", player="p1", amount=4_594
+            )
+            first = await wallet.Credit(credit, timeout=5)
+            again = await wallet.Credit(credit, timeout=5)
+            assert (first.duplicate, again.duplicate) == (False, True)
+            assert again.transaction_id == first.transaction_id
+    finally:
+        stop.set()
+    assert await asyncio.wait_for(task, 10) == 0

@@ -10,6 +10,8 @@ from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.payout import (
     Payout,
     PayoutState,
+    Transition,
+    WalletRound,
     approve,
     order_payout,
     pay,
@@ -136,3 +138,39 @@ def test_O9_a_studio_prize_is_paid_by_its_wallet_and_a_land_prize_at_its_table()
         pay_at_table(land, "T2", "dealer", 2)
     assert elsewhere.value.reason is Reason.TABLE_MISMATCH
     assert pay_at_table(land, "T1", "dealer", 2).state is PayoutState.PAID
+
+
+def test_O9_a_studio_tables_terminal_gets_its_winners_counted_and_only_the_prizes_to_approve() -> (
+    None
+):
+    """A studio round's prizes reach its terminal counted by round (winners, total, paid by the
+    wallets, waiting for approval, voided), never one by one; only a prize awaiting a supervisor
+    is listed, for the supervisor to decide. A land table's list is as it was."""
+
+    def studio(seat: int, amount: int, order: int, round_id: str = "R1") -> Payout:
+        return replace(
+            ordered(amount),
+            award_id=f"S/{round_id}/{seat}",
+            seat=seat,
+            table_id="S-1",
+            round_id=round_id,
+            player=f"p{seat}",
+            order=order,
+            prize="ROYAL_FLUSH",
+        )
+
+    waiting = replace(
+        studio(1, 4_594, 0), history=(Transition(PayoutState.AWAITING_APPROVAL, "s", 1),)
+    )
+    paid = [pay_to_wallet(studio(seat, 4_347, seat), f"wallet tx-{seat}", 2) for seat in (2, 3, 4)]
+    later = studio(9, 500, 10, round_id="R2")
+    voided = void(studio(8, 4_347, 8), "sara", "player barred", 3)
+    book = PayoutBook()
+    for payout in (waiting, *paid, studio(5, 4_347, 5), voided, later, ordered(50_000)):
+        book.put(0, payout)
+    assert [p.award_id for p in book.open_for("S-1")] == [waiting.award_id]
+    assert book.wallet_rounds_of("S-1") == [
+        WalletRound("R1", "ROYAL_FLUSH", 6, 4_594 + 5 * 4_347, 3, 3 * 4_347, 1, 1, 0),
+        WalletRound("R2", "ROYAL_FLUSH", 1, 500, 0, 0, 0, 0, 10),
+    ]
+    assert book.wallet_rounds_of(ordered(1).table_id) == []  # a land table: none

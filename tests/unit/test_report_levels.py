@@ -72,8 +72,9 @@ def test_L1_L4_V1_levels_csv_gives_each_level_its_period(
         ("sf", "8000", "99825"),
     ]
     prizes = {row[1]: row[2:] for row in sections(report)["prizes"][1:]}
-    assert prizes["ENVY_ROYAL_FLUSH"] == ["4", "8000"]  # V1: under their own names
-    assert prizes["ENVY_STRAIGHT_FLUSH"] == ["4", "4000"]
+    # V1: under their own names; all at land tables (O8: no envy bonus beside a studio table)
+    assert prizes["ENVY_ROYAL_FLUSH"] == ["4", "8000", "4", "8000", "0", "0"]
+    assert prizes["ENVY_STRAIGHT_FLUSH"] == ["4", "4000", "4", "4000", "0", "0"]
 
 
 def test_L4_a_period_cut_in_two_gives_each_level_the_same_books(floor: LevelsFloor) -> None:

@@ -15,7 +15,7 @@ import pytest
 from jackpot.domain.config import PotGroupConfig, load_config
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.events import Event, PrizeAwarded, TableLinked
+from jackpot.domain.events import Event, MysteryAwarded, PrizeAwarded, TableLinked
 from jackpot.domain.money import pesos
 from jackpot.domain.studio import MAX_STUDIO_SEATS
 from jackpot.pot import commands
@@ -374,3 +374,24 @@ def test_O1_D4_each_award_names_the_player_who_held_the_seat_across_snapshot_and
     )
     (letter,) = book(book.table_event("L1", "L-9", round_locked=land)).outputs.dead_letters
     assert "land table L1 names no players" in letter.detail
+
+
+def test_O9_X2_a_mystery_prize_won_at_a_studio_seat_names_its_player() -> None:
+    """The mystery prize (X2) crossed by a studio bet is that player's, paid to the wallet as
+    every studio prize (O9); at a land seat it names nobody (its ledger entry as before)."""
+    mystery = {
+        "pots": [{"name": "main", "percent": 90}, {"name": "mystery", "percent": 10}],
+        "mystery": {"pot": "mystery", "min": 1_000, "max": 1_000},
+    }
+    group, _ = PotGroup.open("G", config(**mystery), trigger_source=lambda lo, hi: (lo, b"\1" * 16))
+    group.link_table("S1", "caribbean", "studio", **LIMITS, studio_seats=20_000)
+    group.link_table("L1", "caribbean", "SCL", **LIMITS)
+    bets = dict.fromkeys(range(1, 21), 1000)  # 10 % of 1,000 a bet: seat 10 crosses 1,000
+    events = group.lock_round("S1", "R1", bets, {seat: f"p{seat}" for seat in bets})
+    [hit] = [e for e in events if isinstance(e, MysteryAwarded)]
+    assert (hit.seat, hit.amount_pesos, hit.player) == (10, 1_000, "p10")
+    assert hit.to_dict()["player"] == "p10"
+    events = group.lock_round("L1", "R1", dict.fromkeys(range(1, 8), 5000))
+    [land] = [e for e in events if isinstance(e, MysteryAwarded)]
+    assert land.player == ""
+    assert "player" not in land.to_dict()  # a land table's entry is as it was

@@ -26,6 +26,8 @@ from jackpot.terminal.screen import (
     in_spanish,
     payout_json,
     prize_text,
+    studio_json,
+    wallet_round_json,
 )
 from jackpot.v1 import device_pb2, payout_pb2
 
@@ -164,3 +166,26 @@ def test_V1_an_envy_bonus_is_named_envidia_and_the_hand_that_earned_it() -> None
     envy = payout_json(payout_pb2.Payout(award_id="a", seat=2, prize="ENVY_STRAIGHT_FLUSH"))
     assert (envy["prize_text"], envy["envy"]) == ("ENVIDIA: ESCALERA DE COLOR", True)
     assert payout_json(payout_pb2.Payout(award_id="b", prize="FLUSH"))["envy"] is False
+
+
+def test_O9_a_studio_rounds_winners_and_bets_are_said_in_spanish_by_count() -> None:
+    many = payout_pb2.WalletRound(
+        round_id="R1",
+        prize="ROYAL_FLUSH",
+        winners=10_000,
+        total=2_005_000,
+        paid=9_997,
+        paid_total=2_004_000,
+        awaiting_approval=2,
+        voided=1,
+    )
+    assert wallet_round_json(many)["text"] == (
+        "ESCALERA REAL · 10.000 ganadores · $2.005.000 · pagados a billeteras 9.997 "
+        "($2.004.000) · 2 esperan aprobación · 1 anulado"
+    )
+    one = payout_pb2.WalletRound(round_id="R2", prize="FULL_HOUSE", winners=1, total=100_000)
+    assert wallet_round_json(one)["text"] == (
+        "FULL · 1 ganador · $100.000 · pagados a billeteras 0 ($0)"
+    )
+    view = device_pb2.StudioRoundView(seats=10_000, bets=2, bet_total=2_000, folded=2)
+    assert studio_json(view)["text"] == "2 apuestas · $2.000 apostados · 2 retiradas"

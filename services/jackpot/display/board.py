@@ -13,6 +13,12 @@ label, amount (its pot floored, never more than that pot holds) and last increas
 banner names the level that paid the prize, and gathers the envy bonuses (V1, V2) the hit earned
 the other seats (they are paid, and reach the display, before a percentage prize, V3). A one-level
 group's sign is what it was before levels existed.
+
+Studio tables (rules O2-O5, issue 39): while a studio table's round is locked and its shared hand
+awaited, the group's sign carries that round's bets and what the top prize would pay each of
+them now, as the pot computed it; a figure whose parts together would be more than the paying
+pot holds is not shown (M3, the same check as the amount's). A group without a studio table's
+sign is what it was before.
 """
 
 from __future__ import annotations
@@ -67,10 +73,27 @@ class Winner:
     level_label: str = ""  # L4: the label of the level that paid it ("" in a one-level group)
     envy: tuple[EnvyPrize, ...] = ()  # V1: the bonuses the hit earned, as paid so far
     round_id: str = ""  # the hit's round, to gather its envy bonuses (not shown)
+    # O3, O4: a studio round's prize, won by many bets at once: how many so far, and their total
+    # (0 for a land table's prize, whose banner is its one seat's)
+    studio_winners: int = 0
+    studio_total: int = 0
 
     @property
     def hit(self) -> EnvyHit:
         return (self.table_id, self.round_id, self.seat)
+
+    def counted(self, shown: Winner | None) -> Winner:
+        """This prize of a studio round counted into ``shown``, the banner of the same round
+        and prize (or, when the banner is another's, a new banner of its own)."""
+        if shown is None or not shown.studio_winners or shown.prize != self.prize:
+            return replace(self, studio_winners=1, studio_total=self.amount)
+        if (shown.table_id, shown.round_id) != (self.table_id, self.round_id):
+            return replace(self, studio_winners=1, studio_total=self.amount)
+        return replace(
+            shown,
+            studio_winners=shown.studio_winners + 1,
+            studio_total=shown.studio_total + self.amount,
+        )
 
     def to_json(self) -> dict[str, Any]:
         shown: dict[str, Any] = {
@@ -85,6 +108,10 @@ class Winner:
             shown["level_label"] = self.level_label
         if self.envy:
             shown["envy"] = [e.to_json() for e in self.envy]
+        if self.studio_winners:
+            shown["round_id"] = self.round_id
+            shown["studio_winners"] = self.studio_winners
+            shown["studio_total"] = self.studio_total
         return shown
 
 
@@ -118,6 +145,43 @@ class LevelReading:
 
 
 @dataclass(frozen=True, slots=True)
+class StudioRound:
+    """A studio round between its lock and its hand: its bets and each bet's part of the top
+    prize if the hand hit it now (O3, O4, S3, S4), whole pesos, as the pot sent them."""
+
+    table_id: str
+    round_id: str
+    bets: int
+    bet_total: int
+    prize: str
+    level: str  # L2: the level that pays it; "" in a one-level group
+    multiple: int  # a fixed prize: each bet times this (O3); 0 for a percentage
+    share: int  # a percentage prize: each bet's equal part (O4, S3)
+    lowest_seat: int
+    odd_pesos: int  # S3: added to the lowest seat's part
+    cap_multiple: int = 0  # S4: each part at most this times its bet; 0 for none
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class StudioReading:
+    """A studio round as a pot update gives it, with what its paying pot holds (minor units;
+    None unknown) for the sign's M3 check."""
+
+    round: StudioRound
+    pot_minor: int | None = None
+
+    def shown(self) -> bool:
+        """M3: a percentage prize's parts together are never more than the pot holds."""
+        parts = self.round.share * self.round.bets + self.round.odd_pesos
+        return self.round.multiple > 0 or (
+            self.pot_minor is not None and parts <= self.pot_minor // MINOR_PER_PESO
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class SignReading:
     """A pot update as the sign reads it: the amounts are the pot's (whole pesos), the main pot's
     balance in minor units (None unknown) for the sign's own M3 check of what it is told."""
@@ -130,6 +194,7 @@ class SignReading:
     main_minor: int | None = None
     traces: Sequence[common_pb2.LockTrace] = ()
     levels: Sequence[LevelReading] = ()
+    studio: Sequence[StudioReading] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +231,7 @@ class Sign:
     winner_until: float = 0.0
     pending: tuple[PendingPrize, ...] = ()
     levels: tuple[SignLevel, ...] = ()  # L4: every level, the main first; none for one level
+    studio: tuple[StudioRound, ...] = ()  # O2-O5: studio rounds awaiting their hands
     updated_at: float = 0.0  # wall-clock seconds of the last update (for display)
     heard_at: float = field(default=0.0, compare=False)  # monotonic seconds
     # The latest locks reflected in the amount, numbered from 1 per group (latency budget only)
@@ -189,6 +255,7 @@ class Sign:
             "pending": [p.to_json() for p in self.pending],
             "updated_at": self.updated_at,
             **({"levels": [level.to_json() for level in self.levels]} if self.levels else {}),
+            **({"studio": [round.to_json() for round in self.studio]} if self.studio else {}),
         }
 
     def level_label(self, name: str) -> str:
@@ -242,6 +309,7 @@ class Board:
                 amount=amount,
                 increment=reading.increment if reading.increment else old.increment,
                 levels=_levels(old.levels, reading.levels),
+                studio=_studio(reading.studio),
                 min_bet=reading.min_bet,
                 max_bet=reading.max_bet,
                 live=True,
@@ -260,15 +328,19 @@ class Board:
         now: float,
         level: str = "",
         envy_of: EnvyHit | None = None,
+        studio: bool = False,
     ) -> None:
         """A prize onto the banner (D2), named by its level's label (L4). An envy bonus (V1,
         ``envy_of`` its hit) joins its hit's banner; one that comes before its hit (V3: a
         percentage prize is paid after the bonuses) puts the hit up first, without an amount,
-        and the hit's own award then fills it in."""
+        and the hit's own award then fills it in. A studio round's prize (O3, O4) is counted
+        into its round's banner: how many bets won it and their total."""
         old = self.signs.get(pot_group_id, Sign(pot_group_id))
         label = old.level_label(level) if level else ""
         shown = old.winner
-        if envy_of is not None:
+        if studio:
+            shown = replace(winner, level_label=label).counted(shown)
+        elif envy_of is not None:
             bonus = EnvyPrize(
                 winner.award_id, winner.table_id, winner.seat, winner.prize, winner.amount
             )
@@ -348,3 +420,9 @@ def _levels(old: Sequence[SignLevel], readings: Sequence[LevelReading]) -> tuple
             increment = previous.increment
         shown.append(SignLevel(reading.name, reading.label, amount, increment))
     return tuple(shown)
+
+
+def _studio(readings: Sequence[StudioReading]) -> tuple[StudioRound, ...]:
+    """The studio rounds a sign shows: those whose figure passes its M3 check (the feed logs
+    the others)."""
+    return tuple(reading.round for reading in readings if reading.shown())

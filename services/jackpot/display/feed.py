@@ -20,7 +20,15 @@ from aiokafka import TopicPartition
 from google.protobuf.message import DecodeError
 
 from jackpot.display import metrics
-from jackpot.display.board import Board, LevelReading, PendingPrize, SignReading, Winner
+from jackpot.display.board import (
+    Board,
+    LevelReading,
+    PendingPrize,
+    SignReading,
+    StudioReading,
+    StudioRound,
+    Winner,
+)
 from jackpot.display.settings import DisplaySettings
 from jackpot.platform import codec
 from jackpot.platform.kafka import KafkaConnection, follow_latest, stop_client
@@ -87,6 +95,7 @@ def apply_award(board: Board, award: pot_pb2.Award, now: float, topic: str = "")
         now,
         level=award.level,
         envy_of=(hit.table_id, hit.round_id, hit.seat) if award.HasField("envy_of") else None,
+        studio=bool(award.player),  # O9: only a studio round's prizes name their player
     )
 
 
@@ -102,6 +111,7 @@ def sign_reading(update: pot_pb2.PotUpdate) -> SignReading:
         None if main is None else pot_minor(main),
         update.lock_traces,
         level_readings(update),
+        studio_readings(update),
     )
 
 
@@ -127,6 +137,42 @@ def level_readings(update: pot_pb2.PotUpdate) -> list[LevelReading]:
         )
         for level in update.levels
     ]
+
+
+def studio_readings(update: pot_pb2.PotUpdate) -> list[StudioReading]:
+    """The update's studio rounds (O2-O5), each with what its paying pot holds (the main pot,
+    or its level's, L2) for the sign's M3 check; one that fails it is logged (not shown)."""
+    pots = {pot.name: pot.balance for pot in update.pots}
+    level_pots = {level.name: level.pot for level in update.levels}
+    readings = []
+    for share in update.studio_rounds:
+        pot = level_pots.get(share.level, "main") if share.level else "main"
+        reading = StudioReading(
+            StudioRound(
+                share.table_id,
+                share.round_id,
+                share.bets,
+                share.bet_total,
+                share.prize,
+                share.level,
+                share.multiple,
+                share.share,
+                share.lowest_seat,
+                share.odd_pesos,
+                share.cap_multiple,
+            ),
+            pot_minor(pots[pot]) if pot in pots else None,
+        )
+        if not reading.shown():
+            log.warning(
+                "display_studio_share_refused",
+                pot_group=update.pot_group_id,
+                table=share.table_id,
+                round=share.round_id,
+                reason="its parts together are more than the pot holds (M3)",
+            )
+        readings.append(reading)
+    return readings
 
 
 def traced(update: pot_pb2.PotUpdate, headers: Headers | None) -> None:

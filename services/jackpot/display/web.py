@@ -1,6 +1,8 @@
 """The web signs: a page per pot group and a floor overview, live over server-sent events.
 
-Routes: ``/`` (floor overview), ``/sign/{group}`` (one sign), ``/events?group=G`` (SSE stream of
+Routes: ``/`` (floor overview), ``/sign/{group}`` (one sign), ``/studio/{group}/{table}`` (a
+studio table's overlay: the pot, its locked round's bets and each bet's share of the top prize,
+rules O2-O5), ``/events?group=G`` (SSE stream of
 sign states; repeat ``group`` or leave it out for all), ``/api/signs`` (JSON), ``/healthz``.
 
 The pages speak Spanish (issue 29); the prizes' names, shown by both, are given to them here.
@@ -39,6 +41,12 @@ async def floor(request: web.Request) -> web.Response:
 async def sign(request: web.Request) -> web.Response:
     group = request.match_info["group"]
     page = _page("sign.html").replace("{{GROUP}}", json.dumps(group))
+    return web.Response(text=page, content_type="text/html")
+
+
+async def studio(request: web.Request) -> web.Response:
+    page = _page("studio.html").replace("{{GROUP}}", json.dumps(request.match_info["group"]))
+    page = page.replace("{{TABLE}}", json.dumps(request.match_info["table"]))
     return web.Response(text=page, content_type="text/html")
 
 
@@ -84,6 +92,7 @@ def build_app(board: Board, max_rate: float, write_timeout: float) -> web.Applic
     app[TIMEOUT_KEY] = write_timeout
     app.router.add_get("/", floor)
     app.router.add_get("/sign/{group}", sign)
+    app.router.add_get("/studio/{group}/{table}", studio)
     app.router.add_get("/events", events)
     app.router.add_get("/api/signs", signs)
     app.router.add_get("/healthz", healthz)

@@ -207,3 +207,4 @@ class MysteryAwarded(Event):
     commitment: str
     transfers: tuple[Transfer, ...]
     transfer_levels: tuple[str, ...] = dataclasses.field(default=(), metadata=OPTIONAL)  # L4
+    player: str = dataclasses.field(default="", metadata=OPTIONAL)  # O9: a studio seat's player

@@ -36,7 +36,8 @@ def verify_commitment(value: int, salt: bytes, published: str) -> bool:
 
 def pay_mystery(group: Group, table_id: str, round_id: str, winner: int) -> list[Event]:
     """Pay the mystery prize (the trigger value) to the seat whose bet crossed it (X2), then
-    commit to the next trigger."""
+    commit to the next trigger. At a studio table the prize names the seat's player: it is paid
+    to that player's wallet as every studio prize (O9), never at a dealer's terminal."""
     spec = group.config.mystery
     state = group.mystery
     assert spec is not None
@@ -58,6 +59,7 @@ def pay_mystery(group: Group, table_id: str, round_id: str, winner: int) -> list
         state.commitment,
         ((f"pot:{spec.pot}", "awards", trigger),),
         ("",) if group.config.has_levels else (),  # L4: the mystery pot is of no level
+        group.locked[table_id].players.get(winner, ""),  # O9: a studio seat's, to its wallet
     )
     group.remember_award(award.to_dict())
     return [award, *group.draw_mystery()]

@@ -8,6 +8,7 @@ are final; nothing is ever paid twice.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -163,3 +164,45 @@ def void(payout: Payout, supervisor: str, reason: str, at_ns: int) -> Payout:
             f"payout {payout.award_id} is {payout.state.value}: it cannot be voided",
         )
     return _move(payout, PayoutState.VOIDED, supervisor, at_ns, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class WalletRound:
+    """A studio round's prizes as its dealer's terminal shows them (O9): counted, never listed
+    one by one (a round may have thousands of winners, all paid to wallets)."""
+
+    round_id: str
+    prize: str  # the round's prize (every bet held the one hand, O2); the first paid, if several
+    winners: int
+    total: int  # whole pesos
+    paid: int  # credited by the players' wallets
+    paid_total: int
+    awaiting_approval: int  # at or above the studio approval threshold, waiting for a supervisor
+    voided: int
+    order: int  # its first prize's payment order (S5), to list the rounds in order
+
+
+def wallet_rounds(payouts: Iterable[Payout]) -> list[WalletRound]:
+    """The studio prizes among ``payouts`` by round, in payment order (S5)."""
+    rounds: dict[str, list[Payout]] = {}
+    for payout in payouts:
+        if payout.to_wallet:
+            rounds.setdefault(payout.round_id, []).append(payout)
+    summaries = []
+    for round_id, prizes in rounds.items():
+        prizes.sort(key=lambda p: (p.order, p.award_id))
+        paid = [p for p in prizes if p.state is PayoutState.PAID]
+        summaries.append(
+            WalletRound(
+                round_id=round_id,
+                prize=prizes[0].prize,
+                winners=len(prizes),
+                total=sum(p.amount for p in prizes),
+                paid=len(paid),
+                paid_total=sum(p.amount for p in paid),
+                awaiting_approval=sum(p.state is PayoutState.AWAITING_APPROVAL for p in prizes),
+                voided=sum(p.state is PayoutState.VOIDED for p in prizes),
+                order=prizes[0].order,
+            )
+        )
+    return sorted(summaries, key=lambda r: (r.order, r.round_id))

@@ -43,7 +43,7 @@ def check_studio_link(table_id: str, game: Game, studio_seats: int, paytable: Pa
 
 
 def check_no_envy(paytable: Paytable, studio_tables: Iterable[str]) -> None:
-    """T8: no envy bonus in a group with a studio table (every bet there holds the hand that
+    """O8: no envy bonus in a group with a studio table (every bet there holds the hand that
     hit, so a bonus "to every other seat" would be paid to each winner by every other)."""
     studios = sorted(studio_tables)
     envied = [prize.hand for prize in paytable.prizes.values() if prize.envy is not None]

@@ -70,7 +70,7 @@ class TableDeviceServicer:
                 table_id=table_id,
                 detail="dealer terminal watches its table",
             )
-        if table_id not in self._gateway.tables:
+        if table_id not in self._gateway.tables and table_id not in self._gateway.studio.tables:
             raise DomainError(Reason.UNKNOWN_TABLE, f"table {table_id!r} is not on this gateway")
         async for view in watch_table(self._gateway, table_id):
             yield device_pb2.WatchTableResponse(view=view)

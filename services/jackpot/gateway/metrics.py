@@ -31,6 +31,14 @@ STUDIO_BETS = Counter(
     " jackpot_gateway_rejects_total)",
     ["outcome"],
 )
+# Every studio series exported from the start, at 0 (a gateway without studio tables too): the
+# dashboard's rates read 0, not "no data", and a first refusal is an increase.
+STUDIO_CALL_NAMES = ("open", "bets", "lock", "fold", "deal", "void")
+for _call in STUDIO_CALL_NAMES:
+    for _outcome in ("applied", "resent", "refused"):
+        STUDIO_CALLS.labels(_call, _outcome)
+for _outcome in ("accepted", "refused"):
+    STUDIO_BETS.labels(_outcome)
 PUBLISH_SECONDS = Histogram(
     "jackpot_gateway_publish_seconds",
     "From spooling a record to the broker acknowledging it",

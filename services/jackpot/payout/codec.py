@@ -8,7 +8,7 @@ level and no hit.
 from __future__ import annotations
 
 from jackpot.domain.events import EnvyHit
-from jackpot.domain.payout import Payout, Transition, order_payout
+from jackpot.domain.payout import Payout, Transition, WalletRound, order_payout
 from jackpot.platform.codec import (
     payout_ledger_type,
     payout_state_from_proto,
@@ -44,6 +44,20 @@ def to_proto(payout: Payout) -> payout_pb2.Payout:
             at=timestamp_ns(step.at_ns),
         )
     return message
+
+
+def wallet_round_to_proto(summary: WalletRound) -> payout_pb2.WalletRound:
+    """A studio round's prizes to wallets, counted (O9), for its dealer's terminal."""
+    return payout_pb2.WalletRound(
+        round_id=summary.round_id,
+        prize=summary.prize,
+        winners=summary.winners,
+        total=summary.total,
+        paid=summary.paid,
+        paid_total=summary.paid_total,
+        awaiting_approval=summary.awaiting_approval,
+        voided=summary.voided,
+    )
 
 
 def from_proto(message: payout_pb2.Payout) -> Payout:

@@ -19,7 +19,7 @@ import grpc
 from jackpot.domain.access import Action, Principal, Role
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.payout import OPEN, Payout
-from jackpot.payout.codec import to_proto
+from jackpot.payout.codec import to_proto, wallet_round_to_proto
 from jackpot.payout.codes import ApprovalCodes
 from jackpot.payout.service import NotServedHere, PayoutService
 from jackpot.platform.authz import Authorizer
@@ -191,9 +191,13 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
                     session.moved.append(NotServedHere(self._service.owner))
                 if session.moved:
                     raise session.moved[-1]
-                open_payouts = self._service.book.open_for(hello.table_id)
+                book = self._service.book
+                open_payouts = book.open_for(hello.table_id)
                 yield payout_pb2.DealerTerminalResponse(
                     open=[to_proto(p) for p in open_payouts],
+                    wallet_rounds=[
+                        wallet_round_to_proto(r) for r in book.wallet_rounds_of(hello.table_id)
+                    ],
                     refused=session.refused.pop() if session.refused else "",
                 )
                 if not await self._next_change(session, reader, ending):

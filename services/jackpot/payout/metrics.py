@@ -16,6 +16,10 @@ WALLET_CREDITS = Counter(
     " duplicate: credited before under the same key), or that it refused",
     ["outcome"],
 )
+# Exported from the start at 0 (a payout service that has credited nothing yet too): the
+# dashboard's rates read 0, and the first refusal is an increase (alert JackpotWalletCreditRefused).
+for _outcome in ("credited", "duplicate", "refused"):
+    WALLET_CREDITS.labels(_outcome)
 TRANSITIONS = Counter(
     "jackpot_payout_transitions_total", "Payout state transitions, by state entered", ["state"]
 )

@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from jackpot.domain.payout import OPEN, Payout
+from jackpot.domain.payout import OPEN, Payout, PayoutState, WalletRound, wallet_rounds
 from jackpot.payout import metrics
 
 Listener = Callable[[str], None]  # told the table whose payouts changed
@@ -74,11 +74,23 @@ class PayoutBook:
         self._listeners.remove(listener)
 
     def open_for(self, table_id: str) -> list[Payout]:
-        """A table's payouts still to pay, in payment order (rule S5)."""
+        """A table's payouts its terminal acts on, in payment order (rule S5): every open one
+        of a land table's; of a studio table's (paid to wallets, O9) only those awaiting a
+        supervisor's approval."""
         return sorted(
-            (p for p in self.payouts.values() if p.table_id == table_id and p.state in OPEN),
+            (
+                p
+                for p in self.payouts.values()
+                if p.table_id == table_id
+                and p.state in OPEN
+                and (not p.to_wallet or p.state is PayoutState.AWAITING_APPROVAL)
+            ),
             key=lambda p: (p.order, p.award_id),
         )
+
+    def wallet_rounds_of(self, table_id: str) -> list[WalletRound]:
+        """A studio table's rounds of prizes to wallets (O9), counted for its terminal."""
+        return wallet_rounds(p for p in self.payouts.values() if p.table_id == table_id)
 
     def listing(self, pending_only: bool) -> list[Payout]:
         chosen = (p for p in self.payouts.values() if not pending_only or p.state in OPEN)

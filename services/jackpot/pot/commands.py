@@ -163,9 +163,16 @@ def table_event(
     return event
 
 
-def locked(bets: Mapping[int, int]) -> table_events_pb2.RoundLocked:
+def locked(
+    bets: Mapping[int, int], players: Mapping[int, str] | None = None
+) -> table_events_pb2.RoundLocked:
+    """A lock's bets; ``players``: a studio table's seat -> player (O1; none at a land table)."""
+    players = players or {}
     return table_events_pb2.RoundLocked(
-        bets=[table_events_pb2.SeatBet(seat=seat, bet=bet) for seat, bet in bets.items()]
+        bets=[
+            table_events_pb2.SeatBet(seat=seat, bet=bet, player=players.get(seat, ""))
+            for seat, bet in bets.items()
+        ]
     )
 
 

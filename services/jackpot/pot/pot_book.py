@@ -476,6 +476,7 @@ class PotBook:
             produced_at=codec.timestamp_ns(self._clock_ns()),
             update_sequence=runtime.update_sequence,
             levels=levels,
+            studio_rounds=records.studio_round_shares(group),
         )
 
 

@@ -17,6 +17,7 @@ from jackpot.domain.engine import PotGroup
 from jackpot.domain.events import Transfer
 from jackpot.domain.level_figures import level_figures
 from jackpot.domain.money import floor_pesos
+from jackpot.domain.studio_share import top_prize_shares
 from jackpot.platform.codec import exact_amount, game_to_proto
 from jackpot.v1 import pot_pb2
 
@@ -35,6 +36,28 @@ def pot_balances(group: PotGroup) -> list[pot_pb2.PotBalance]:
     names = [MAIN] + [name for name in group.balances if name != MAIN]
     return [
         pot_pb2.PotBalance(name=name, balance=exact_amount(group.balances[name])) for name in names
+    ]
+
+
+def studio_round_shares(group: PotGroup) -> list[pot_pb2.StudioRoundShare]:
+    """The studio sign's figures (O2-O5): each studio table's locked round and what the top
+    prize would pay its bets now; the level named only in a group with several (L4)."""
+    named = group.config.has_levels
+    return [
+        pot_pb2.StudioRoundShare(
+            table_id=share.table_id,
+            round_id=share.round_id,
+            bets=share.bets,
+            bet_total=share.bet_total,
+            prize=share.prize,
+            level=share.level if named else "",
+            multiple=share.multiple,
+            share=share.share,
+            lowest_seat=share.lowest_seat,
+            odd_pesos=share.odd_pesos,
+            cap_multiple=share.cap_multiple,
+        )
+        for share in top_prize_shares(group)
     ]
 
 

@@ -23,6 +23,10 @@ With ``device_faults`` the table controllers duplicate, delay and reorder some o
 (fault 5 of the fault suite, ``jackpot.sim.device_faults``); the counts of what was injected and
 what the gateway answered are in the report. Each table's rounds settled and the progressive status
 its gateway pushed (with the time) are kept for the site cut-off fault.
+
+Beside the land tables, ``studios`` are played by the simulated operator's game platform
+(:mod:`jackpot.sim.studio_platform`: rounds of many online players on one shared hand, O1-O5),
+written into the same books.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from jackpot.sim.floor_signs import SignWatchers
 from jackpot.sim.floor_staff import FloorStaff
 from jackpot.sim.floor_stats import FloorStats
 from jackpot.sim.oracle import Dealt
+from jackpot.sim.studio_platform import SimStudio, StudioPlatform
 from jackpot.v1 import (
     common_pb2,
     device_pb2,
@@ -97,6 +102,8 @@ class FloorConfig:
     # Where `jackpot pki` put the floor's certificates ("" for plaintext): devices and terminals
     # use the ones bound to their table, watchers the sign's, approvals the supervisor's.
     pki_dir: str = ""
+    # Studio tables the simulated operator's platform plays beside the land tables (O1-O5)
+    studios: list[SimStudio] = field(default_factory=list)
 
 
 class Floor:
@@ -146,6 +153,14 @@ class Floor:
         simulator counts as accepted are exactly the ones the gateway acknowledged.
         """
         playing = [asyncio.create_task(self._table(t)) for t in self.config.tables]
+        playing += [
+            asyncio.create_task(
+                StudioPlatform(
+                    studio, self.stats, self.config.pki_dir, self.rng.randrange(2**32)
+                ).run(self._tables_stop)
+            )
+            for studio in self.config.studios
+        ]
         self._playing = playing
         tasks: list[asyncio.Task[None]] = []
         if self.config.payout_target:

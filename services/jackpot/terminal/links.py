@@ -118,7 +118,7 @@ class PayoutLink:
                     if self._outgoing is not outgoing:
                         self._outgoing = outgoing
                         self.screen.link(self.screen.payout, True, "connected", target)
-                    self.screen.open_payouts(list(response.open))
+                    self.screen.open_payouts(list(response.open), list(response.wallet_rounds))
                     self._responses.put_nowait(response)
                     response = await call.read()
             finally:

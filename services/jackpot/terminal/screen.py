@@ -8,6 +8,9 @@ up and, when not, why. Nothing can be paid while either link is down: the page d
 buttons, and :meth:`Screen.payable` refuses on the server too. The pot ("Pozo") shows every level
 of a group with several (L4, from the gateway's view: ``TableView.levels``); each prize names the
 level that pays it and an envy bonus the hit that earned it (``Payout.level``, ``envy_of``).
+A studio table's screen (rules O1, O9) counts its round's bets instead of drawing its seats, and
+shows its winners by round, count and total (``wallet_rounds``: they are paid to the players'
+wallets, not here); only a studio prize awaiting a supervisor is listed one by one.
 
 The screen speaks one language, the Spanish of a Chilean casino floor (issue 29). The links, the
 services and this module's own refusals say what happened in English, the language of the log
@@ -317,6 +320,8 @@ def table_json(view: device_pb2.TableView) -> dict[str, Any]:
             {"name": level.name, "label": level.label, "sign_value": level.sign_value}
             for level in view.levels
         ],
+        # O1: a studio table's round, its bets counted (no seat is listed)
+        "studio": studio_json(view.studio) if view.HasField("studio") else None,
         "seats": [
             {
                 "seat": s.seat,
@@ -330,6 +335,53 @@ def table_json(view: device_pb2.TableView) -> dict[str, Any]:
             for s in view.seats
         ],
     }
+
+
+def studio_json(studio: device_pb2.StudioRoundView) -> dict[str, Any]:
+    """A studio table's round (O1, O5) as the screen shows it: counted, with its sentence."""
+    text = f"{thousands(studio.bets)} {'apuesta' if studio.bets == 1 else 'apuestas'}"
+    text += f" · ${thousands(studio.bet_total)} apostados"
+    if studio.folded:
+        text += f" · {thousands(studio.folded)} {'retirada' if studio.folded == 1 else 'retiradas'}"
+    return {
+        "seats": studio.seats,
+        "bets": studio.bets,
+        "bet_total": studio.bet_total,
+        "folded": studio.folded,
+        "text": text,
+    }
+
+
+def wallet_round_json(summary: payout_pb2.WalletRound) -> dict[str, Any]:
+    """A studio round's winners by count and total (O3, O4, O9), and how far the players'
+    wallets have paid them, in a Spanish sentence beside the figures."""
+    winners = "ganador" if summary.winners == 1 else "ganadores"
+    text = (
+        f"{prize_text(summary.prize)} · {thousands(summary.winners)} {winners} · "
+        f"${thousands(summary.total)} · pagados a billeteras {thousands(summary.paid)} "
+        f"(${thousands(summary.paid_total)})"
+    )
+    if summary.awaiting_approval:
+        waiting = "espera" if summary.awaiting_approval == 1 else "esperan"
+        text += f" · {thousands(summary.awaiting_approval)} {waiting} aprobación"
+    if summary.voided:
+        text += f" · {thousands(summary.voided)} {'anulado' if summary.voided == 1 else 'anulados'}"
+    return {
+        "round_id": summary.round_id,
+        "prize": summary.prize,
+        "winners": summary.winners,
+        "total": summary.total,
+        "paid": summary.paid,
+        "paid_total": summary.paid_total,
+        "awaiting_approval": summary.awaiting_approval,
+        "voided": summary.voided,
+        "text": text,
+    }
+
+
+def thousands(number: int) -> str:
+    """A whole number as the floor writes it: 12.345 (the page's es-CL format)."""
+    return f"{number:,}".replace(",", ".")
 
 
 def envy_text(payout: payout_pb2.Payout) -> str:
@@ -385,6 +437,7 @@ class Screen:
         self.payout = Link("payout")
         self.table: device_pb2.TableView | None = None
         self.payouts: list[payout_pb2.Payout] = []
+        self.wallet_rounds: list[payout_pb2.WalletRound] = []  # O9: a studio table's winners
         self.answers: list[Answer] = []
         self.version = 0
         self._changed = asyncio.Event()
@@ -408,8 +461,13 @@ class Screen:
         self.table = view
         self._touch()
 
-    def open_payouts(self, payouts: list[payout_pb2.Payout]) -> None:
+    def open_payouts(
+        self,
+        payouts: list[payout_pb2.Payout],
+        wallet_rounds: list[payout_pb2.WalletRound] | None = None,
+    ) -> None:
         self.payouts = list(payouts)
+        self.wallet_rounds = list(wallet_rounds or [])
         self._touch()
 
     def answer(self, answer: Answer) -> None:
@@ -440,5 +498,6 @@ class Screen:
             "links": {"gateway": self.gateway.to_json(), "payout": self.payout.to_json()},
             "table": None if self.table is None else table_json(self.table),
             "payouts": [payout_json(p, self.level_labels()) for p in self.payouts],
+            "wallet_rounds": [wallet_round_json(r) for r in self.wallet_rounds],
             "answers": [a.to_json() for a in self.answers],
         }

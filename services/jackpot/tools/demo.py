@@ -3,7 +3,8 @@
 The command around the local floor harness (:mod:`jackpot.tools.demo_floor`, which starts Kafka,
 the services and the gateways as real processes and creates the pot groups) playing the demo's
 floor (:mod:`jackpot.tools.demo_tables`: `scl-poker` with five levels and an envy bonus, and
-`scl-blackjack`, about 20 tables of mixed games) with the floor simulator.
+`scl-blackjack`, about 20 tables of mixed games; and a studio table of 2,000 online players in
+`scl-studio`, whose prizes the reference wallet is paid, rules O1-O9) with the floor simulator.
 
 Interactive (`make demo`): prints the URLs of the signs, the gRPC endpoints and the metrics, then a
 status line every second (``demo_status``); starts a service again when its process exits
@@ -47,12 +48,20 @@ from jackpot.tools.demo_status import (
     format_summary,
     probe_health,
 )
+from jackpot.tools.demo_studio import add_studios
 from jackpot.tools.demo_supervisor import (
     Supervisor,
     mark_stopped,
     write_pids,
 )
-from jackpot.tools.demo_tables import BLACKJACK_GROUP, LEVELS_POKER_CONFIG, POKER_GROUP
+from jackpot.tools.demo_tables import (
+    BLACKJACK_GROUP,
+    LEVELS_POKER_CONFIG,
+    POKER_GROUP,
+    STUDIO_GROUP,
+    STUDIO_PLAYERS,
+    studio_tables,
+)
 
 # How the console shows the supervisor's messages.
 STYLES = {"exit": RED, "restart": YELLOW, "ok": GREEN}
@@ -105,15 +114,19 @@ async def run_demo(
     rig_rate: float,
     rounds_per_minute: float,
     device_protocol: str = "round",
+    studio_players: int = STUDIO_PLAYERS,
 ) -> int:
     """Start the floor, play it (for ``duration`` seconds, or until Ctrl-C), report on its books,
-    stop everything; 0 when the books pass."""
+    stop everything; 0 when the books pass. ``studio_players``: the online players of the
+    floor's studio table (0: none)."""
     from jackpot.sim.floor import Floor
 
     run_id = uuid.uuid4().hex[:8]
     demo = Demo(tables, STATE / "demo" / run_id, run_id)
     demo.terminal_tables = demo.played_tables()[:DEMO_TERMINALS]
     demo.group_configs[POKER_GROUP] = LEVELS_POKER_CONFIG  # five levels and envy on the floor
+    if studio_players:
+        add_studios(demo, studio_tables(1, studio_players, STUDIO_GROUP))
     demo.start_kafka()
     await demo.create_topics()
     demo.start_services()
@@ -130,7 +143,8 @@ async def run_demo(
         await wait_progressive_open(demo)
         _show_floor(demo, console)
         floor = Floor(sim_config(demo, rig_rate, rounds_per_minute, device_protocol))
-        signs = SignWatch(demo.target("display"), demo.tls("sign"), (POKER_GROUP, BLACKJACK_GROUP))
+        groups = sorted({POKER_GROUP, BLACKJACK_GROUP, *(s.group for s in demo.studio_tables)})
+        signs = SignWatch(demo.target("display"), demo.tls("sign"), tuple(groups))
         background.append(asyncio.create_task(signs.run()))
         stats = await _play(demo, floor, duration, supervisor, console, signs)
         console.say("the floor stopped; the pipeline drains, then the ledger is audited")
@@ -241,7 +255,16 @@ def main(
     rig_rate: float = 0.02,
     rounds_per_minute: float = 30,
     device_protocol: str = "round",
+    studio_players: int = STUDIO_PLAYERS,
 ) -> int:
     return asyncio.run(
-        run_demo(duration, report_path, tables, rig_rate, rounds_per_minute, device_protocol)
+        run_demo(
+            duration,
+            report_path,
+            tables,
+            rig_rate,
+            rounds_per_minute,
+            device_protocol,
+            studio_players,
+        )
     )

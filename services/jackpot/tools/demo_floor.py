@@ -1,5 +1,7 @@
 """The local floor harness: the whole floor as real processes on this machine (:class:`Demo`).
 
+With studio tables (:mod:`jackpot.tools.demo_studio`) it also runs the reference wallet.
+
 Kafka (started or reused), the pot, payout and display services and two table gateways (sites A
 and B), their ports, certificates (mutual TLS) and topic names (`demo-<run>.…`, so a run's ledger
 holds only its own rounds); the pot groups created through the pot's admin API; the floor
@@ -30,6 +32,16 @@ from jackpot.platform.codec import game_to_proto
 from jackpot.platform.kafka import ensure_topics
 from jackpot.platform.manifest import record_for_working_tree
 from jackpot.platform.tls import TlsSettings, secure_channel
+from jackpot.tools.demo_studio import (
+    WALLET,
+    gateway_studio_tables,
+    issue_studio_certificates,
+    link_studio_tables,
+    payout_wallet_env,
+    sim_studios,
+    studio_urls,
+    wallet_env,
+)
 from jackpot.tools.demo_supervisor import (
     describe_exit,
     write_pids,
@@ -41,6 +53,7 @@ from jackpot.tools.demo_tables import (
     LIMITS,
     POKER_CONFIG,
     POKER_GROUP,
+    DemoStudio,
     DemoTable,
     floor_tables,
 )
@@ -113,6 +126,7 @@ class Demo:
         # Tables whose dealer uses the reference terminal (`jackpot terminal`); `jackpot demo`
         # runs a few, the fault suite and the load test none.
         self.terminal_tables: list[DemoTable] = []
+        self.studio_tables: list[DemoStudio] = []  # demo_studio.add_studios; none by default
         # Each group's configuration; `jackpot demo` makes the poker group's five levels
         # (LEVELS_POKER_CONFIG), the fault suite and the load test keep the SCJ's.
         self.group_configs: dict[str, dict[str, Any]] = {
@@ -135,6 +149,7 @@ class Demo:
         for name in self.ports:
             if name.startswith("gateway-"):
                 issue(self.pki, name, {Role.SERVICE}, hosts=self.gateway_hosts(name))
+        issue_studio_certificates(self)
 
     def tls(self, name: str) -> TlsSettings:
         """The certificate ``name`` (a service, ``operator``, ``device-<table>``, ...)."""
@@ -213,6 +228,8 @@ class Demo:
         record_for_working_tree()  # R6: the services verify the tree they run from
         self.issue_certificates()
         self._spawn("pot", ["pot"], self._pot_env())
+        if self.studio_tables:  # the operator's wallet that studio prizes are paid to (O9)
+            self._spawn(WALLET, ["wallet"], wallet_env(self))
         self._spawn("payout", ["payout"], self._payout_env())
         self._spawn("display", ["display"], self._display_env())
         for site in ("A", "B"):
@@ -251,6 +268,7 @@ class Demo:
             "JACKPOT_PAYOUT_AWARDS_TOPIC": self.topic("awards"),
             "JACKPOT_PAYOUT_PAYOUTS_TOPIC": self.topic("payouts"),
             "JACKPOT_PAYOUT_LEDGER_TOPIC": self.topic("ledger"),
+            **payout_wallet_env(self),
             **self.tls_env("payout"),
         }
 
@@ -289,6 +307,7 @@ class Demo:
                 for t in self.tables
                 if t.site == site
             ],
+            "studio_tables": gateway_studio_tables(self, site),
         }
         path = self.state / f"{name}.json"
         path.write_text(json.dumps(config, indent=2))
@@ -339,6 +358,7 @@ class Demo:
                     ),
                     timeout=30,
                 )
+            await link_studio_tables(self, pot, admin)
 
     def kill(self, name: str) -> None:
         """SIGKILL one service (fault tests): no shutdown code runs."""
@@ -454,6 +474,7 @@ class Demo:
             f"sign {POKER_GROUP:14} http://127.0.0.1:{self.http_port}/sign/{POKER_GROUP}",
             f"sign {BLACKJACK_GROUP:14} http://127.0.0.1:{self.http_port}/sign/{BLACKJACK_GROUP}",
             *(f"terminal {t.table_id:10} {url}" for t, url in self.terminal_urls().items()),
+            *studio_urls(self),
             *(f"gRPC {name:14} 127.0.0.1:{port}" for name, port in self.ports.items()),
             *(
                 f"metrics {name:11} http://127.0.0.1:{port}/metrics"
@@ -488,6 +509,7 @@ def sim_config(
         rig_rate=rig_rate,
         device_protocol=device_protocol,
         pki_dir=str(demo.pki) if demo.mutual_tls else "",
+        studios=sim_studios(demo),
     )
 
 

@@ -108,3 +108,41 @@ def floor_tables(count: int) -> list[DemoTable]:
         prefix = {Game.CARIBBEAN: "CAR", Game.DRAW: "DRW", Game.GO_POKER: "GOP"}.get(game, "BJ")
         tables.append(DemoTable(f"{site}-{prefix}-{n + 1:02d}", game, site, group))
     return tables
+
+
+# The demo's studio table (rules O1-O9) plays in its own group: the demo's poker group pays envy
+# bonuses, which no group with a studio table may (O8). The load test's studio tables join the
+# land tables' `scl-poker` (POKER_CONFIG pays none): one pot shared by land and studio (O6).
+STUDIO_GROUP = "scl-studio"
+STUDIO_PLAYERS = 2_000  # `jackpot demo`'s online players, one bet each per round
+
+
+@dataclass(frozen=True)
+class DemoStudio:
+    """A studio table of the demo floor: its gateway's site, its group, the players the simulated
+    platform seats each round, and the studio whose platform certificate drives it."""
+
+    table_id: str
+    group: str
+    players: int
+    site: str = "A"
+    studio: str = "studio-live"
+    round_seconds: float = 20.0  # a round starts this often
+    rig_rate: float = 0.1  # share of rounds dealt a made hand (every bet wins it)
+
+    @property
+    def seats(self) -> int:
+        """The table's seats (O1): room for every player, at least 10,000."""
+        return max(10_000, self.players)
+
+
+def studio_tables(
+    count: int, players: int, group: str, round_seconds: float = 20.0, rig_rate: float = 0.1
+) -> list[DemoStudio]:
+    """``count`` studio tables of ``players`` each in ``group``, at site A."""
+    return [
+        DemoStudio(
+            f"S-LIVE-{n + 1}", group, players, round_seconds=round_seconds, rig_rate=rig_rate
+        )
+        for n in range(count)
+    ]

@@ -12,9 +12,12 @@ first record, streamed. ``records read`` in the summary says what it cost. It wr
 ``--out``:
 
 - one CSV file per section, for a spreadsheet: ``summary.csv`` (period figures and the M2
-  reconciliation per group, where its books begin, the records read), ``pots.csv`` (opening,
-  received, closing per pot), ``prizes.csv`` (hits and amounts per category), ``awards.csv`` (the
-  annex: each award of the period, table, seat, round, hand, time, who approved and who paid;
+  reconciliation per group, where its books begin, the records read; collected, commission,
+  awarded and awards at land and at studio tables, O1, :mod:`jackpot.tools.report_split`),
+  ``pots.csv`` (opening, received, closing per pot), ``prizes.csv`` (hits and amounts per
+  category, then at land and at studio tables), ``awards.csv`` (the
+  annex: each award of the period, table, seat, round, hand, time, who approved and who paid,
+  and last its table's kind, land or studio;
   spooled to disk as the ledger streams by and written in award order,
   :mod:`jackpot.tools.report_annex`), ``configs.csv`` (versions in
   force: base, percentages, ceilings, paytable, when and by whom), ``last_awards.csv`` (the last
@@ -286,6 +289,12 @@ LEVEL_HEADER = [
     *("reserves_opening", "collected_to_reserves", "paid_from_reserves", "paid_by_house"),
     *("reserves_closing", "opened_by_house"),
 ]
+# Hits and whole pesos per prize, and (added last: a reader of the first four keeps working) at
+# the group's land and at its studio tables (O1).
+PRIZE_HEADER = [
+    *("pot_group", "prize", "hits", "amount"),
+    *("land_hits", "land_amount", "studio_hits", "studio_amount"),
+]
 CONFIG_HEADER = [
     *("pot_group", "version", "base", "commission_percent", "pots", "paytable"),
     *("proposed_at", "proposed_by", "reason", "activated_at"),
@@ -312,7 +321,7 @@ def _sections(report: Report) -> dict[str, Iterable[list[str]]]:
     tables: dict[str, list[list[str]]] = {
         "summary": summary,
         "pots": [["pot_group", "pot", "opening", "received", "closing"]],
-        "prizes": [["pot_group", "prize", "hits", "amount"]],
+        "prizes": [PRIZE_HEADER],
         "configs": [CONFIG_HEADER],
         "last_awards": [AWARD_HEADER],
         "contributions_by_hour": [["pot_group", "hour", "collected"]],
@@ -338,7 +347,7 @@ def _group_rows(group: GroupReport) -> dict[str, Iterable[list[str]]]:
             [g, pot, *map(format_amount, (opening.get(pot, 0), received[pot], closing.get(pot, 0)))]
             for pot in sorted({*opening, *closing})
         ],
-        "prizes": [[g, p, str(h), str(a)] for p, (h, a) in group.prizes.items()],
+        "prizes": [_prize_row(group, prize, hits) for prize, hits in group.prizes.items()],
         "configs": [_config_row(g, c) for c in group.configs],
         "last_awards": [award_cells(g, a) for a in group.last_awards],
         "contributions_by_hour": [
@@ -348,6 +357,11 @@ def _group_rows(group: GroupReport) -> dict[str, Iterable[list[str]]]:
         "main_pot": ([g, iso(at), format_amount(main)] for at, main in group.main_series),
         "levels": [_level_row(g, level) for level in group.levels],
     }
+
+
+def _prize_row(group: GroupReport, prize: str, total: tuple[int, int]) -> list[str]:
+    by_kind = (*group.land.prize(prize), *group.studio.prize(prize))
+    return [group.group_id, prize, *map(str, (*total, *by_kind))]
 
 
 def _level_row(g: str, level: LevelRow) -> list[str]:
@@ -371,11 +385,26 @@ def _summary_rows(group: GroupReport) -> list[list[str]]:
         [g, "overflow", format_amount(group.overflow)],
         [g, "awarded", format_amount(group.awarded)],
         [g, "awards", str(group.award_count)],
+        *_split_rows(group),
         [g, "reconciliation (M2)", group.reconciliation()[1]],
     ]
     if group.earlier_payments:
         rows.append([g, "settled awards made before the records read", _earlier(group)])
-    return rows + [[g, "problem", p] for p in group.problems]
+    return rows + [[g, "problem", p] for p in group.findings]
+
+
+def _split_rows(group: GroupReport) -> list[list[str]]:
+    """The period's books at the group's land and at its studio tables (O1), which add up to
+    the totals above (else a problem row says where), and the studio tables linked in it."""
+    g, rows = group.group_id, []
+    for kind, books in (("land", group.land), ("studio", group.studio)):
+        rows += [
+            [g, f"collected at {kind} tables", format_amount(books.collected)],
+            [g, f"commission at {kind} tables", format_amount(books.commission)],
+            [g, f"awarded at {kind} tables", format_amount(books.awarded)],
+            [g, f"awards at {kind} tables", str(books.award_count)],
+        ]
+    return [*rows, [g, "studio tables", " ".join(sorted(group.studio_tables))]]
 
 
 def _config_row(g: str, c: ConfigVersion) -> list[str]:
@@ -421,7 +450,7 @@ def _group_problems(report: Report) -> list[str]:
     lines = []
     for group in report.groups:
         ok, line = group.reconciliation()
-        lines += [f"{group.group_id}: {p}" for p in group.problems]
+        lines += [f"{group.group_id}: {p}" for p in group.findings]
         if not ok:
             lines.append(f"{group.group_id}: {line}")
     return lines

@@ -1,9 +1,11 @@
 """`jackpot report`'s annex: every award of the period in ``awards.csv``, bound to the document
 by its SHA-256 (R1; D4).
 
-The document lists the last 25 prizes (R1) and prints the annex's file name, its row count and
-its digest, so a regulator checks that the CSV beside the PDF is the one it was issued with (any
-byte changed after the fact changes the digest). A day of 300 tables is 8,000 prizes and a month
+Each row ends with its table's kind, ``land`` or ``studio`` (O1; the column added last, so a
+reader of the columns before it keeps working). The document lists the last 25 prizes (R1) and
+prints the annex's file name, its row count and its digest, so a regulator checks that the CSV
+beside the PDF is the one it was issued with (any byte changed after the fact changes the
+digest). A day of 300 tables is 8,000 prizes and a month
 a quarter of a million: the rows never sit in memory together. Each group's complete rows are
 spooled to a file of its own as the ledger streams by (:class:`AwardSpool`, an
 :class:`~jackpot.tools.report_rows.AwardSink` per group, picklable for ``--jobs`` workers),
@@ -31,6 +33,7 @@ ANNEX_NAME = "awards.csv"
 AWARD_HEADER = [
     *("pot_group", "award_id", "table", "seat", "round", "prize", "amount", "hand"),
     *("occurred_at", "recorded_at", "approved_by", "paid_by", "paid_at"),
+    "table_kind",  # land or studio (O1): last, so a reader of the columns before keeps working
 ]
 ROW_FIELDS = tuple(f.name for f in dataclasses.fields(AwardRow))
 SPOOL_BATCH = 512  # rows a spool keeps before it appends them to its file
@@ -43,6 +46,7 @@ def award_cells(group_id: str, a: AwardRow) -> list[str]:
     return [
         *(group_id, a.award_id, a.table_id, str(a.seat), a.round_id, a.prize, str(a.amount)),
         *(a.cards, a.occurred_at, a.recorded_at, a.approved_by, a.paid_by, a.paid_at),
+        "studio" if a.studio else "land",
     ]
 
 

@@ -1,21 +1,23 @@
 """`jackpot report`'s document: a period's books as a regulator files them (R1, R6; D4, M2, C7).
 
-``report.html`` is one self-contained page (inline SVG charts, no script, no server, the
-machine's DejaVu Sans) laid out for A4 landscape paper, and ``report.pdf`` is that page printed by
-Chromium headless (:func:`print_pdf`; ``chromium --print-to-pdf`` honours the page's ``@page``
-size, margins and page numbers). The cover states the casino, the period and its time zone, the
-pot groups with their verdicts, the overall verdict, the records read, the digest of the
-software that wrote the document (R6) and the annex's: ``awards.csv``, every prize of the period
-a row, named with its row count and SHA-256 (:mod:`jackpot.tools.report_annex`), so the annex is
-bound to the document. Each pot group then starts a page: its figures, the M2 reconciliation
-written out, its pots, for a group with levels each level's figures as a table and a chart (L1-L4,
-V1: a one-level group's document has no such section), hits by hand (an envy bonus under its own
-name, "Envidia: Escalera real"), the configuration in force as tables (pots, shares, ceilings,
-paytable, C7), the main pot and the collections per hour as charts as wide as the page
-(:mod:`jackpot.tools.report_charts`), and the last 25 prizes (R1); a table longer than a
-page repeats its header on the next, and no table is wider than the page (fixed layouts,
-identifiers that wrap). The document's size follows the pot groups and their configurations,
-never the number of prizes: a casino's day prints a few pages per group, not one per 12 prizes.
+``report.html`` is one self-contained page (inline SVG charts, no script, no server, the machine's
+DejaVu Sans) laid out for A4 landscape paper, and ``report.pdf`` is that page printed by Chromium
+headless (:func:`print_pdf`; ``chromium --print-to-pdf`` honours the page's ``@page`` size, margins
+and page numbers). The cover states the casino, the period and its time zone, the pot groups with
+their verdicts, the overall verdict, the records read, the digest of the software that wrote the
+document (R6) and the annex's: ``awards.csv``, every prize of the period a row, named with its row
+count and SHA-256 (:mod:`jackpot.tools.report_annex`), so the annex is bound to the document. Each
+pot group then starts a page: its figures, the M2 reconciliation written out, for a group whose
+period had a studio table its books at land and at studio tables
+(:mod:`jackpot.tools.report_split_document`: the cover and its prizes by hand split too; a
+land-only period's document is as it was), its pots, for a group with levels each level's figures
+as a table and a chart (L1-L4, V1: a one-level group's document has no such section), hits by hand
+(an envy bonus under its own name, "Envidia: Escalera real"), the configuration in force as tables
+(pots, shares, ceilings, paytable, C7), the main pot and the collections per hour as charts as wide
+as the page (:mod:`jackpot.tools.report_charts`), and the last 25 prizes (R1); a table longer than
+a page repeats its header on the next, and no table is wider than the page (fixed layouts,
+identifiers that wrap). The document's size follows the pot groups and their configurations, never
+the number of prizes: a casino's day prints a few pages per group, not one per 12 prizes.
 
 Words, amounts and dates come from :class:`~jackpot.tools.report_words.Style`: Spanish by default,
 amounts as the floor writes them, instants in the casino's zone. The CSV files are not this
@@ -24,7 +26,6 @@ module's: they stay machine-readable (:func:`jackpot.tools.report.write_csv`).
 
 from __future__ import annotations
 
-import html
 import shutil
 import subprocess
 import tempfile
@@ -44,8 +45,20 @@ from jackpot.platform.settings import Settings
 from jackpot.tools import report_charts
 from jackpot.tools.report_annex import ANNEX_NAME, Annex, write_annex
 from jackpot.tools.report_charts import LEVEL_FIGURES
+from jackpot.tools.report_html import escape as _e
+from jackpot.tools.report_html import facts as _facts
+from jackpot.tools.report_html import none as _none
+from jackpot.tools.report_html import number as _n
+from jackpot.tools.report_html import table as _table
 from jackpot.tools.report_model import ConfigVersion, GroupReport, LevelRow, Report
 from jackpot.tools.report_rows import AwardRow
+from jackpot.tools.report_split_document import (
+    cover_table,
+    prizes_section,
+    split_cover,
+    split_section,
+    table_cell,
+)
 from jackpot.tools.report_words import Style
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
@@ -69,7 +82,7 @@ th, td { border: 0.3mm solid #888; padding: 1mm 1.5mm; text-align: left; vertica
 th { background: #e8ecef; font-weight: bold; }
 td.n { text-align: right; white-space: nowrap; }
 table.facts { break-inside: avoid; } table.facts th { width: 30%; } table.narrow { width: 60%; }
-table.last-awards { font-size: 7pt; }
+table.last-awards { font-size: 7pt; } table.cover-split { font-size: 8.5pt; }
 .verdict { font-size: 13pt; font-weight: bold; padding: 3mm 4mm; margin: 3mm 0;
   border-radius: 2mm; }
 .ok { background: #e3f2e5; color: #1b5e20; } .bad { background: #fde7e9; color: #b71c1c; }
@@ -175,6 +188,8 @@ def _cover(
     ]
     head = [w("group"), w("collected"), w("awarded"), w("award_count"), w("verdict")]
     groups = _table(head, rows, widths=(30, 18, 18, 14, 20)) if rows else f"<p>{w('no_groups')}</p>"
+    if split_cover(report):  # land and studio columns: a group had a studio table
+        groups = cover_table(report, style, lambda group: _verdict_word(group, style))
     return (
         f"<section class='cover'><h1>{_e(w('title'))}</h1>{_facts(facts)}"
         f"{_verdict(report, style)}<h3>{_e(w('groups'))}</h3>{groups}</section>"
@@ -194,7 +209,7 @@ def _verdict(report: Report, style: Style) -> str:
         return f"<p class='verdict ok'>{_e(style.words('all_reconcile'))}</p>"
     why = [*report.unreadable]
     for group in report.groups:
-        why += [f"{group.group_id}: {problem}" for problem in group.problems]
+        why += [f"{group.group_id}: {problem}" for problem in group.findings]
         if not group.reconciliation()[0]:
             why.append(f"{group.group_id}: {_m2_line(group, style)}")
     return f"<p class='verdict bad'>{_e(style.words('not_reconcile', why='; '.join(why)))}</p>"
@@ -214,11 +229,12 @@ def _group_section(group: GroupReport, style: Style, annex: Annex | None) -> str
         f"<p class='verdict {'ok' if group.reconciles else 'bad'}'>{_verdict_word(group, style)}"
         f"</p><p class='m2'>{_e(w('reconciliation'))}: {_e(_m2_line(group, style))}</p>",
         f"<h3>{_e(w('figures'))}</h3>{_facts(_figures(group, style))}",
+        split_section(group, style),
     ]
-    if group.problems:
-        items = "".join(f"<li>{_e(p)}</li>" for p in group.problems)
+    if group.findings:
+        items = "".join(f"<li>{_e(p)}</li>" for p in group.findings)
         parts.append(f"<ul class='problems'>{items}</ul>")
-    parts += [_pots(group, style), *_levels(group.levels, style), _prizes(group, style)]
+    parts += [_pots(group, style), *_levels(group.levels, style), prizes_section(group, style)]
     parts.append(_configs(group.configs, style))
     parts += report_charts.charts(group, style)
     in_annex = w(
@@ -305,17 +321,6 @@ def _levels(levels: Sequence[LevelRow], style: Style) -> list[str]:
     head.append(w("level_reserves"))
     table = _table(head, rows, widths=(16, 10, 10, 10, 10, 11, 11, 11, 11), css="levels")
     return [f"<h3>{_e(w('levels'))}</h3>", table, report_charts.level_chart(levels, style)]
-
-
-def _prizes(group: GroupReport, style: Style) -> str:
-    w = style.words
-    rows = [
-        [_e(style.hand(prize)), _n(style.number(hits)), _n(style.pesos(amount))]
-        for prize, (hits, amount) in group.prizes.items()
-    ]
-    head = [w("hand"), w("hits"), w("amount")]
-    body = _table(head, rows, widths=(50, 20, 30), css="narrow") if rows else _none(w("no_awards"))
-    return f"<h3>{_e(w('prizes'))}</h3>{body}"
 
 
 def _configs(configs: Sequence[ConfigVersion], style: Style) -> str:
@@ -417,7 +422,7 @@ def _awards(awards: Sequence[AwardRow], style: Style, css: str) -> str:
     ]
     rows = [
         [
-            _e(a.table_id),
+            _e(table_cell(a.table_id, a.studio, style)),
             _n(str(a.seat)),
             _e(a.round_id),
             _e(f"{style.hand(a.prize)} ({a.cards})" if a.cards else style.hand(a.prize)),
@@ -433,40 +438,6 @@ def _awards(awards: Sequence[AwardRow], style: Style, css: str) -> str:
 
 
 # ---------------------------------------------------------------------------------- pieces
-
-
-def _table(
-    head: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int], css: str = ""
-) -> str:
-    """A table whose cells are already escaped HTML; ``widths`` in percent of the table."""
-    cols = "".join(f'<col style="width:{width}%">' for width in widths)
-    header = "".join(f"<th>{_e(cell)}</th>" for cell in head)
-    body = "".join(
-        "<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in row) + "</tr>"
-        for row in rows
-    )
-    return (
-        f"<table class='{css}'><colgroup>{cols}</colgroup><thead><tr>{header}</tr></thead>"
-        f"<tbody>{body}</tbody></table>"
-    )
-
-
-def _facts(facts: Sequence[tuple[str, str]]) -> str:
-    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
-    return f"<table class='facts'><tbody>{rows}</tbody></table>"
-
-
-def _n(text: str) -> str:
-    """A number's cell, right-aligned."""
-    return f"<td class='n'>{_e(text)}</td>"
-
-
-def _none(text: str) -> str:
-    return f"<p><em>{_e(text)}</em></p>"
-
-
-def _e(text: str) -> str:
-    return html.escape(text, quote=True)
 
 
 def _css_string(text: str) -> str:

@@ -64,6 +64,7 @@ from jackpot.tools.report_model import (
     not_read,
 )
 from jackpot.tools.report_rows import AwardRow, SinkFactory, keep_awards
+from jackpot.tools.report_split import TableKinds, figures_of, split_entry
 from jackpot.v1 import pot_pb2
 
 LAST_AWARDS = 25  # R1: the last 25 hits
@@ -133,6 +134,7 @@ class GroupBooks:
         self.settled: set[str] = set()  # awards paid or voided in the records read (windowed)
         self.in_force_at_start = 0
         self.from_bets_at_start: Counter[str] | None = None  # the closing books' at --from
+        self.kinds = TableKinds()  # which tables are studio tables (O1)
 
     @property
     def needs_replay(self) -> str:
@@ -168,6 +170,7 @@ class GroupBooks:
             self.done = True
         else:
             _note_config(self.configs, entry)
+            self.kinds.note(entry)
             self._note_award(entry, in_period=False)
 
     def _start_at(self, entry: pot_pb2.LedgerEntry, raw: bytes, recorded: int) -> None:
@@ -187,6 +190,7 @@ class GroupBooks:
         self.started = self.from_checkpoint = True
         self.in_force_at_start = entry.config_version
         state = json.loads(entry.detail_json)["state"]
+        self.kinds.from_state(state["tables"])
         self._configs_from(state)
         self._awards_from(state)
         self.done = recorded >= self.period.end_ns
@@ -215,6 +219,7 @@ class GroupBooks:
         for award in state["last_awards"]:
             award_id = str(award["award_id"])
             row = self.before.get(award_id) or _state_row(award, earlier, self.notes.get(award_id))
+            row.studio = self.kinds.is_studio(row.table_id, str(award.get("player", "")))
             rows[award_id] = row
         self.before = rows
         self.notes.clear()
@@ -232,15 +237,25 @@ class GroupBooks:
             if settling:
                 self._seed(closing, entry)
             closing.add(entry, raw)
+            self.kinds.note(entry)
         else:
             main_before, overflow_before = closing.accounts["pot:main"], closing.overflow
             if self.from_bets_at_start is None:
                 self.from_bets_at_start = Counter(closing.from_bets)
+                report.studio_tables |= self.kinds.linked_studio  # linked at --from
             if settling:
                 self._seed(closing, entry)
+            before = figures_of(closing)
             closing.add(entry, raw)
             if kind != CHECKPOINT:
                 _in_period(report, entry, recorded, main_before, overflow_before)
+                studio = self.kinds.is_studio(entry.table_id)
+                split_entry(
+                    report.studio if studio else report.land, entry, before, figures_of(closing)
+                )
+            linked = self.kinds.note(entry)
+            if linked:
+                report.studio_tables.add(linked)
         if kind in CONFIG_TYPES:
             _note_config(self.configs, entry)
         elif kind in NAMED_TYPES:
@@ -263,7 +278,7 @@ class GroupBooks:
     def _note_award(self, entry: pot_pb2.LedgerEntry, in_period: bool) -> None:
         """Awards, and who approved and paid each (the payout service's ledger entries)."""
         if entry.type in AWARD_TYPES:
-            row = _award_row(entry, in_period)
+            row = _award_row(entry, in_period, self.kinds)
             if in_period:
                 self.during[row.award_id] = (self.report.award_count, row)
                 self.report.award_count += 1
@@ -306,6 +321,8 @@ class GroupBooks:
             or c.proposed_ns >= start
         ]
         at_start = self.from_bets_at_start
+        if at_start is None and self.started:  # nothing in the period: as linked at --from
+            report.studio_tables |= self.kinds.linked_studio
         if at_start is not None:  # what each pot received from bets in the period
             for account, amount in report.closing.from_bets.items():
                 if account.startswith("pot:") and amount != at_start[account]:
@@ -523,8 +540,9 @@ def _note_config(configs: dict[int, ConfigVersion], entry: pot_pb2.LedgerEntry) 
     )
 
 
-def _award_row(entry: pot_pb2.LedgerEntry, in_period: bool) -> AwardRow:
+def _award_row(entry: pot_pb2.LedgerEntry, in_period: bool, kinds: TableKinds) -> AwardRow:
     detail = json.loads(entry.detail_json or "{}")
+    studio = kinds.is_studio(entry.table_id, str(detail.get("player", "")))
     return AwardRow(
         str(detail.get("award_id", "")),
         entry.table_id,
@@ -536,6 +554,7 @@ def _award_row(entry: pot_pb2.LedgerEntry, in_period: bool) -> AwardRow:
         iso(_stamp(entry.recorded_at)),
         cards=" ".join(str(card) for card in detail.get("cards", ())),
         in_period=in_period,
+        studio=studio,
     )
 
 

@@ -14,6 +14,7 @@ from jackpot.domain.money import format_amount
 from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.level_books import LevelBooks
 from jackpot.tools.report_rows import AwardRow, AwardSink, KeptAwards
+from jackpot.tools.report_split import TableBooks, split_problems
 
 DEFAULT_DAYS = 1
 FROM_FIRST_ENTRY = "the ledger's first entry"
@@ -169,6 +170,11 @@ class GroupReport:
     # Payments or voids of awards made before the records read (not matched to their award here;
     # `jackpot audit` matches every one).
     earlier_payments: int = 0
+    # The period's books at its land and at its studio tables (O1; jackpot.tools.report_split),
+    # and the studio tables linked in it (at --from, or linked since).
+    land: TableBooks = field(default_factory=TableBooks)
+    studio: TableBooks = field(default_factory=TableBooks)
+    studio_tables: set[str] = field(default_factory=set)
 
     def delta(self, account: str) -> int:
         return self.closing.accounts[account] - self.opening.accounts[account]
@@ -229,8 +235,30 @@ class GroupReport:
         return left == right, line
 
     @property
+    def has_studio(self) -> bool:
+        """Whether the period had a studio table (linked in it, or books of one)."""
+        studio = self.studio
+        return bool(self.studio_tables or studio.award_count or studio.collected)
+
+    def split_problems(self) -> list[str]:
+        """Where land + studio is not the period's total (collected, commission, awarded, the
+        number of awards, each prize's hits and pesos): [] when the split adds up."""
+        totals = [
+            ("collected", self.collected, True),
+            ("commission", self.commission, True),
+            ("awarded", self.awarded, True),
+            ("award_count", self.award_count, False),
+        ]
+        return split_problems(totals, self.land, self.studio, self.prizes)
+
+    @property
+    def findings(self) -> list[str]:
+        """Every problem of the group's period: its books', and a split that does not add up."""
+        return [*self.problems, *self.split_problems()]
+
+    @property
     def reconciles(self) -> bool:
-        return not self.problems and self.reconciliation()[0]
+        return not self.findings and self.reconciliation()[0]
 
 
 @dataclass

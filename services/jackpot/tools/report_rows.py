@@ -29,6 +29,7 @@ class AwardRow:
     paid_by: str = ""
     paid_at: str = ""
     in_period: bool = False
+    studio: bool = False  # at a studio table (O1), whose prize is paid into a wallet (O9)
 
 
 class AwardSink(Protocol):

@@ -64,6 +64,19 @@ WORDS: dict[str, tuple[str, str]] = {
     "overflow": ("Traspasos por tope (C5)", "Overflow at ceilings (C5)"),
     "awarded": ("Premios otorgados", "Prizes awarded"),
     "award_count": ("Número de premios", "Number of prizes"),
+    "split": ("Mesas presenciales y de estudio (O1)", "Land and studio tables (O1)"),
+    "land": ("Mesas presenciales", "Land tables"),
+    "studio": ("Mesas de estudio", "Studio tables"),
+    "total": ("Total", "Total"),
+    "land_short": ("presencial", "land"),
+    "studio_short": ("estudio", "studio"),
+    "total_short": ("total", "total"),
+    "split_note": (
+        "Mesas de estudio en el período: {tables}. Cada cifra presencial más la de estudio es el "
+        "total del período; el informe lo verifica (si no, no cuadra).",
+        "Studio tables in the period: {tables}. Each land figure plus its studio figure is the "
+        "period's total; the report checks it (else it does not reconcile).",
+    ),
     "opening_from": ("Libros de apertura desde", "Opening books from"),
     "first_entry": ("el primer asiento del libro mayor", "the ledger's first entry"),
     "checkpoint_at": ("el punto de control de {at}", "the checkpoint of {at}"),

@@ -29,6 +29,7 @@ from jackpot.platform.settings import prefix_of, section_of, variables_of
 from jackpot.pot.settings import PotSettings
 from jackpot.terminal.settings import TerminalSettings
 from jackpot.tools.report_document import ReportSettings
+from jackpot.wallet.settings import WalletSettings
 
 INTRO = (
     "Every service reads its settings once at start from environment variables (the gateway "
@@ -44,7 +45,14 @@ INTRO = (
 
 def service_settings() -> list[type[ServiceSettings]]:
     """Every service's settings class, in the order docs/settings.md lists them."""
-    return [PotSettings, PayoutSettings, DisplaySettings, GatewaySettings, TerminalSettings]
+    return [
+        PotSettings,
+        PayoutSettings,
+        DisplaySettings,
+        GatewaySettings,
+        TerminalSettings,
+        WalletSettings,
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,92 @@
+"""The studio sign in a real browser (issue 39, rules O2-O5): the overlay a studio's stream shows
+reads the real display service, fed through Kafka with the real pot book's records of a studio
+round of 2,000 bets: the pot, the round's bets, each bet's share of the top prize now and who
+takes the odd pesos; then the round's royal flush as one banner of its 2,000 winners.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import pytest
+from loadtest.browser import chromium
+
+from jackpot.pot import commands
+from jackpot.v1 import table_events_pb2
+from tests.integration.page_language import assert_spanish
+from tests.integration.test_display import DisplayUnderTest, artifacts, display  # noqa: F401
+from tests.unit.test_display_studio import GROUP, LAND, ROYAL, STUDIO, StudioPot
+
+pytestmark = pytest.mark.integration
+
+IDENTIFIERS = (GROUP, STUDIO, LAND, "R1")
+
+
+async def beat(pot: StudioPot, under_test: DisplayUnderTest) -> None:
+    """The pot's latest update, every half second, as the pot service beats."""
+    while True:
+        await send(under_test, under_test.settings.pot_updates_topic, [pot.updates[-1]])
+        await asyncio.sleep(0.5)
+
+
+async def send(under_test: DisplayUnderTest, topic: str, messages: list[object]) -> None:
+    for message in messages:
+        await under_test.producer.send(  # type: ignore[attr-defined]
+            topic,
+            message.SerializeToString(),  # type: ignore[attr-defined]
+            key=GROUP.encode(),
+        )
+    await under_test.producer.flush()  # type: ignore[attr-defined]
+
+
+async def test_O4_S3_the_studio_overlay_shows_the_round_and_each_bets_share_then_its_winners(
+    display: DisplayUnderTest,  # noqa: F811
+    artifacts: Path,  # noqa: F811
+) -> None:
+    pot = StudioPot()
+    bets = {seat: 1000 for seat in range(1, 2001)}
+    players = {seat: f"player-{seat}" for seat in bets}
+    pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
+    beating = asyncio.create_task(beat(pot, display))
+    try:
+        async with chromium() as browser:
+            page = await browser.new_page(viewport={"width": 1280, "height": 300})
+            await page.goto(f"{display.base_url}/studio/{GROUP}/{STUDIO}")
+            await page.wait_for_function(
+                "document.getElementById('amount').dataset.amount === '5000'"
+            )
+            share = page.get_by_test_id("share")
+            assert "al cerrar las apuestas" in await share.inner_text()  # no round locked yet
+            await assert_spanish(page, "the studio overlay, bets open", IDENTIFIERS)
+
+            pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked(bets, players)))
+            # 2,000,000 + 5,000 = 2,005,000 = 2,000 x 1,002 + 1,000: the odd pesos to seat 1
+            await page.wait_for_function("document.getElementById('share').dataset.bets === '2000'")
+            round_text = await page.get_by_test_id("round").inner_text()
+            assert "Ronda R1 · 2.000 apuestas · $2.000.000 apostados" in round_text
+            assert await share.inner_text() == "Si sale ESCALERA REAL: $1.002 por apuesta"
+            assert await page.get_by_test_id("odd").inner_text() == "la posición 1 recibe $2.002"
+            assert await page.get_by_test_id("amount").inner_text() == "$2.005.000"
+            await page.screenshot(path=str(artifacts / "studio-sign.png"))
+            await assert_spanish(page, "the studio overlay, a round locked", IDENTIFIERS)
+
+            result = table_events_pb2.RoundResult(shared_hand=ROYAL)
+            pot.apply(pot.event(STUDIO, 2, round_result=result))
+            assert {a.amount for a in pot.awards} == {1002, 2002}  # the figure the sign showed
+            await send(display, display.settings.awards_topic, list(pot.awards))
+            winner = page.get_by_test_id("winner")
+            await page.wait_for_function(
+                "document.getElementById('winner').dataset.winners === '2000'"
+            )
+            assert await winner.get_attribute("data-total") == "2005000"
+            text = await winner.inner_text()
+            assert "¡ESCALERA REAL!" in text
+            assert "Ronda R1 · 2.000 ganadores · $2.005.000 repartidos" in text
+            await page.screenshot(path=str(artifacts / "studio-sign-winners.png"))
+            await assert_spanish(page, "the studio overlay's winners", IDENTIFIERS)
+    finally:
+        beating.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beating

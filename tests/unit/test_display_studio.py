@@ -1,0 +1,144 @@
+"""The studio sign's state (issue 39, rules O2-O5): the pot's update of a group with a studio table
+carries the locked round's bets and each bet's share of the top prize, the board shows it only
+when its parts fit in the pot (M3), and the round's prizes make one banner counting its winners.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from jackpot.display.board import Board, Sign
+from jackpot.display.feed import apply_record
+from jackpot.display.settings import DisplaySettings
+from jackpot.pot import commands
+from jackpot.pot.pot_book import InputRecord, PotBook
+from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
+
+pytestmark = pytest.mark.unit
+
+GROUP, STUDIO, LAND = "studio-g", "S-1", "CAR-1"
+CONFIG = {
+    "version": 1,
+    "commission_percent": "0",
+    "base": 0,
+    "pots": [{"name": "main", "percent": 100}],
+    "paytable": "scj-poker",
+    "min_bet": 1000,
+    "max_bet": 5000,
+    "credit_value": 1000,
+}
+ROYAL = ["AH", "KH", "QH", "JH", "TH"]
+
+
+class StudioPot:
+    """The real pot book with a studio table and a land table; its records as the display reads
+    them."""
+
+    def __init__(self) -> None:
+        self.book = PotBook(0, source="pot:test", event_id_window=64)
+        self.offset = 0
+        self.updates: list[pot_pb2.PotUpdate] = []
+        self.awards: list[pot_pb2.Award] = []
+        self.apply(commands.create_group(GROUP, CONFIG))
+        limits = {"min_bet": 1000, "max_bet": 5000, "credit_value": 1000}
+        for table, seats in ((STUDIO, 10_000), (LAND, 0)):
+            link = table_events_pb2.LinkTable(
+                table_id=table, game=common_pb2.GAME_CARIBBEAN, studio_seats=seats, **limits
+            )
+            self.apply(commands.link_table(GROUP, link))
+
+    def apply(self, event: table_events_pb2.TableEvent) -> None:
+        record = InputRecord(event.SerializeToString(), "t", 0, self.offset, GROUP.encode())
+        self.offset += 1
+        outputs = self.book.apply_batch([record])
+        self.book.commit(outputs)
+        self.updates.extend(outputs.pot_updates)
+        self.awards.extend(outputs.awards)
+
+    def event(self, table: str, sequence: int, **what: object) -> table_events_pb2.TableEvent:
+        return commands.table_event(GROUP, table, "R1", sequence, common_pb2.GAME_CARIBBEAN, **what)
+
+
+def fed(board: Board, updates: list[pot_pb2.PotUpdate], awards: list[pot_pb2.Award]) -> Sign:
+    settings = DisplaySettings()
+    for update in updates:
+        apply_record(board, settings.pot_updates_topic, update.SerializeToString(), settings)
+    for award in awards:
+        apply_record(board, settings.awards_topic, award.SerializeToString(), settings)
+    return board.signs[GROUP]
+
+
+def test_O4_S3_the_sign_shows_the_locked_rounds_bets_and_each_bets_share_of_the_top_prize() -> None:
+    pot = StudioPot()
+    bets = {seat: 1000 for seat in range(3, 2004)}  # 2,001 bets from seat 3
+    players = {seat: f"player-{seat}" for seat in bets}  # O1: the platform names each bet's
+    pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked(bets, players)))
+    pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
+    sign = fed(Board(5.0, 5.0), pot.updates, [])
+    # no commission, 100 % to main: 2,001,000 + 5,000 = 2,006,000 = 2,001 x 1,002 + 998
+    assert sign.amount == 2_006_000
+    [studio] = sign.studio
+    assert (studio.table_id, studio.round_id, studio.bets, studio.bet_total) == (
+        STUDIO,
+        "R1",
+        2001,
+        2_001_000,
+    )
+    assert (studio.prize, studio.share, studio.odd_pesos, studio.lowest_seat) == (
+        "ROYAL_FLUSH",
+        1002,
+        998,
+        3,
+    )
+    assert sign.to_json()["studio"][0]["share"] == 1002
+
+    # the hand is dealt: the sign's figure was exactly what the royal paid (O4, S3)
+    pot.apply(pot.event(STUDIO, 2, round_result=table_events_pb2.RoundResult(shared_hand=ROYAL)))
+    paid = {award.seat: award.amount for award in pot.awards}
+    assert paid[3] == 1002 + 998
+    assert set(paid.values()) == {1002, 2000}
+    sign = fed(Board(5.0, 5.0), pot.updates, pot.awards)
+    assert sign.studio == ()  # no round awaits its hand
+    assert sign.winner is not None
+    assert (sign.winner.studio_winners, sign.winner.studio_total) == (2001, 2_006_000)
+    shown = sign.to_json()["winner"]
+    assert (shown["round_id"], shown["studio_winners"], shown["prize"]) == (
+        "R1",
+        2001,
+        "ROYAL_FLUSH",
+    )
+
+
+def test_M3_a_share_whose_parts_are_more_than_the_pot_holds_is_not_shown() -> None:
+    pot = StudioPot()
+    pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked({1: 1000, 2: 1000})))
+    update = pot.updates[-1]
+    assert fed(Board(5.0, 5.0), [update], []).studio  # as the pot sent it: shown
+    broken = pot_pb2.PotUpdate()
+    broken.CopyFrom(update)
+    broken.studio_rounds[0].share += 1  # two parts one peso each over what main holds
+    assert fed(Board(5.0, 5.0), [broken], []).studio == ()
+    fixed = pot_pb2.PotUpdate()
+    fixed.CopyFrom(update)
+    fixed.studio_rounds[0].multiple = 5000  # a fixed prize is the bet's multiple, not the pot's
+    fixed.studio_rounds[0].share = 10**9
+    assert fed(Board(5.0, 5.0), [fixed], []).studio
+
+
+def test_a_land_groups_update_and_sign_are_as_before() -> None:
+    pot = StudioPot()
+    pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
+    assert not pot.updates[-1].studio_rounds
+    sign = fed(Board(5.0, 5.0), pot.updates, [])
+    assert "studio" not in sign.to_json()
+    land_award = pot_pb2.Award(
+        award_id="a",
+        pot_group_id=GROUP,
+        table_id=LAND,
+        round_id="R1",
+        seat=1,
+        prize="FLUSH",
+        amount=50_000,
+    )
+    sign = fed(Board(5.0, 5.0), [], [land_award])
+    assert "studio_winners" not in sign.to_json()["winner"]
