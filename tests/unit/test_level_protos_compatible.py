@@ -26,8 +26,9 @@ ADDED: dict[type[Message], set[int]] = {
     pot_pb2.PotGroup: {15},
     device_pb2.TableView: {10},
 }
-# message -> field numbers added after item 2 (issue 39: a studio prize's player), not its own
-LATER: dict[type[Message], set[int]] = {payout_pb2.Payout: {14}}
+# message -> field numbers added after item 2 (issue 39: a studio prize's player, a studio
+# table's view), not its own
+LATER: dict[type[Message], set[int]] = {payout_pb2.Payout: {14}, device_pb2.TableView: {11}}
 
 
 def previous(message: type[Message], added: set[int]) -> type[Message]:
