@@ -10,7 +10,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from jackpot.domain.payout import OPEN, Payout, PayoutState, WalletRound, wallet_rounds
+from jackpot.domain.payout import (
+    OPEN,
+    PAYABLE,
+    Payout,
+    PayoutState,
+    WalletRound,
+    wallet_rounds,
+)
 from jackpot.payout import metrics
 
 Listener = Callable[[str], None]  # told the table whose payouts changed
@@ -22,6 +29,10 @@ class PayoutBook:
     def __init__(self) -> None:
         self.payouts: dict[str, Payout] = {}
         self.partition_of: dict[str, int] = {}
+        # the open ones among them: what the metrics and the terminals' lists read, so their
+        # cost is what is open, not what was paid within the keep time (a studio round's
+        # thousands of prizes, O9)
+        self._open: dict[str, Payout] = {}
         self._listeners: list[Listener] = []
         self._terminals: Counter[str] = Counter()  # connected dealer terminals by table
 
@@ -34,6 +45,10 @@ class PayoutBook:
         for payout in payouts:
             self.payouts[payout.award_id] = payout
             self.partition_of[payout.award_id] = partition
+            if payout.state in OPEN:
+                self._open[payout.award_id] = payout
+            else:
+                self._open.pop(payout.award_id, None)
             tables.add(payout.table_id)
         self._notify(tables)
 
@@ -43,6 +58,7 @@ class PayoutBook:
         for award_id in award_ids:
             payout = self.payouts.pop(award_id, None)
             self.partition_of.pop(award_id, None)
+            self._open.pop(award_id, None)
             if payout is not None:
                 tables.add(payout.table_id)
         self._notify(tables)
@@ -54,6 +70,7 @@ class PayoutBook:
         for award_id in gone:
             del self.payouts[award_id]
             del self.partition_of[award_id]
+            self._open.pop(award_id, None)
         self._notify(tables)
 
     def subscribe(self, listener: Listener) -> None:
@@ -80,20 +97,23 @@ class PayoutBook:
         return sorted(
             (
                 p
-                for p in self.payouts.values()
+                for p in self._open.values()
                 if p.table_id == table_id
-                and p.state in OPEN
                 and (not p.to_wallet or p.state is PayoutState.AWAITING_APPROVAL)
             ),
             key=lambda p: (p.order, p.award_id),
         )
+
+    def payable_to_wallets(self) -> list[Payout]:
+        """The studio prizes a wallet may be credited now (O9): ordered, or approved."""
+        return [p for p in self._open.values() if p.to_wallet and p.state in PAYABLE]
 
     def wallet_rounds_of(self, table_id: str) -> list[WalletRound]:
         """A studio table's rounds of prizes to wallets (O9), counted for its terminal."""
         return wallet_rounds(p for p in self.payouts.values() if p.table_id == table_id)
 
     def listing(self, pending_only: bool) -> list[Payout]:
-        chosen = (p for p in self.payouts.values() if not pending_only or p.state in OPEN)
+        chosen = self._open.values() if pending_only else self.payouts.values()
         return sorted(chosen, key=lambda p: (p.order, p.award_id))
 
     def _notify(self, tables: set[str]) -> None:
@@ -103,13 +123,16 @@ class PayoutBook:
         self.refresh_metrics()
 
     def refresh_metrics(self) -> None:
-        pending = [p for p in self.payouts.values() if p.state in OPEN]
+        pending = list(self._open.values())
         metrics.PENDING.set(len(pending))
         oldest = min((p.ordered_at_ns for p in pending), default=None)
         metrics.OLDEST_PENDING.set(0 if oldest is None else (time.time_ns() - oldest) / 1e9)
         # Rule D3: a prize is payable only where its table's terminal shows it.
         # Tables with a terminal connected show 0: the series exists while all is well.
-        unattended = Counter(p.table_id for p in pending if p.table_id not in self._terminals)
+        # A studio prize is paid to its player's wallet, at no terminal (O9): never unattended.
+        unattended = Counter(
+            p.table_id for p in pending if p.table_id not in self._terminals and not p.to_wallet
+        )
         metrics.UNATTENDED.clear()
         for table_id in {*self._terminals, *unattended}:
             metrics.UNATTENDED.labels(table=table_id).set(unattended[table_id])

@@ -296,8 +296,9 @@ class PayoutPartition:
             self._mark, self._marked = batch.mark, True
         for payout in batch.payouts:
             self.next_order = max(self.next_order, payout.order + 1)
-            if payout.award_id not in batch.dropped:
-                self._keep_all([payout])
+        # the book told once per transaction: a studio split's 10,000 payouts, one change (O4)
+        self._keep_all([p for p in batch.payouts if p.award_id not in batch.dropped])
+        for payout in batch.payouts:
             self._log_transition(payout)
         gone = [a for a in batch.dropped if a in self.payouts]
         for award_id in gone:

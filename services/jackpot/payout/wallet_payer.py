@@ -20,7 +20,7 @@ import asyncio
 import structlog
 
 from jackpot.clients.wallet import WalletRefused, credit_until_answered
-from jackpot.domain.payout import PAYABLE, Payout
+from jackpot.domain.payout import Payout
 from jackpot.payout import metrics
 from jackpot.payout.service import PayoutService
 from jackpot.platform.grpc_edge import Unavailable
@@ -66,11 +66,8 @@ class WalletPayer:
     def _due(self) -> list[Payout]:
         return [
             payout
-            for payout in self.service.book.payouts.values()
-            if payout.to_wallet
-            and payout.state in PAYABLE
-            and payout.award_id not in self._in_flight
-            and payout.award_id not in self._refused
+            for payout in self.service.book.payable_to_wallets()
+            if payout.award_id not in self._in_flight and payout.award_id not in self._refused
         ]
 
     async def _credit(self, wallet: wallet_pb2_grpc.WalletServiceStub, payout: Payout) -> None:
