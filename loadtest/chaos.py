@@ -100,6 +100,7 @@ import grpc
 from google.protobuf.message import DecodeError
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from jackpot.clients.payout import all_payouts
 from jackpot.domain.cards import Game
 from jackpot.gateway.settings import GatewaySettings
 from jackpot.payout.grpc_api import SERVICE_NAME as PAYOUT_API
@@ -465,23 +466,23 @@ async def kill_payout(
         stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
         while time.monotonic() - killed < GIVE_UP_SECONDS:
             try:
-                listing = await stub.ListPayouts(payout_pb2.ListPayoutsRequest(), timeout=2)
+                listing = await all_payouts(stub, call_seconds=2)
             except grpc.aio.AioRpcError:
                 await asyncio.sleep(POLL_SECONDS)
                 continue
             if figures["book_rebuilt_seconds"] is None:
-                if not known_ids <= {p.award_id for p in listing.payouts}:
+                if not known_ids <= {p.award_id for p in listing}:
                     await asyncio.sleep(POLL_SECONDS)  # its book is not rebuilt yet
                     continue
                 figures["book_rebuilt_seconds"] = round(time.monotonic() - killed, 2)
-            settled = {p.award_id for p in listing.payouts if p.state in settled_states}
+            settled = {p.award_id for p in listing if p.state in settled_states}
             if figures["terminals_back_seconds"] is None:
                 back = terminals_back(views, at_kill, settled, killed)
                 figures["terminals_back_seconds"] = None if back is None else round(back, 2)
-            figures["payout_waiting"] |= any(p.state in payable for p in listing.payouts)
+            figures["payout_waiting"] |= any(p.state in payable for p in listing)
             paid_at = [
                 t.at.ToNanoseconds() / 1e9
-                for p in listing.payouts
+                for p in listing
                 for t in p.history
                 if t.state == payout_pb2.PAYOUT_STATE_PAID
                 and t.at.ToNanoseconds() / 1e9 > killed_wall

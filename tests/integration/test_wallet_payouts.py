@@ -16,12 +16,13 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from loadtest.free_ports import free_port
 
+from jackpot.clients.payout import all_payouts
 from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import PayoutState
 from jackpot.payout.settings import PayoutSettings
 from jackpot.payout.wallet_payer import WalletPayer
 from jackpot.platform.runtime import serve
-from jackpot.v1 import pot_pb2, wallet_pb2, wallet_pb2_grpc
+from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2, wallet_pb2, wallet_pb2_grpc
 from jackpot.wallet.main import compose_wallet
 from jackpot.wallet.reference import ReferenceWallet, WalletFaults
 from jackpot.wallet.settings import WalletSettings
@@ -130,3 +131,30 @@ async def test_O9_jackpot_wallet_serves_the_reference_wallet_with_health_and_a_g
     finally:
         stop.set()
     assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_ListPayouts_pages_a_studio_sized_listing_in_payment_order(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    """A listing larger than one gRPC message (a studio round's prizes, O4) comes in pages: a
+    page holds at most its size, the pages together every payout once in payment order (S5),
+    and a token ListPayouts never gave is refused."""
+    settings = await payout_settings(kafka_bootstrap, unique)
+    prizes = [studio_award(seat, amount=1_010) for seat in range(1, 2_502)]
+    await publish(settings, *prizes)
+    async with (
+        Running(settings) as running,
+        grpc.aio.insecure_channel(settings.grpc_address) as channel,
+    ):
+        await wait_until(lambda: len(running.service.book.payouts) == len(prizes), within=60)
+        stub = payout_pb2_grpc.PayoutServiceStub(channel)  # type: ignore[no-untyped-call]
+        first = await stub.ListPayouts(payout_pb2.ListPayoutsRequest(page_size=1_000))
+        assert len(first.payouts) == 1_000
+        assert first.next_page_token
+        listed = await all_payouts(stub)
+        assert sorted(p.award_id for p in listed) == sorted(p.award_id for p in prizes)
+        orders = [(p.order, p.award_id) for p in listed]
+        assert orders == sorted(orders)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.ListPayouts(payout_pb2.ListPayoutsRequest(page_token="not-a-token"))
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -17,7 +17,7 @@ from typing import TypeVar
 import grpc
 
 from jackpot.platform.tls import TlsSettings, secure_channel
-from jackpot.v1 import payout_pb2_grpc
+from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
 OWNER_METADATA_KEY = "jackpot-payout-owner"
 # A server that does not answer two pings two seconds apart is gone: the stream fails UNAVAILABLE.
@@ -101,3 +101,19 @@ async def call_owner(
                     raise
                 if not targets.moved(error):
                     await asyncio.sleep(OWNER_RETRY_SECONDS)
+
+
+async def all_payouts(
+    stub: payout_pb2_grpc.PayoutServiceStub, pending_only: bool = False, call_seconds: float = 10.0
+) -> list[payout_pb2.Payout]:
+    """Every payout an instance lists (``pending_only``: the open ones), page by page, in
+    payment order (S5)."""
+    payouts: list[payout_pb2.Payout] = []
+    token = ""
+    while True:
+        request = payout_pb2.ListPayoutsRequest(pending_only=pending_only, page_token=token)
+        page = await stub.ListPayouts(request, timeout=call_seconds)
+        payouts.extend(page.payouts)
+        token = page.next_page_token
+        if not token:
+            return payouts

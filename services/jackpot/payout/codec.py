@@ -7,6 +7,7 @@ level and no hit.
 
 from __future__ import annotations
 
+from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.events import EnvyHit
 from jackpot.domain.payout import Payout, Transition, WalletRound, order_payout
 from jackpot.platform.codec import (
@@ -58,6 +59,21 @@ def wallet_round_to_proto(summary: WalletRound) -> payout_pb2.WalletRound:
         awaiting_approval=summary.awaiting_approval,
         voided=summary.voided,
     )
+
+
+def page_token(last: Payout) -> str:
+    """ListPayouts' token for the page after ``last``: its place in payment order (S5)."""
+    return f"{last.order}/{last.award_id}"
+
+
+def page_after(token: str) -> tuple[int, str] | None:
+    """The place a ListPayouts page token names (None for ""); MALFORMED if it names none."""
+    if not token:
+        return None
+    order, _, award_id = token.partition("/")
+    if not (order.isdigit() and award_id):
+        raise DomainError(Reason.MALFORMED, f"page_token {token!r} is not one ListPayouts gave")
+    return int(order), award_id
 
 
 def from_proto(message: payout_pb2.Payout) -> Payout:

@@ -19,7 +19,7 @@ import grpc
 from jackpot.domain.access import Action, Principal, Role
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.payout import OPEN, Payout
-from jackpot.payout.codec import to_proto, wallet_round_to_proto
+from jackpot.payout.codec import page_after, page_token, to_proto, wallet_round_to_proto
 from jackpot.payout.codes import ApprovalCodes
 from jackpot.payout.service import NotServedHere, PayoutService
 from jackpot.platform.authz import Authorizer
@@ -28,6 +28,8 @@ from jackpot.platform.grpc_edge import Call, Unavailable, answer_for, answered
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
 
 SERVICE_NAME = "jackpot.v1.PayoutService"
+PAGE_SIZE = 1_000  # ListPayouts' page when the caller names none
+MAX_PAGE_SIZE = 5_000  # about 1.5 MB of payouts: well inside one gRPC message
 
 
 @dataclass
@@ -65,8 +67,14 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
     ) -> payout_pb2.ListPayoutsResponse:
         await call.read("ListPayouts")
         self._service.require_serving()
-        listing = self._service.book.listing(request.pending_only)
-        return payout_pb2.ListPayoutsResponse(payouts=[to_proto(p) for p in listing])
+        size = min(request.page_size or PAGE_SIZE, MAX_PAGE_SIZE)
+        after = page_after(request.page_token)
+        listing = self._service.book.listing(request.pending_only, after, size + 1)
+        page, more = listing[:size], len(listing) > size
+        return payout_pb2.ListPayoutsResponse(
+            payouts=[to_proto(p) for p in page],
+            next_page_token=page_token(page[-1]) if more else "",
+        )
 
     @answered
     async def ApprovePayout(

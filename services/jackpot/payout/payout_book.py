@@ -112,9 +112,15 @@ class PayoutBook:
         """A studio table's rounds of prizes to wallets (O9), counted for its terminal."""
         return wallet_rounds(p for p in self.payouts.values() if p.table_id == table_id)
 
-    def listing(self, pending_only: bool) -> list[Payout]:
-        chosen = self._open.values() if pending_only else self.payouts.values()
-        return sorted(chosen, key=lambda p: (p.order, p.award_id))
+    def listing(
+        self, pending_only: bool, after: tuple[int, str] | None = None, limit: int | None = None
+    ) -> list[Payout]:
+        """In payment order (S5): those after ``after`` (a payout's order and award id), at most
+        ``limit`` of them."""
+        chosen: Iterable[Payout] = self._open.values() if pending_only else self.payouts.values()
+        if after is not None:
+            chosen = [p for p in chosen if (p.order, p.award_id) > after]
+        return sorted(chosen, key=lambda p: (p.order, p.award_id))[:limit]
 
     def _notify(self, tables: set[str]) -> None:
         for table_id in tables:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from jackpot.clients.payout import PayoutTargets, call_owner
+from jackpot.clients.payout import PayoutTargets, all_payouts, call_owner
 from jackpot.platform.kafka import KafkaConnection, group_offsets, read_records
 from jackpot.platform.tls import TlsSettings
 from jackpot.sim.floor import Floor
@@ -219,12 +219,11 @@ def compare_awards(
 
 async def list_payouts(demo: FloorServices) -> list[payout_pb2.Payout]:
     """Every payout the owning payout instance knows."""
-    listing = await call_owner(
+    return await call_owner(
         PayoutTargets(demo.payout_targets()),
         demo.tls("supervisor"),
-        lambda stub: stub.ListPayouts(payout_pb2.ListPayoutsRequest(), timeout=5),
+        lambda stub: all_payouts(stub, call_seconds=5),
     )
-    return list(listing.payouts)
 
 
 def paid_per_award(payouts: Sequence[payout_pb2.Payout]) -> dict[str, int]:

@@ -17,7 +17,7 @@ from typing import Any
 import grpc
 import structlog
 
-from jackpot.clients.payout import PayoutTargets, call_owner
+from jackpot.clients.payout import PayoutTargets, all_payouts, call_owner
 from jackpot.platform.tls import TlsSettings, secure_channel
 from jackpot.sim.floor_stats import FloorStats
 from jackpot.v1 import payout_pb2, payout_pb2_grpc
@@ -182,11 +182,9 @@ class FloorStaff:
             await asyncio.sleep(self.supervisor_delay)
             with contextlib.suppress(grpc.aio.AioRpcError):
                 listing = await call_owner(
-                    targets,
-                    tls,
-                    lambda stub: stub.ListPayouts(payout_pb2.ListPayoutsRequest(pending_only=True)),
+                    targets, tls, lambda stub: all_payouts(stub, pending_only=True)
                 )
-                for payout in listing.payouts:
+                for payout in listing:
                     if payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL:
                         screen = self.terminal_urls.get(payout.table_id)
                         if screen is None or not await self._approve_at(screen, payout, targets):

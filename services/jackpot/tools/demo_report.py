@@ -11,7 +11,7 @@ import asyncio
 from collections import Counter
 from typing import Any
 
-from jackpot.clients.payout import PayoutTargets, call_owner
+from jackpot.clients.payout import PayoutTargets, all_payouts, call_owner
 from jackpot.domain.money import MINOR_PER_PESO, format_amount
 from jackpot.tools.demo_floor import Demo
 from jackpot.v1 import (
@@ -46,11 +46,9 @@ async def report(demo: Demo, stats: Any) -> dict[str, Any]:
     collected_minor = sum(g.collected for g in groups)
     collected = collected_minor // MINOR_PER_PESO
     listing = await call_owner(
-        PayoutTargets(demo.payout_targets()),
-        demo.tls("supervisor"),
-        lambda stub: stub.ListPayouts(payout_pb2.ListPayoutsRequest()),
+        PayoutTargets(demo.payout_targets()), demo.tls("supervisor"), all_payouts
     )
-    states = Counter(payout_pb2.PayoutState.Name(p.state) for p in listing.payouts)
+    states = Counter(payout_pb2.PayoutState.Name(p.state) for p in listing)
     awards: Counter[str] = Counter()
     for group in groups:
         awards.update(group.hits)
