@@ -2,7 +2,7 @@
 
 Routes: ``/`` (floor overview), ``/sign/{group}`` (one sign), ``/studio/{group}/{table}`` (a
 studio table's overlay: the pot, its locked round's bets and each bet's share of the top prize,
-rules O2-O5), ``/events?group=G`` (SSE stream of
+rules O2-O5), ``/sign.js`` (what the sign pages share), ``/events?group=G`` (SSE stream of
 sign states; repeat ``group`` or leave it out for all), ``/api/signs`` (JSON), ``/healthz``.
 
 The pages speak Spanish (issue 29); the prizes' names, shown by both, are given to them here.
@@ -50,6 +50,12 @@ async def studio(request: web.Request) -> web.Response:
     return web.Response(text=page, content_type="text/html")
 
 
+async def sign_script(request: web.Request) -> web.Response:
+    """What every sign page shares (the number format, the closed reasons, the stream)."""
+    script = resources.files("jackpot.display").joinpath("static", "sign.js").read_text("utf-8")
+    return web.Response(text=script, content_type="text/javascript")
+
+
 async def signs(request: web.Request) -> web.Response:
     board = request.app[BOARD_KEY]
     return web.json_response([s.to_json() for s in board.view()])
@@ -93,6 +99,7 @@ def build_app(board: Board, max_rate: float, write_timeout: float) -> web.Applic
     app.router.add_get("/", floor)
     app.router.add_get("/sign/{group}", sign)
     app.router.add_get("/studio/{group}/{table}", studio)
+    app.router.add_get("/sign.js", sign_script)
     app.router.add_get("/events", events)
     app.router.add_get("/api/signs", signs)
     app.router.add_get("/healthz", healthz)
