@@ -18,6 +18,8 @@ from prometheus_client import REGISTRY
 from jackpot.gateway.settings import GatewaySettings, StudioTableSettings
 from jackpot.pot import commands
 from jackpot.pot.service import PotService
+from jackpot.sim.floor_stats import FloorStats
+from jackpot.sim.studio_platform import SimStudio, StudioPlatform
 from jackpot.tools.audit import audit
 from jackpot.v1 import common_pb2, pot_pb2, studio_pb2, studio_pb2_grpc, table_events_pb2
 from tests.integration.gateway_harness import (
@@ -297,3 +299,33 @@ async def test_O2_O4_a_studio_royal_is_shared_by_ten_thousand_bets_through_the_r
     print(
         f"\nshared royal to 10,000 bets: deal to the last award on Kafka {resolved * 1000:.0f} ms"
     )
+
+
+async def test_O1_O5_the_simulated_platform_plays_a_round_into_the_floors_books(
+    studio: tuple[RunningGateway, studio_pb2_grpc.StudioPlatformServiceStub],
+    kafka_bootstrap: str,
+) -> None:
+    """`jackpot demo`'s operator platform (jackpot.sim.studio_platform) on the real gateway: a
+    round of 3,000 players, a made hand, a tenth folded; the floor's books hold each bet the
+    gateway accepted and the round as dealt (what the books' judges and the oracle read), and
+    the pot's input holds the one lock of those bets."""
+    gateway, platform = studio
+    stats = FloorStats()
+    sim = SimStudio(
+        STUDIO, GROUP, gateway.target, "s-a", 3_000, 20_000, rig_rate=1.0, fold_rate=0.1
+    )
+    await StudioPlatform(sim, stats, seed=7).play_round(platform, "R-sim")
+    key = (GROUP, STUDIO, "R-sim")
+    bets = stats.bets_by_round[key]
+    assert sorted(bets) == list(range(1, 3_001))
+    assert sum(bets.values()) == stats.bets_accepted == stats.bets_accepted_by_group[GROUP]
+    assert all(bet % 1_000 == 0 and 1_000 <= bet <= 5_000 for bet in bets.values())
+    dealt = stats.dealt[key]
+    assert dealt.results_accepted is True
+    assert (dealt.studio_seats, len(dealt.shared_hand)) == (20_000, 5)
+    assert 200 < len(dealt.forfeited) < 400
+    assert dealt.forfeited <= set(bets)
+    records = await read_topic(kafka_bootstrap, gateway.settings.table_events_topic)
+    events = [table_events_pb2.TableEvent.FromString(r.value) for r in records]
+    locks = [e for e in events if e.round_id == "R-sim" and e.HasField("round_locked")]
+    assert [{b.seat: b.bet for b in e.round_locked.bets} for e in locks] == [bets]

@@ -72,14 +72,21 @@ class StudioPlatform:
         self.stats = stats
         self.rng = random.Random(seed)
         self.tls = TlsSettings.for_name(Path(pki_dir), studio.studio) if pki_dir else TlsSettings()
-        self.number = 0
 
     async def run(self, stop: asyncio.Event) -> None:
         async with secure_channel(self.studio.gateway, self.tls) as channel:
             platform = studio_pb2_grpc.StudioPlatformServiceStub(channel)  # type: ignore[no-untyped-call]
             while not stop.is_set():
                 started = time.monotonic()
-                await self.play_round(platform, f"{self.studio.table_id}-{time.time_ns()}")
+                try:
+                    await self.play_round(platform, f"{self.studio.table_id}-{time.time_ns()}")
+                except grpc.aio.AioRpcError as refused:  # counted; the next round is played
+                    self.stats.rejects[f"STUDIO_{refused.code().name}"] += 1
+                    log.warning(
+                        "studio_round_refused",
+                        table=self.studio.table_id,
+                        error=str(refused.details()),
+                    )
                 pause = self.studio.round_seconds - (time.monotonic() - started)
                 if pause > 0:
                     with contextlib.suppress(TimeoutError):
