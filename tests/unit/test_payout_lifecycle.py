@@ -174,3 +174,28 @@ def test_O9_a_studio_tables_terminal_gets_its_winners_counted_and_only_the_prize
         WalletRound("R2", "ROYAL_FLUSH", 1, 500, 0, 0, 0, 0, 10),
     ]
     assert book.wallet_rounds_of(ordered(1).table_id) == []  # a land table: none
+
+
+def test_O9_D3_a_studio_prize_is_pending_but_never_unattended_and_a_paid_one_leaves_the_count() -> (
+    None
+):
+    """D3's unattended count is of prizes a terminal must pay: a studio prize is paid to its
+    player's wallet (O9), so it is pending until then but never unattended; a prize paid leaves
+    both counts (the book reads only what is open)."""
+    from prometheus_client import REGISTRY
+
+    def sample(name: str, table: str | None = None) -> float | None:
+        return REGISTRY.get_sample_value(name, {"table": table} if table else {})
+
+    studio = replace(ordered(4_347), award_id="S/R1/1", table_id="S-1", player="p1")
+    land = ordered(50_000)
+    book = PayoutBook()
+    book.put_many(0, [studio, land])
+    assert sample("jackpot_payout_pending_awards") == 2
+    assert sample("jackpot_payout_unattended_awards", land.table_id) == 1
+    assert sample("jackpot_payout_unattended_awards", "S-1") is None
+    book.put(0, pay_to_wallet(studio, "wallet tx-1", 2))
+    book.put(0, pay(land, "dealer", 2))
+    assert sample("jackpot_payout_pending_awards") == 0
+    assert book.listing(pending_only=True) == []
+    assert len(book.listing(pending_only=False)) == 2  # kept, settled, for the keep time
