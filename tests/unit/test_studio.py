@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from jackpot.domain.config import PotGroupConfig, load_config
+from jackpot.domain.config import PotGroupConfig
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.events import Event, MysteryAwarded, PrizeAwarded, TableLinked
@@ -23,8 +23,9 @@ from jackpot.pot.ledger_restore import ledger_event
 from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.pot.records import linked_tables
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
+from tests.unit.test_engine_rules import LIMITS
+from tests.unit.test_engine_rules import config as engine_config
 
-LIMITS = {"min_bet": 1000, "max_bet": 5000, "credit_value": 1000}
 ROYAL = ["AH", "KH", "QH", "JH", "TH"]
 STRAIGHT_FLUSH = ["5D", "6D", "7D", "8D", "9D"]
 FULL_HOUSE = ["QS", "QH", "QD", "4C", "4S"]
@@ -40,15 +41,9 @@ ENVY_PAYTABLE = {
 
 
 def config(**overrides: Any) -> PotGroupConfig:
-    data: dict[str, Any] = {
-        "version": 1,
-        "commission_percent": "0",
-        "base": 0,
-        "pots": [{"name": "main", "percent": 100}],
-        "paytable": "scj-poker",
-        **LIMITS,
-    }
-    return load_config({**data, **overrides})
+    """The engine tests' configuration without the commission (the amounts worked out here are
+    the bets' whole pesos)."""
+    return engine_config(**{"commission_percent": "0", **overrides})
 
 
 def studio_group(main_pesos: int, seats: int = 10_000, **overrides: Any) -> PotGroup:
