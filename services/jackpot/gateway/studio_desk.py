@@ -115,12 +115,12 @@ class StudioDesk:
             table = self.tables[table_id]
             before = table.to_state()
             result, facts = command(table)
-            after = table.to_state()
+            records = [self._record(configured, table, fact) for fact in facts]
+            after = table.to_state()  # with the records' numbers: what the spool keeps
             if after == before:
                 return result  # a resend, or a refusal: nothing to write
-            records = [self._record(configured, table, fact) for fact in facts]
             try:
-                await self.spool.write(SpoolWrite(table_id, table.to_state(), records))
+                await self.spool.write(SpoolWrite(table_id, after, records))
             except Exception:
                 self.tables[table_id] = StudioTable.from_state(before)
                 log.exception("studio_spool_write_failed", table=table_id)
