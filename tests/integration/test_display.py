@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -478,10 +478,26 @@ class FiveLevelPot:
         )
 
     async def beat(self) -> None:
-        while True:
-            if self.update is not None:
-                await self.send(self.display.settings.pot_updates_topic, self.update)
-            await asyncio.sleep(0.5)
+        await beat_updates(self.display, lambda: self.update, LEVELS_GROUP)
+
+
+BEAT_SECONDS = 0.5  # the pot service's heartbeat pace (D5), as the tests' pots keep it
+
+
+async def beat_updates(
+    under_test: DisplayUnderTest, latest: Callable[[], pot_pb2.PotUpdate | None], group: str
+) -> None:
+    """``latest()`` sent to the display every BEAT_SECONDS until cancelled, as the pot service
+    beats (D5): a pace, not a wait for anything (the tests wait on the page)."""
+    while True:
+        update = latest()
+        if update is not None:
+            await under_test.producer.send_and_wait(  # type: ignore[attr-defined]
+                under_test.settings.pot_updates_topic,
+                update.SerializeToString(),
+                key=group.encode(),
+            )
+        await asyncio.sleep(BEAT_SECONDS)
 
 
 async def test_L4_V1_a_five_level_sign_in_a_real_browser_shows_every_level_and_the_envy(

@@ -16,19 +16,17 @@ from loadtest.browser import chromium
 from jackpot.pot import commands
 from jackpot.v1 import table_events_pb2
 from tests.integration.page_language import assert_spanish
-from tests.integration.test_display import DisplayUnderTest, artifacts, display  # noqa: F401
+from tests.integration.test_display import (  # noqa: F401
+    DisplayUnderTest,
+    artifacts,
+    beat_updates,
+    display,
+)
 from tests.unit.test_display_studio import GROUP, LAND, ROYAL, STUDIO, StudioPot
 
 pytestmark = pytest.mark.integration
 
 IDENTIFIERS = (GROUP, STUDIO, LAND, "R1")
-
-
-async def beat(pot: StudioPot, under_test: DisplayUnderTest) -> None:
-    """The pot's latest update, every half second, as the pot service beats."""
-    while True:
-        await send(under_test, under_test.settings.pot_updates_topic, [pot.updates[-1]])
-        await asyncio.sleep(0.5)
 
 
 async def send(under_test: DisplayUnderTest, topic: str, messages: list[object]) -> None:
@@ -49,7 +47,7 @@ async def test_O4_S3_the_studio_overlay_shows_the_round_and_each_bets_share_then
     bets = {seat: 1000 for seat in range(1, 2001)}
     players = {seat: f"player-{seat}" for seat in bets}
     pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
-    beating = asyncio.create_task(beat(pot, display))
+    beating = asyncio.create_task(beat_updates(display, lambda: pot.updates[-1], GROUP))
     try:
         async with chromium() as browser:
             page = await browser.new_page(viewport={"width": 1280, "height": 300})

@@ -174,6 +174,10 @@ def test_O9_a_studio_tables_terminal_gets_its_winners_counted_and_only_the_prize
         WalletRound("R2", "ROYAL_FLUSH", 1, 500, 0, 0, 0, 0, 10),
     ]
     assert book.wallet_rounds_of(ordered(1).table_id) == []  # a land table: none
+    book.drop([later.award_id])
+    assert [r.round_id for r in book.wallet_rounds_of("S-1")] == ["R1"]
+    book.forget(0)  # the partition moved: none of its prizes counted here
+    assert book.wallet_rounds_of("S-1") == []
 
 
 def test_O9_D3_a_studio_prize_is_pending_but_never_unattended_and_a_paid_one_leaves_the_count() -> (

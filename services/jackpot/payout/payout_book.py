@@ -33,6 +33,9 @@ class PayoutBook:
         # cost is what is open, not what was paid within the keep time (a studio round's
         # thousands of prizes, O9)
         self._open: dict[str, Payout] = {}
+        # a studio table's prizes to wallets (O9), by table: what its terminal's rounds count,
+        # so that a land table's push reads none of them
+        self._to_wallets: dict[str, dict[str, Payout]] = {}
         self._listeners: list[Listener] = []
         self._terminals: Counter[str] = Counter()  # connected dealer terminals by table
 
@@ -49,6 +52,8 @@ class PayoutBook:
                 self._open[payout.award_id] = payout
             else:
                 self._open.pop(payout.award_id, None)
+            if payout.to_wallet:
+                self._to_wallets.setdefault(payout.table_id, {})[payout.award_id] = payout
             tables.add(payout.table_id)
         self._notify(tables)
 
@@ -60,6 +65,7 @@ class PayoutBook:
             self.partition_of.pop(award_id, None)
             self._open.pop(award_id, None)
             if payout is not None:
+                self._unindex(payout)
                 tables.add(payout.table_id)
         self._notify(tables)
 
@@ -68,7 +74,7 @@ class PayoutBook:
         gone = [a for a, p in self.partition_of.items() if p == partition]
         tables = {self.payouts[a].table_id for a in gone}
         for award_id in gone:
-            del self.payouts[award_id]
+            self._unindex(self.payouts.pop(award_id))
             del self.partition_of[award_id]
             self._open.pop(award_id, None)
         self._notify(tables)
@@ -110,7 +116,14 @@ class PayoutBook:
 
     def wallet_rounds_of(self, table_id: str) -> list[WalletRound]:
         """A studio table's rounds of prizes to wallets (O9), counted for its terminal."""
-        return wallet_rounds(p for p in self.payouts.values() if p.table_id == table_id)
+        return wallet_rounds(self._to_wallets.get(table_id, {}).values())
+
+    def _unindex(self, payout: Payout) -> None:
+        prizes = self._to_wallets.get(payout.table_id)
+        if prizes is not None:
+            prizes.pop(payout.award_id, None)
+            if not prizes:
+                del self._to_wallets[payout.table_id]
 
     def listing(
         self, pending_only: bool, after: tuple[int, str] | None = None, limit: int | None = None
