@@ -67,7 +67,12 @@ def _report(args: argparse.Namespace) -> int:
     if args.bootstrap_servers:
         options["bootstrap_servers"] = args.bootstrap_servers
     topic = args.ledger_topic or settings.ledger_topic
-    chosen = {"lang": args.lang, "time_zone": args.time_zone, "casino": args.casino}
+    chosen = {
+        "lang": args.lang,
+        "time_zone": args.time_zone,
+        "casino": args.casino,
+        "day_books": args.day_books,
+    }
     document = load(ReportSettings).replace(**{k: v for k, v in chosen.items() if v is not None})
     return run(
         options,
@@ -469,6 +474,12 @@ def _add_books(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the casino's time zone for every date (default: America/Santiago)",
     )
     report.add_argument("--casino", metavar="NAME", help="the casino named on the cover")
+    report.add_argument(
+        "--day-books",
+        metavar="DIR",
+        help="compose the period of the days kept here, keeping each day read once it is over "
+        "(default: JACKPOT_REPORT_DAY_BOOKS; none: the ledger alone)",
+    )
     report.add_argument(
         "--no-pdf", action="store_true", help="write report.html only (no Chromium needed)"
     )

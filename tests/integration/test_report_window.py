@@ -17,6 +17,7 @@ from aiokafka import AIOKafkaProducer
 
 from jackpot.tools import partitions
 from jackpot.tools import report as report_tool
+from jackpot.tools.report_document import ReportSettings
 from jackpot.tools.report_figures import compute
 from jackpot.tools.report_model import Period, iso
 from jackpot.v1 import pot_pb2
@@ -87,3 +88,50 @@ async def test_one_day_of_four_reads_the_day_and_equals_the_whole_ledger(
         summary = {(g, k): v for g, k, v in csv.reader(handle)}
     assert int(summary[("*", "records read")]) < total * 0.45
     assert summary[("north", "opening books from")].startswith("the checkpoint at ledger entry")
+
+
+def _csv(folder: Path, name: str) -> list[list[str]]:
+    with (folder / name).open() as handle:
+        return [row for row in csv.reader(handle) if row[1:2] != ["records read"]]
+
+
+async def test_three_days_composed_of_kept_days_equal_the_ledger_read_and_read_nothing(
+    kafka_bootstrap: str, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    """`--day-books` (D4, R1): the first report of three days reads each day from the ledger and
+    keeps it; the second composes the kept days and reads no ledger record; both say, section by
+    section and annex byte by byte, what the ledger read alone says."""
+    topic = await make_topic("ledger", partitions=2)
+    await write(kafka_bootstrap, topic, casino())
+    options = {"bootstrap_servers": kafka_bootstrap}
+    books = tmp_path / "days"
+    kept = ReportSettings(day_books=str(books), time_zone="UTC")
+    period = (iso(day(1)), iso(day(4)))
+    folders = {name: tmp_path / name for name in ("ledger", "first", "second")}
+    for name, document in (("ledger", None), ("first", kept), ("second", kept)):
+        status = await asyncio.to_thread(
+            report_tool.run,
+            options,
+            topic,
+            str(folders[name]),
+            *period,
+            document=document,
+            pdf=False,
+        )
+        assert status == 0, name
+    assert len(list(books.glob("*.json"))) == 3  # three whole days kept
+    summaries = {
+        name: dict(((g, k), v) for g, k, v in _csv(f, "summary.csv")) for name, f in folders.items()
+    }
+    assert summaries["second"][("*", "days from the day books")] == "3"
+    assert ("*", "days from the day books") not in summaries["first"]
+    for name in ("first", "second"):
+        summary = {k: v for k, v in summaries[name].items() if k[1] != "days from the day books"}
+        assert summary == summaries["ledger"], name
+        for section in ("pots.csv", "prizes.csv", "configs.csv", "last_awards.csv", "main_pot.csv"):
+            assert _csv(folders[name], section) == _csv(folders["ledger"], section), section
+        annex = (folders[name] / "awards.csv").read_bytes()
+        assert annex == (folders["ledger"] / "awards.csv").read_bytes(), name
+    with (folders["second"] / "summary.csv").open() as handle:
+        read_now = {(g, k): v for g, k, v in csv.reader(handle)}[("*", "records read")]
+    assert read_now == "0"

@@ -71,6 +71,8 @@ from jackpot.tools.report_annex import (
     award_cells,
     write_annex,
 )
+from jackpot.tools.report_compose import compose
+from jackpot.tools.report_days import DayBooks, DayBooksError, days_of, is_whole_day
 from jackpot.tools.report_document import DocumentError, ReportSettings, write_document
 from jackpot.tools.report_figures import ReportBuilder, written_by_the_pot
 from jackpot.tools.report_model import (
@@ -280,6 +282,40 @@ async def report_from_kafka(
         )
 
 
+async def report_by_days(
+    kafka_options: Mapping[str, Any],
+    topic: str,
+    period: Period,
+    only_groups: Sequence[str],
+    checkpoint_interval_seconds: float,
+    jobs: int,
+    spool: Path,
+    books: DayBooks,
+    time_zone: str,
+) -> Report:
+    """The report of ``period`` composed of its days (:mod:`jackpot.tools.report_days`): each
+    whole day kept in ``books`` read from there, every other read from the ledger, and kept once
+    it is over and its books reconcile."""
+    pieces, kept = [], 0
+    for day in days_of(period, time_zone):
+        whole = is_whole_day(day, time_zone)
+        piece = books.read(day, only_groups, AwardSpool(spool)) if whole else None
+        if piece is not None:
+            kept += 1
+        else:
+            piece = await report_from_kafka(
+                *(kafka_options, topic, day, only_groups),
+                *(checkpoint_interval_seconds, jobs, AwardSpool(spool)),
+            )
+            over = day.end_ns + 2 * SEEK_MARGIN_MS * 10**6 <= time.time_ns()
+            if whole and over and piece.reconciles:
+                books.keep(piece, only_groups)
+        pieces.append(piece)
+    report = compose(pieces, AwardSpool(spool))
+    report.kept_days = kept
+    return report
+
+
 # ------------------------------------------------------------------------------------- CSV
 
 
@@ -317,6 +353,8 @@ def _sections(report: Report) -> dict[str, Iterable[list[str]]]:
         ["*", "verdict", verdict],
         ["*", "records read", str(report.records_read)],
     ]
+    if report.kept_days:
+        summary.append(["*", "days from the day books", str(report.kept_days)])
     summary += [["*", "unreadable", line] for line in report.unreadable]
     tables: dict[str, list[list[str]]] = {
         "summary": summary,
@@ -497,12 +535,22 @@ def run(
     with tempfile.TemporaryDirectory(prefix="jackpot-report-awards-") as spool:
         try:
             period = parse_period(start, end, time.time_ns())
-            report = asyncio.run(
-                report_from_kafka(
+            settings = document or ReportSettings()
+            if settings.day_books:
+                reading = report_by_days(
+                    *(kafka_options, ledger_topic, period, only_groups),
+                    *(checkpoint_interval_seconds, jobs, Path(spool)),
+                    *(DayBooks(Path(settings.day_books)), settings.time_zone),
+                )
+            else:
+                reading = report_from_kafka(
                     *(kafka_options, ledger_topic, period, only_groups),
                     *(checkpoint_interval_seconds, jobs, AwardSpool(Path(spool))),
                 )
-            )
+            report = asyncio.run(reading)
+        except DayBooksError as error:
+            print(f"jackpot report: {error}", file=sys.stderr)
+            return 2
         except ReportInputError as error:
             print(f"jackpot report: {error}", file=sys.stderr)
             return 2

@@ -104,6 +104,12 @@ class ReportSettings(Settings):
     time_zone: str = Field(
         "America/Santiago", description="the casino's time zone (IANA): every date in it"
     )
+    day_books: str = Field(
+        "",
+        description="folder where each gaming day's books are kept once the day is over, so a "
+        "month's report is composed of its days instead of replaying the month's ledger "
+        "(jackpot.tools.report_days; empty: every report reads the ledger alone)",
+    )
     browser: str = Field(
         "",
         description="the Chromium that prints the PDF (default: the first of chromium, "
@@ -127,6 +133,14 @@ class DocumentError(RuntimeError):
 
 
 # ----------------------------------------------------------------------------- the document
+
+
+def _source(report: Report, style: Style) -> str:
+    """Where the figures come from: the ledger alone, or with days already issued."""
+    records = style.number(report.records_read)
+    if report.kept_days:
+        return style.words("source_days_text", records=records, days=report.kept_days)
+    return style.words("source_text", records=records)
 
 
 def render_document(
@@ -171,7 +185,7 @@ def _cover(
         (w("casino"), casino or "—"),
         (w("period"), _period(report, style)),
         (w("zone"), style.zone_line(report.period.start_ns, report.period.end_ns)),
-        (w("source"), w("source_text", records=style.number(report.records_read))),
+        (w("source"), _source(report, style)),
         (w("software"), digest),
         (w("generated"), style.when(issued_ns)),
         (w("annex"), _annex(annex, style)),

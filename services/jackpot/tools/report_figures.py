@@ -274,6 +274,8 @@ class GroupBooks:
         audit.open_awards[award_id] = entry.amount if row is None else row.amount
         if row is None and audit is self.report.closing:
             self.report.earlier_payments += 1
+            if _stamp(entry.recorded_at) >= self.period.start_ns:
+                self.report.earlier_paid.append(award_id)
 
     def _note_award(self, entry: pot_pb2.LedgerEntry, in_period: bool) -> None:
         """Awards, and who approved and paid each (the payout service's ledger entries)."""
@@ -301,6 +303,9 @@ class GroupBooks:
                 del self.notes[next(iter(self.notes))]
         if target is not None:
             _payout_step(target, entry)
+        if pending is None and in_period:  # an earlier award's step: a longer period's row
+            step = (entry.type, entry.changed_by, iso(_stamp(entry.recorded_at)))
+            self.report.steps_before.setdefault(award_id, []).append(step)
         if pending and entry.type in SETTLING:  # its row is complete: to the annex
             del self.during[award_id]
             self.report.annex.add(*pending)
@@ -497,10 +502,10 @@ def _in_period(
         series.append((recorded, main_before))
     main_after = closing.accounts["pot:main"]
     if main_after != main_before:
-        _plot(series, recorded, main_after)
+        plot_main(series, recorded, main_after)
 
 
-def _plot(series: list[tuple[int, int]], at: int, value: int) -> None:
+def plot_main(series: list[tuple[int, int]], at: int, value: int) -> None:
     """The main pot's course: its value at its last move of each minute (a day is 1,440 points,
     not one per bet), after the opening point."""
     if len(series) > 1 and series[-1][0] // MINUTE_NS == at // MINUTE_NS:
@@ -583,8 +588,13 @@ def _state_row(award: Mapping[str, Any], earlier: str, note: AwardRow | None) ->
 
 
 def _payout_step(row: AwardRow, entry: pot_pb2.LedgerEntry) -> None:
-    if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_APPROVED:
-        row.approved_by = entry.changed_by
-    elif entry.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID:
-        row.paid_by = entry.changed_by
-        row.paid_at = iso(_stamp(entry.recorded_at))
+    payout_step(row, entry.type, entry.changed_by, iso(_stamp(entry.recorded_at)))
+
+
+def payout_step(row: AwardRow, kind: int, changed_by: str, at: str) -> None:
+    """A payout lifecycle step (its ledger entry's type, who, when) on an award's row."""
+    if kind == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_APPROVED:
+        row.approved_by = changed_by
+    elif kind == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID:
+        row.paid_by = changed_by
+        row.paid_at = at

@@ -170,11 +170,18 @@ class GroupReport:
     # Payments or voids of awards made before the records read (not matched to their award here;
     # `jackpot audit` matches every one).
     earlier_payments: int = 0
+    earlier_paid: list[str] = field(default_factory=list)  # the award ids of those in it
+    # The payout steps (entry type, who, when) of the period for awards of before it, by award:
+    # what completes their rows in a longer period composed of this one (report_compose).
+    steps_before: dict[str, list[tuple[int, str, str]]] = field(default_factory=dict)
     # The period's books at its land and at its studio tables (O1; jackpot.tools.report_split),
     # and the studio tables linked in it (at --from, or linked since).
     land: TableBooks = field(default_factory=TableBooks)
     studio: TableBooks = field(default_factory=TableBooks)
     studio_tables: set[str] = field(default_factory=set)
+    # Each level's period figures when the period was composed of shorter ones (their books
+    # begin at different checkpoints, so the two audits' levels do not say them); else None.
+    level_rows: list[LevelRow] | None = None
 
     def delta(self, account: str) -> int:
         return self.closing.accounts[account] - self.opening.accounts[account]
@@ -217,6 +224,8 @@ class GroupReport:
     @property
     def levels(self) -> list[LevelRow]:
         """Each level's period figures, the main level first; [] for a one-level group."""
+        if self.level_rows is not None:
+            return self.level_rows
         return level_rows(self.opening, self.closing)
 
     def reconciliation(self) -> tuple[bool, str]:
@@ -268,6 +277,7 @@ class Report:
     unreadable: list[str] = field(default_factory=list)
     records_read: int = 0  # ledger records the report read (its cost)
     workers_rss_mb: float = 0.0  # the peak RSS of the processes that read them, summed
+    kept_days: int = 0  # days read from the day books (jackpot.tools.report_days), not the ledger
 
     @property
     def reconciles(self) -> bool:

@@ -35,6 +35,14 @@ WORDS: dict[str, tuple[str, str]] = {
         "the system's ledger alone ({records} records read); every figure is computed again "
         "from its entries (D4, M2)",
     ),
+    "source_days_text": (
+        "el libro mayor del sistema ({records} registros leídos) y {days} días ya emitidos de este "
+        "período, cada uno recalculado desde sus asientos al emitirse y unido al siguiente donde "
+        "sus saldos coinciden (D4, M2)",
+        "the system's ledger ({records} records read) and {days} days of this period already "
+        "issued, each computed from its entries when it was issued and joined to the next where "
+        "their books meet (D4, M2)",
+    ),
     "software": ("Software", "Software"),
     "software_ok": (
         "sha256:{digest}, verificado contra su manifiesto (R6)",
