@@ -491,12 +491,12 @@ def pdf_pages(pdf: Path) -> int | None:
     return len(PDF_PAGE.findall(pdf.read_bytes()))
 
 
-def timed_report(run: Run, name: str, days: float) -> dict[str, Any]:
+def timed_report(run: Run, name: str, days: float, *options: str) -> dict[str, Any]:
     """``jackpot report`` of the history's last ``days`` (PDF included), timed; its PDF's pages
     and bytes."""
     end, out = run.end_ns, run.logs / name
     period = ["--from", iso(end - int(days * DAY_NS)), "--to", iso(end)]
-    done = timed_tool(run, name, ["report", *period, "--out", str(out)])
+    done = timed_tool(run, name, ["report", *period, "--out", str(out), *options])
     pdf = out / "report.pdf"
     done["pdf_pages"] = pdf_pages(pdf)
     done["pdf_bytes"] = pdf.stat().st_size if pdf.exists() else None
@@ -509,6 +509,7 @@ def tools(run: Run, entries: int) -> dict[str, Any]:
     report = timed_report(run, "report", 1)
     month_days = min(MONTH_DAYS, float(run.manifest["plan"]["days"]))
     month = timed_report(run, "report-month", month_days) if month_days > 1 else None
+    kept = month_of_kept_days(run, month_days) if month else {}
     audit = timed_tool(run, "audit", ["audit"])
     restore = timed_tool(run, "restore", ["restore", "--from-ledger"])
     return {
@@ -518,6 +519,7 @@ def tools(run: Run, entries: int) -> dict[str, Any]:
         "report_one_day_pdf_bytes": report["pdf_bytes"],
         "report_exit": report["exit"],
         **(_month_figures(month, month_days) if month else {}),
+        **kept,
         "audit_seconds": audit["seconds"],
         "audit_entries_per_second": round(entries / max(audit["seconds"], 1e-9)),
         "audit_rss_mb": audit["rss_mb"],
@@ -526,6 +528,43 @@ def tools(run: Run, entries: int) -> dict[str, Any]:
         "restore_rss_mb": restore["rss_mb"],
         "restore_exit": restore["exit"],
     }
+
+
+def month_of_kept_days(run: Run, days: float) -> dict[str, Any]:
+    """The month again with ``--day-books`` (jackpot.tools.report_days): first keeping each day
+    it reads from the ledger, then composed of the kept days, as a casino whose every day was
+    reported runs it; whether both say what the ledger read alone said (every CSV section but
+    the cost, the annex byte for byte)."""
+    books = ["--day-books", str(run.logs / "day-books")]
+    keeping = timed_report(run, "report-month-keeping", days, *books)
+    kept = timed_report(run, "report-month-kept", days, *books)
+    alone = run.logs / "report-month"
+    same = all(
+        _said(run.logs / name) == _said(alone)
+        for name in ("report-month-keeping", "report-month-kept")
+    )
+    return {
+        "report_month_keeping_seconds": keeping["seconds"],
+        "report_month_kept_seconds": kept["seconds"],
+        "report_month_kept_rss_mb": kept["rss_mb"],
+        "report_month_kept_pdf_pages": kept["pdf_pages"],
+        "report_month_kept_exit": max(keeping["exit"], kept["exit"]),
+        "report_month_kept_same": same,
+    }
+
+
+def _said(out: Path) -> list[bytes]:
+    """A report's files as what it says: its summary without what reading cost it."""
+    names = sorted(p.name for p in out.glob("*.csv"))
+    said = []
+    for name in names:
+        lines = (out / name).read_bytes().splitlines()
+        if name == "summary.csv":
+            lines = [
+                line for line in lines if b",records read," not in line and b"day books" not in line
+            ]
+        said += lines
+    return said
 
 
 def _month_figures(month: dict[str, Any], days: float) -> dict[str, Any]:
