@@ -13,11 +13,13 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -37,6 +39,46 @@ def resident_mb(pid: int) -> float | None:
         return None
     match = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
     return None if match is None else int(match.group(1)) / 1024
+
+
+def session_resident_mb(session: int) -> float:
+    """The resident memory of every process of ``session`` at once (a tool started in a session
+    of its own, with its worker processes and the browser that prints its PDF), in MB."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            if int(stat[stat.rindex(")") + 2 :].split()[3]) != session:
+                continue
+            total += int((entry / "statm").read_text().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return total * PAGE_BYTES / 2**20
+
+
+class SessionPeak:
+    """The peak of :func:`session_resident_mb`, sampled every ``interval`` seconds on a thread
+    while the session's leader runs (``with SessionPeak(pid) as peak: ...; peak.mb``)."""
+
+    def __init__(self, session: int, interval: float = 0.05) -> None:
+        self.session, self.interval, self.mb = session, interval, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> SessionPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.mb = max(self.mb, session_resident_mb(self.session))
+            self._stop.wait(self.interval)
 
 
 def listening_pid(port: int) -> int | None:

@@ -47,6 +47,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from jackpot.platform.kafka import KafkaConnection, follow_latest
 from jackpot.v1 import pot_pb2
+from loadtest.cost import SessionPeak
 from loadtest.free_ports import free_port
 from loadtest.history_kafka import topic_names
 from loadtest.history_synth import DAY_NS, group_plans
@@ -55,8 +56,6 @@ PAYOUT_SERVICE = "jackpot.v1.PayoutService"
 START_TIMEOUT_SECONDS = 180.0
 TAKEOVER_TIMEOUT_SECONDS = 900.0
 WORK_SECONDS = 3.0  # the first pot instance works this long before it is killed
-# what jackpot audit and jackpot report say their worker processes peaked at (--jobs)
-WORKERS_RSS = re.compile(r"workers' peak RSS (\d+) MB")
 PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")  # a page object, not /Pages
 MONTH_DAYS = 30
 RESUME_SNIPPET = """
@@ -219,18 +218,18 @@ def peak_rss_mb(pid: int) -> float | None:
 
 
 def timed_tool(run: Run, name: str, args: Sequence[str]) -> dict[str, Any]:
-    """A tool to its end: wall seconds, peak RSS (its own, from wait4, plus what its worker
-    processes say they peaked at, summed: ``--jobs``), exit status."""
+    """A tool to its end: wall seconds, peak RSS, exit status. The peak is of all its processes
+    at once (itself, its ``--jobs`` workers, the browser printing its PDF: its session, sampled
+    every 50 ms), and never below the largest one's own peak (wait4)."""
     started = time.perf_counter()
     process = spawn(run, name, args, tool_env(run))
-    _, status, usage = os.wait4(process.pid, 0)
+    with SessionPeak(process.pid) as peak:
+        _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
-    log = (run.logs / f"{run.spawned:02d}-{name}.log").read_text(errors="replace")
-    workers = [float(mb) for mb in WORKERS_RSS.findall(log)]
     return {
         "seconds": round(seconds, 3),
-        "rss_mb": round(usage.ru_maxrss / 1024 + sum(workers[-1:]), 1),
+        "rss_mb": round(max(peak.mb, usage.ru_maxrss / 1024), 1),
         "exit": process.returncode,
     }
 
