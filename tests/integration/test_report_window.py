@@ -119,7 +119,7 @@ async def test_three_days_composed_of_kept_days_equal_the_ledger_read_and_read_n
             pdf=False,
         )
         assert status == 0, name
-    assert len(list(books.glob("*.json"))) == 3  # three whole days kept
+    assert len(list((books / topic).glob("*.json"))) == 3  # three whole days, of this ledger
     summaries = {
         name: dict(((g, k), v) for g, k, v in _csv(f, "summary.csv")) for name, f in folders.items()
     }

@@ -161,3 +161,11 @@ def _stamp(ns: int) -> str:
     from jackpot.tools.report_model import iso
 
     return iso(ns).replace(":", "")
+
+
+def test_a_folder_that_cannot_keep_a_day_says_so(ledger: Ledger, tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    books = DayBooks.of(blocked, "jackpot.ledger.v1")
+    with pytest.raises(DayBooksError, match="cannot keep a day"):
+        books.keep(read(ledger, days_of(THREE_DAYS, "UTC")[0]), ())

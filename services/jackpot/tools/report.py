@@ -540,7 +540,7 @@ def run(
                 reading = report_by_days(
                     *(kafka_options, ledger_topic, period, only_groups),
                     *(checkpoint_interval_seconds, jobs, Path(spool)),
-                    *(DayBooks(Path(settings.day_books)), settings.time_zone),
+                    *(DayBooks.of(Path(settings.day_books), ledger_topic), settings.time_zone),
                 )
             else:
                 reading = report_from_kafka(

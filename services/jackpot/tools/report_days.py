@@ -7,7 +7,8 @@ is read from the ledger, and kept there once it is over (its end and the report'
 past, so no entry of it can still be written) and its books reconcile. The pieces are then
 composed (:mod:`jackpot.tools.report_compose`, which refuses pieces that do not meet).
 
-A day is two files named by its period (and the groups, when the report was of some):
+A day is two files in the folder's subfolder of the ledger topic, named by its period (and the
+groups, when the report was of some):
 ``<from>--<to>.json`` (each group's opening and closing books, what the day counted, its last
 awards, configurations and levels, as :func:`report_to_dict` writes them) and
 ``<from>--<to>.awards.jsonl`` (its award rows in award order). The JSON states the annex's
@@ -179,10 +180,16 @@ def _table_books(data: dict[str, Any]) -> TableBooks:
 
 
 class DayBooks:
-    """The folder of kept days (one ledger's: it is named by the caller)."""
+    """The folder of one ledger topic's kept days (:meth:`of`)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+
+    @classmethod
+    def of(cls, folder: Path, ledger_topic: str) -> DayBooks:
+        """The days of ``ledger_topic`` in ``folder`` (a folder of its own: two ledgers' days
+        never mix)."""
+        return cls(folder / ledger_topic)
 
     def _name(self, day: Period, only_groups: Sequence[str]) -> str:
         name = f"{iso(day.start_ns)}--{iso(day.end_ns)}".replace(":", "")
@@ -208,7 +215,14 @@ class DayBooks:
             raise DayBooksError(f"the kept day {books} cannot be read: {error!r}") from error
 
     def keep(self, report: Report, only_groups: Sequence[str]) -> Path:
-        """Write the day (its books, then its annex), each file whole or not at all."""
+        """Write the day (its annex, then its books, which state the annex's digest), each file
+        whole or not at all."""
+        try:
+            return self._keep(report, only_groups)
+        except OSError as error:
+            raise DayBooksError(f"the day books {self.folder} cannot keep a day: {error}") from None
+
+    def _keep(self, report: Report, only_groups: Sequence[str]) -> Path:
         self.folder.mkdir(parents=True, exist_ok=True)
         name = self._name(report.period, only_groups)
         annex = self.folder / f"{name}.awards.jsonl"
