@@ -1,6 +1,7 @@
 """The studio sign's state (issue 39, rules O2-O5): the pot's update of a group with a studio table
 carries the locked round's bets and each bet's share of the top prize, the board shows it only
-when its parts fit in the pot (M3), and the round's prizes make one banner counting its winners.
+when its parts fit in the pot (M3), on the web overlay and on the hardware signs' gRPC state alike,
+and the round's prizes make one banner counting its winners.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import pytest
 
 from jackpot.display.board import Board, Sign
 from jackpot.display.feed import apply_record
+from jackpot.display.grpc_api import to_proto
 from jackpot.display.settings import DisplaySettings
 from jackpot.pot import commands
 from jackpot.pot.pot_book import InputRecord, PotBook
@@ -125,12 +127,57 @@ def test_M3_a_share_whose_parts_are_more_than_the_pot_holds_is_not_shown() -> No
     assert fed(Board(5.0, 5.0), [fixed], []).studio
 
 
+def grpc_rounds(sign: Sign) -> list[dict[str, object]]:
+    """The studio rounds of the sign's gRPC state, each by its fields' names (the overlay's)."""
+    return [
+        {field.name: getattr(shown, field.name) for field in shown.DESCRIPTOR.fields}
+        for shown in to_proto(sign).studio_rounds
+    ]
+
+
+def test_O4_M3_a_hardware_sign_gets_the_rounds_the_overlay_shows_and_no_other() -> None:
+    """SignState.studio_rounds carries each locked studio round's bets, their total and each
+    bet's share of the top prize, figure for figure what the web overlay shows; a round whose
+    parts are more than the pot holds is on neither (M3), and a fixed prize's is on both."""
+    pot = StudioPot()
+    bets = {seat: 1000 for seat in range(3, 2004)}
+    pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked(bets)))
+    pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
+    sign = fed(Board(5.0, 5.0), pot.updates, [])
+    assert grpc_rounds(sign) == sign.to_json()["studio"]
+    [shown] = to_proto(sign).studio_rounds
+    assert (shown.table_id, shown.round_id, shown.bets, shown.bet_total) == (
+        STUDIO,
+        "R1",
+        2001,
+        2_001_000,
+    )
+    assert (shown.prize, shown.share, shown.odd_pesos, shown.lowest_seat) == (
+        "ROYAL_FLUSH",
+        1002,
+        998,
+        3,
+    )
+
+    broken = pot_pb2.PotUpdate()
+    broken.CopyFrom(pot.updates[-1])
+    broken.studio_rounds[0].share += 1  # 2,001 parts of 1,003 + 998: over the 2,006,000 held
+    refused = fed(Board(5.0, 5.0), [broken], [])
+    assert (refused.amount, grpc_rounds(refused)) == (2_006_000, [])
+    assert "studio" not in refused.to_json()
+    broken.studio_rounds[0].multiple = 5000  # a fixed prize: each bet times 5,000, not the pot
+    fixed = fed(Board(5.0, 5.0), [broken], [])
+    assert [r["multiple"] for r in grpc_rounds(fixed)] == [5000]
+    assert grpc_rounds(fixed) == fixed.to_json()["studio"]
+
+
 def test_a_land_groups_update_and_sign_are_as_before() -> None:
     pot = StudioPot()
     pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
     assert not pot.updates[-1].studio_rounds
     sign = fed(Board(5.0, 5.0), pot.updates, [])
     assert "studio" not in sign.to_json()
+    assert not to_proto(sign).studio_rounds
     land_award = pot_pb2.Award(
         award_id="a",
         pot_group_id=GROUP,
