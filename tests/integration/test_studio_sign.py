@@ -1,7 +1,8 @@
 """The studio sign in a real browser (issue 39, rules O2-O5): the overlay a studio's stream shows
 reads the real display service, fed through Kafka with the real pot book's records of a studio
 round of 2,000 bets: the pot, the round's bets, each bet's share of the top prize now and who
-takes the odd pesos; then the round's royal flush as one banner of its 2,000 winners.
+takes the odd pesos (as a hardware sign is sent them too, SignService/WatchSigns); then the round's
+royal flush as one banner of its 2,000 winners.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ import asyncio
 import contextlib
 from pathlib import Path
 
+import grpc
 import pytest
 from loadtest.browser import chromium
 
 from jackpot.pot import commands
-from jackpot.v1 import table_events_pb2
+from jackpot.v1 import display_pb2, display_pb2_grpc, table_events_pb2
 from tests.integration.page_language import assert_spanish
 from tests.integration.test_display import (  # noqa: F401
     DisplayUnderTest,
@@ -37,6 +39,21 @@ async def send(under_test: DisplayUnderTest, topic: str, messages: list[object])
             key=GROUP.encode(),
         )
     await under_test.producer.flush()  # type: ignore[attr-defined]
+
+
+async def grpc_studio_round(under_test: DisplayUnderTest) -> display_pb2.SignStudioRound:
+    """The first studio round a hardware sign of the group is sent (SignService/WatchSigns)."""
+    async with grpc.aio.insecure_channel(under_test.settings.grpc_address) as channel:
+        stub = display_pb2_grpc.SignServiceStub(channel)
+        stream = stub.WatchSigns(display_pb2.WatchSignsRequest(pot_group_ids=[GROUP]))
+        try:
+            async with asyncio.timeout(20):
+                sign = (await stream.read()).sign
+                while not sign.studio_rounds:
+                    sign = (await stream.read()).sign
+            return sign.studio_rounds[0]
+        finally:
+            stream.cancel()
 
 
 async def test_O4_S3_the_studio_overlay_shows_the_round_and_each_bets_share_then_its_winners(
@@ -67,6 +84,14 @@ async def test_O4_S3_the_studio_overlay_shows_the_round_and_each_bets_share_then
             assert await share.inner_text() == "Si sale ESCALERA REAL: $1.002 por apuesta"
             assert await page.get_by_test_id("odd").inner_text() == "la posición 1 recibe $2.002"
             assert await page.get_by_test_id("amount").inner_text() == "$2.005.000"
+            shown = await grpc_studio_round(display)  # a hardware sign: the same figures
+            assert (shown.round_id, shown.bets, shown.bet_total, shown.share, shown.odd_pesos) == (
+                "R1",
+                2000,
+                2_000_000,
+                1002,
+                1000,
+            )
             await page.screenshot(path=str(artifacts / "studio-sign.png"))
             await assert_spanish(page, "the studio overlay, a round locked", IDENTIFIERS)
 
