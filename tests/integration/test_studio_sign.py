@@ -24,21 +24,11 @@ from tests.integration.test_display import (  # noqa: F401
     beat_updates,
     display,
 )
-from tests.unit.test_display_studio import GROUP, LAND, ROYAL, STUDIO, StudioPot
+from tests.unit.test_display_studio import GROUP, LAND, ROYAL, STUDIO, studio_pot
 
 pytestmark = pytest.mark.integration
 
 IDENTIFIERS = (GROUP, STUDIO, LAND, "R1")
-
-
-async def send(under_test: DisplayUnderTest, topic: str, messages: list[object]) -> None:
-    for message in messages:
-        await under_test.producer.send(  # type: ignore[attr-defined]
-            topic,
-            message.SerializeToString(),  # type: ignore[attr-defined]
-            key=GROUP.encode(),
-        )
-    await under_test.producer.flush()  # type: ignore[attr-defined]
 
 
 async def grpc_studio_round(under_test: DisplayUnderTest) -> display_pb2.SignStudioRound:
@@ -60,11 +50,11 @@ async def test_O4_S3_the_studio_overlay_shows_the_round_and_each_bets_share_then
     display: DisplayUnderTest,  # noqa: F811
     artifacts: Path,  # noqa: F811
 ) -> None:
-    pot = StudioPot()
+    pot = studio_pot()
     bets = {seat: 1000 for seat in range(1, 2001)}
     players = {seat: f"player-{seat}" for seat in bets}
     pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
-    beating = asyncio.create_task(beat_updates(display, lambda: pot.updates[-1], GROUP))
+    beating = asyncio.create_task(beat_updates(display, lambda: pot.update, GROUP))
     try:
         async with chromium() as browser:
             page = await browser.new_page(viewport={"width": 1280, "height": 300})
@@ -98,7 +88,7 @@ async def test_O4_S3_the_studio_overlay_shows_the_round_and_each_bets_share_then
             result = table_events_pb2.RoundResult(shared_hand=ROYAL)
             pot.apply(pot.event(STUDIO, 2, round_result=result))
             assert {a.amount for a in pot.awards} == {1002, 2002}  # the figure the sign showed
-            await send(display, display.settings.awards_topic, list(pot.awards))
+            await display.send(display.settings.awards_topic, GROUP, pot.awards)
             winner = page.get_by_test_id("winner")
             await page.wait_for_function(
                 "document.getElementById('winner').dataset.winners === '2000'"

@@ -13,8 +13,8 @@ from jackpot.display.feed import apply_record
 from jackpot.display.grpc_api import to_proto
 from jackpot.display.settings import DisplaySettings
 from jackpot.pot import commands
-from jackpot.pot.pot_book import InputRecord, PotBook
-from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
+from jackpot.v1 import pot_pb2, table_events_pb2
+from tests.book_pot import BookPot, caribbean
 
 pytestmark = pytest.mark.unit
 
@@ -32,33 +32,9 @@ CONFIG = {
 ROYAL = ["AH", "KH", "QH", "JH", "TH"]
 
 
-class StudioPot:
-    """The real pot book with a studio table and a land table; its records as the display reads
-    them."""
-
-    def __init__(self) -> None:
-        self.book = PotBook(0, source="pot:test", event_id_window=64)
-        self.offset = 0
-        self.updates: list[pot_pb2.PotUpdate] = []
-        self.awards: list[pot_pb2.Award] = []
-        self.apply(commands.create_group(GROUP, CONFIG))
-        limits = {"min_bet": 1000, "max_bet": 5000, "credit_value": 1000}
-        for table, seats in ((STUDIO, 10_000), (LAND, 0)):
-            link = table_events_pb2.LinkTable(
-                table_id=table, game=common_pb2.GAME_CARIBBEAN, studio_seats=seats, **limits
-            )
-            self.apply(commands.link_table(GROUP, link))
-
-    def apply(self, event: table_events_pb2.TableEvent) -> None:
-        record = InputRecord(event.SerializeToString(), "t", 0, self.offset, GROUP.encode())
-        self.offset += 1
-        outputs = self.book.apply_batch([record])
-        self.book.commit(outputs)
-        self.updates.extend(outputs.pot_updates)
-        self.awards.extend(outputs.awards)
-
-    def event(self, table: str, sequence: int, **what: object) -> table_events_pb2.TableEvent:
-        return commands.table_event(GROUP, table, "R1", sequence, common_pb2.GAME_CARIBBEAN, **what)
+def studio_pot() -> BookPot:
+    """The group in the real pot book: a studio table of 10,000 seats and a land table."""
+    return BookPot(GROUP, CONFIG, [caribbean(STUDIO, studio_seats=10_000), caribbean(LAND)])
 
 
 def fed(board: Board, updates: list[pot_pb2.PotUpdate], awards: list[pot_pb2.Award]) -> Sign:
@@ -71,7 +47,7 @@ def fed(board: Board, updates: list[pot_pb2.PotUpdate], awards: list[pot_pb2.Awa
 
 
 def test_O4_S3_the_sign_shows_the_locked_rounds_bets_and_each_bets_share_of_the_top_prize() -> None:
-    pot = StudioPot()
+    pot = studio_pot()
     bets = {seat: 1000 for seat in range(3, 2004)}  # 2,001 bets from seat 3
     players = {seat: f"player-{seat}" for seat in bets}  # O1: the platform names each bet's
     pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked(bets, players)))
@@ -112,7 +88,7 @@ def test_O4_S3_the_sign_shows_the_locked_rounds_bets_and_each_bets_share_of_the_
 
 
 def test_M3_a_share_whose_parts_are_more_than_the_pot_holds_is_not_shown() -> None:
-    pot = StudioPot()
+    pot = studio_pot()
     pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked({1: 1000, 2: 1000})))
     update = pot.updates[-1]
     assert fed(Board(5.0, 5.0), [update], []).studio  # as the pot sent it: shown
@@ -139,7 +115,7 @@ def test_O4_M3_a_hardware_sign_gets_the_rounds_the_overlay_shows_and_no_other() 
     """SignState.studio_rounds carries each locked studio round's bets, their total and each
     bet's share of the top prize, figure for figure what the web overlay shows; a round whose
     parts are more than the pot holds is on neither (M3), and a fixed prize's is on both."""
-    pot = StudioPot()
+    pot = studio_pot()
     bets = {seat: 1000 for seat in range(3, 2004)}
     pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked(bets)))
     pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
@@ -172,7 +148,7 @@ def test_O4_M3_a_hardware_sign_gets_the_rounds_the_overlay_shows_and_no_other() 
 
 
 def test_a_land_groups_update_and_sign_are_as_before() -> None:
-    pot = StudioPot()
+    pot = studio_pot()
     pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
     assert not pot.updates[-1].studio_rounds
     sign = fed(Board(5.0, 5.0), pot.updates, [])
