@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from jackpot.display import metrics
-from jackpot.display.board import Board, Sign, StudioRound
+from jackpot.display.board import Board, Sign, StudioRound, Winner
 from jackpot.display.fanout import Subscription
 from jackpot.domain.access import Action
 from jackpot.platform.authz import Authorizer
@@ -55,29 +55,32 @@ def to_proto(sign: Sign) -> display_pb2.SignState:
     if sign.updated_at:
         state.updated_at.CopyFrom(timestamp_ns(int(sign.updated_at * 1e9)))
     if sign.winner is not None:
-        w = sign.winner
-        state.winner.CopyFrom(
-            display_pb2.Winner(
-                table_id=w.table_id,
-                seat=w.seat,
-                prize=w.prize,
-                amount=w.amount,
-                cards=list(w.cards),
-                award_id=w.award_id,
-                level_label=w.level_label,
-                envy=[
-                    display_pb2.EnvyPrize(
-                        award_id=e.award_id,
-                        table_id=e.table_id,
-                        seat=e.seat,
-                        prize=e.prize,
-                        amount=e.amount,
-                    )
-                    for e in w.envy
-                ],
-            )
-        )
+        state.winner.CopyFrom(winner_proto(sign.winner))
     return state
+
+
+def winner_proto(winner: Winner) -> display_pb2.Winner:
+    """The banner's hit (D2), named by its level's label (L4), with the envy bonuses it earned
+    the other seats (V1, V2)."""
+    return display_pb2.Winner(
+        table_id=winner.table_id,
+        seat=winner.seat,
+        prize=winner.prize,
+        amount=winner.amount,
+        cards=list(winner.cards),
+        award_id=winner.award_id,
+        level_label=winner.level_label,
+        envy=[
+            display_pb2.EnvyPrize(
+                award_id=e.award_id,
+                table_id=e.table_id,
+                seat=e.seat,
+                prize=e.prize,
+                amount=e.amount,
+            )
+            for e in winner.envy
+        ],
+    )
 
 
 def studio_round_proto(studio: StudioRound) -> display_pb2.SignStudioRound:
