@@ -111,13 +111,40 @@ def grpc_rounds(sign: Sign) -> list[dict[str, object]]:
     ]
 
 
-def test_O4_M3_a_hardware_sign_gets_the_rounds_the_overlay_shows_and_no_other() -> None:
+def grpc_winner(sign: Sign) -> dict[str, object]:
+    """The winner banner of the sign's gRPC state, each field by its name (the overlay's)."""
+    shown = to_proto(sign).winner
+    return {
+        field.name: list(getattr(shown, field.name))
+        if field.is_repeated
+        else getattr(shown, field.name)
+        for field in shown.DESCRIPTOR.fields
+    }
+
+
+def land_award() -> pot_pb2.Award:
+    """A flush at the land table's round R1, seat 1 (no player: not a studio round's, O9)."""
+    return pot_pb2.Award(
+        award_id="a",
+        pot_group_id=GROUP,
+        table_id=LAND,
+        round_id="R1",
+        seat=1,
+        prize="FLUSH",
+        amount=50_000,
+    )
+
+
+def test_O4_M3_a_hardware_sign_gets_the_rounds_and_the_banner_the_overlay_shows() -> None:
     """SignState.studio_rounds carries each locked studio round's bets, their total and each
     bet's share of the top prize, figure for figure what the web overlay shows; a round whose
-    parts are more than the pot holds is on neither (M3), and a fixed prize's is on both."""
+    parts are more than the pot holds is on neither (M3), and a fixed prize's is on both. Once
+    the hand hits, SignState.winner is the round's one banner as the overlay counts it: its
+    round, its winners and their total; a land table's hit then is its one seat's (0, 0)."""
     pot = studio_pot()
     bets = {seat: 1000 for seat in range(3, 2004)}
-    pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked(bets)))
+    players = {seat: f"player-{seat}" for seat in bets}  # O1, O9: a studio round's prizes
+    pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked(bets, players)))
     pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
     sign = fed(Board(5.0, 5.0), pot.updates, [])
     assert grpc_rounds(sign) == sign.to_json()["studio"]
@@ -146,6 +173,23 @@ def test_O4_M3_a_hardware_sign_gets_the_rounds_the_overlay_shows_and_no_other() 
     assert [r["multiple"] for r in grpc_rounds(fixed)] == [5000]
     assert grpc_rounds(fixed) == fixed.to_json()["studio"]
 
+    pot.apply(pot.event(STUDIO, 2, round_result=table_events_pb2.RoundResult(shared_hand=ROYAL)))
+    board = Board(5.0, 5.0)
+    hit = fed(board, pot.updates, pot.awards)
+    overlay, banner = hit.to_json()["winner"], grpc_winner(hit)
+    assert {name: banner[name] for name in overlay} == overlay
+    # 2,001 winners share the 2,006,000: seat 3 first (S5), with its 998 odd pesos (S3)
+    assert (banner["round_id"], banner["studio_winners"], banner["studio_total"]) == (
+        "R1",
+        2001,
+        2_006_000,
+    )
+    assert (banner["seat"], banner["amount"]) == (3, 1002 + 998)
+    land = fed(board, [], [land_award()])
+    overlay, banner = land.to_json()["winner"], grpc_winner(land)
+    assert {name: banner[name] for name in overlay} == overlay
+    assert (banner["round_id"], banner["studio_winners"], banner["studio_total"]) == ("R1", 0, 0)
+
 
 def test_a_land_groups_update_and_sign_are_as_before() -> None:
     pot = studio_pot()
@@ -154,14 +198,5 @@ def test_a_land_groups_update_and_sign_are_as_before() -> None:
     sign = fed(Board(5.0, 5.0), pot.updates, [])
     assert "studio" not in sign.to_json()
     assert not to_proto(sign).studio_rounds
-    land_award = pot_pb2.Award(
-        award_id="a",
-        pot_group_id=GROUP,
-        table_id=LAND,
-        round_id="R1",
-        seat=1,
-        prize="FLUSH",
-        amount=50_000,
-    )
-    sign = fed(Board(5.0, 5.0), [], [land_award])
+    sign = fed(Board(5.0, 5.0), [], [land_award()])
     assert "studio_winners" not in sign.to_json()["winner"]

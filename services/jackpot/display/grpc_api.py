@@ -1,6 +1,6 @@
 """``jackpot.v1.SignService``: a server stream per sign controller, each state the board's sign
 as ``SignState`` (the amount, the levels, the winner, the pending prizes and a studio table's
-locked rounds)."""
+locked rounds; a studio round's hit is its one banner, its winners counted and their total)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,8 @@ def to_proto(sign: Sign) -> display_pb2.SignState:
 
 def winner_proto(winner: Winner) -> display_pb2.Winner:
     """The banner's hit (D2), named by its level's label (L4), with the envy bonuses it earned
-    the other seats (V1, V2)."""
+    the other seats (V1, V2); a studio round's banner with its winners counted and their total
+    as the board counted them for the overlay (``Winner.counted``, O3, O4; 0 for a land hit)."""
     return display_pb2.Winner(
         table_id=winner.table_id,
         seat=winner.seat,
@@ -80,6 +81,9 @@ def winner_proto(winner: Winner) -> display_pb2.Winner:
             )
             for e in winner.envy
         ],
+        round_id=winner.round_id,
+        studio_winners=winner.studio_winners,
+        studio_total=winner.studio_total,
     )
 
 
