@@ -11,12 +11,13 @@ import asyncio
 import contextlib
 import json
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 import pytest
+from google.protobuf.message import Message
 from loadtest.browser import CHROMIUM, chromium
 from loadtest.free_ports import free_port
 
@@ -24,7 +25,6 @@ from jackpot.display.main import run_display
 from jackpot.display.settings import DisplaySettings
 from jackpot.platform.kafka import ensure_topics, idempotent_producer
 from jackpot.pot import commands
-from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.tools.demo_tables import LEVELS_POKER_CONFIG
 from jackpot.topics import TopicSpec
 from jackpot.v1 import (
@@ -33,8 +33,8 @@ from jackpot.v1 import (
     display_pb2_grpc,
     payout_pb2,
     pot_pb2,
-    table_events_pb2,
 )
+from tests.book_pot import BookPot, caribbean
 from tests.integration.page_language import assert_spanish
 
 pytestmark = pytest.mark.integration
@@ -114,6 +114,14 @@ class DisplayUnderTest:
         await self.producer.send_and_wait(  # type: ignore[attr-defined]
             self.settings.payouts_topic, payout.SerializeToString(), key=award_id.encode()
         )
+
+    async def send(self, topic: str, group: str, messages: Iterable[Message]) -> None:
+        """A pot's records to ``topic`` in order, keyed by their group, as the pot writes them."""
+        for message in messages:
+            await self.producer.send(  # type: ignore[attr-defined]
+                topic, message.SerializeToString(), key=group.encode()
+            )
+        await self.producer.flush()  # type: ignore[attr-defined]
 
     async def signs(self) -> list[dict[str, object]]:
         """GET /api/signs from another thread (the server runs on this test's event loop)."""
@@ -438,47 +446,12 @@ LEVELS_GROUP = "scl-five"
 LEVEL_LABELS = ["ESCALERA REAL", "ESCALERA DE COLOR", "PÓKER", "FULL", "COLOR"]
 
 
-class FiveLevelPot:
-    """A five-level group (`jackpot demo`'s) in a real pot processor, whose records are
-    published to the display's topics as the pot service writes them (updates, beating; awards)."""
-
-    def __init__(self, display: DisplayUnderTest) -> None:
-        self.display = display
-        self.commands = commands
-        self.book = PotBook(0, source="pot:test", event_id_window=64)
-        self.offset = 0
-        self.update: pot_pb2.PotUpdate | None = None
-        limits = {"min_bet": 1000, "max_bet": 5000, "credit_value": 1000}
-        self.apply(commands.create_group(LEVELS_GROUP, LEVELS_POKER_CONFIG))
-        for table in ("CAR-1", "CAR-2"):
-            link = table_events_pb2.LinkTable(
-                table_id=table, game=common_pb2.GAME_CARIBBEAN, site="SCL", **limits
-            )
-            self.apply(commands.link_table(LEVELS_GROUP, link))
-
-    def apply(self, event: table_events_pb2.TableEvent) -> list[pot_pb2.Award]:
-        record = InputRecord(event.SerializeToString(), "t", 0, self.offset, LEVELS_GROUP.encode())
-        self.offset += 1
-        outputs = self.book.apply_batch([record])
-        self.book.commit(outputs)
-        if outputs.pot_updates:
-            self.update = outputs.pot_updates[-1]
-        return list(outputs.awards)
-
-    def table(self, table: str, sequence: int, **what: object) -> table_events_pb2.TableEvent:
-        return self.commands.table_event(
-            LEVELS_GROUP, table, "R1", sequence, common_pb2.GAME_CARIBBEAN, **what
-        )
-
-    async def send(self, topic: str, message: object) -> None:
-        await self.display.producer.send_and_wait(  # type: ignore[attr-defined]
-            topic,
-            message.SerializeToString(),
-            key=LEVELS_GROUP.encode(),  # type: ignore[attr-defined]
-        )
-
-    async def beat(self) -> None:
-        await beat_updates(self.display, lambda: self.update, LEVELS_GROUP)
+def five_level_pot() -> BookPot:
+    """A five-level group (`jackpot demo`'s) at two tables in the real pot book; the tests publish
+    its records to the display's topics as the pot service writes them (updates, beating;
+    awards)."""
+    tables = [caribbean(table, site="SCL") for table in ("CAR-1", "CAR-2")]
+    return BookPot(LEVELS_GROUP, LEVELS_POKER_CONFIG, tables)
 
 
 BEAT_SECONDS = 0.5  # the pot service's heartbeat pace (D5), as the tests' pots keep it
@@ -507,11 +480,11 @@ async def test_L4_V1_a_five_level_sign_in_a_real_browser_shows_every_level_and_t
     its level's pot floored as the pot processor gives it, with its rise; a royal flush with an
     envy bonus (V1, V2) puts up a banner naming the level and the bonuses paid to the other
     seats, at this table and the other linked one; all in Spanish (issue 29)."""
-    pot = FiveLevelPot(display)
-    beat = asyncio.create_task(pot.beat())
+    pot = five_level_pot()
+    beat = asyncio.create_task(beat_updates(display, lambda: pot.update, LEVELS_GROUP))
     try:
-        pot.apply(pot.table("CAR-2", 1, round_locked=pot.commands.locked({3: 2000})))
-        pot.apply(pot.table("CAR-1", 1, round_locked=pot.commands.locked({1: 5000, 2: 1000})))
+        pot.apply(pot.event("CAR-2", 1, round_locked=commands.locked({3: 2000})))
+        pot.apply(pot.event("CAR-1", 1, round_locked=commands.locked({1: 5000, 2: 1000})))
         assert pot.update is not None
         update = pot.update
         async with chromium() as browser:
@@ -536,10 +509,10 @@ async def test_L4_V1_a_five_level_sign_in_a_real_browser_shows_every_level_and_t
 
             royal = ["AS", "KS", "QS", "JS", "TS"]
             hands = {1: royal, 2: ["2C", "7D", "9S", "JC", "4C"]}
-            awards = pot.apply(pot.table("CAR-1", 2, round_result=pot.commands.result(hands)))
+            awards = pot.apply(pot.event("CAR-1", 2, round_result=commands.result(hands)))
             assert [a.prize for a in awards] == ["ENVY_ROYAL_FLUSH"] * 2 + ["ROYAL_FLUSH"]
-            for award in awards:  # in the order the pot wrote them: the bonuses first (V3)
-                await pot.send(display.settings.awards_topic, award)
+            # in the order the pot wrote them: the bonuses first (V3)
+            await display.send(display.settings.awards_topic, LEVELS_GROUP, awards)
             winner = page.get_by_test_id("winner")
             await winner.wait_for(state="visible", timeout=5000)
             await page.wait_for_function(
@@ -566,10 +539,10 @@ async def test_L4_the_floor_page_shows_every_level_of_every_group(
     (one amount, no level) and a five-level group's with the main level's label over its amount
     and every other level's label and amount (each its pot floored, as the pot processor gives
     it); a royal flush's win on that card names its level; all in Spanish (issue 29)."""
-    pot = FiveLevelPot(display)
-    beat = asyncio.create_task(pot.beat())
+    pot = five_level_pot()
+    beat = asyncio.create_task(beat_updates(display, lambda: pot.update, LEVELS_GROUP))
     try:
-        pot.apply(pot.table("CAR-1", 1, round_locked=pot.commands.locked({1: 5000, 2: 1000})))
+        pot.apply(pot.event("CAR-1", 1, round_locked=commands.locked({1: 5000, 2: 1000})))
         assert pot.update is not None
         update = pot.update
         async with chromium() as browser:
@@ -603,9 +576,9 @@ async def test_L4_the_floor_page_shows_every_level_of_every_group(
 
             royal = ["AS", "KS", "QS", "JS", "TS"]
             hands = {1: royal, 2: ["2C", "7D", "9S", "JC", "4C"]}
-            awards = pot.apply(pot.table("CAR-1", 2, round_result=pot.commands.result(hands)))
-            for award in awards:  # the envy bonuses first (V3), then the royal
-                await pot.send(display.settings.awards_topic, award)
+            awards = pot.apply(pot.event("CAR-1", 2, round_result=commands.result(hands)))
+            # the envy bonuses first (V3), then the royal
+            await display.send(display.settings.awards_topic, LEVELS_GROUP, awards)
             win = card.locator(".win", has_text="¡ESCALERA REAL! Mesa CAR-1")
             await win.wait_for()
             await page.wait_for_function(

@@ -20,8 +20,6 @@ from jackpot.domain.events import PrizeAwarded
 from jackpot.domain.money import pesos
 from jackpot.payout.wallet_payer import WalletPayer
 from jackpot.pot.records import award_from_dict
-from jackpot.terminal.main import run_terminal
-from jackpot.terminal.settings import TerminalSettings
 from jackpot.v1 import pot_pb2, studio_pb2, studio_pb2_grpc
 from jackpot.wallet.reference import ReferenceWallet, WalletFaults
 from tests.integration.gateway_harness import (
@@ -35,6 +33,7 @@ from tests.integration.page_language import assert_spanish
 from tests.integration.test_display import artifacts  # noqa: F401
 from tests.integration.test_payout import Running, payout_settings, publish
 from tests.integration.test_studio_platform import STUDIO, chunk, studio_settings
+from tests.integration.test_terminal import started_terminal
 from tests.unit.test_studio import LIMITS, ROYAL, config
 
 pytestmark = pytest.mark.integration
@@ -76,20 +75,13 @@ async def test_O1_O9_the_studio_terminal_counts_the_bets_and_shows_the_winners_b
     beat = PotHeartbeat(gateway_settings)
     beat.start()
     gateway = await start_gateway(gateway_settings)
-    terminal = TerminalSettings(
-        table_id=STUDIO,
-        gateway_address=gateway_settings.grpc_address,
-        payout_targets=payout.grpc_address,
-        http_port=0,
-        reconnect_seconds=0.2,
-    )
-    stop = asyncio.Event()
-    bound: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    task = asyncio.create_task(run_terminal(terminal, stop, bound))
     try:
-        async with Running(payout) as running, grpc.aio.insecure_channel(gateway.target) as ch:
+        async with (
+            started_terminal(STUDIO, gateway_settings.grpc_address, payout.grpc_address) as url,
+            Running(payout) as running,
+            grpc.aio.insecure_channel(gateway.target) as ch,
+        ):
             payer = asyncio.create_task(WalletPayer(running.service).run())
-            url = await asyncio.wait_for(bound, 20)
             await wait_until(lambda: gateway.gateway.studio.tables[STUDIO].progressive_open)
             platform = studio_pb2_grpc.StudioPlatformServiceStub(ch)  # type: ignore[no-untyped-call]
             await platform.OpenStudioRound(
@@ -141,8 +133,6 @@ async def test_O1_O9_the_studio_terminal_counts_the_bets_and_shows_the_winners_b
             payer.cancel()
             await asyncio.gather(payer, return_exceptions=True)
     finally:
-        stop.set()
-        await task
         await gateway.stop()
         await beat.stop()
         with contextlib.suppress(Exception):

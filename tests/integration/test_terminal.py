@@ -102,6 +102,29 @@ class Floor:
         return await asyncio.to_thread(fetch)
 
 
+@contextlib.asynccontextmanager
+async def started_terminal(
+    table_id: str, gateway_address: str, payout_targets: str
+) -> AsyncIterator[str]:
+    """The dealer terminal of ``table_id`` on this event loop, linked to the gateway and the
+    payout service: its page's URL once it listens (a free port), stopped on the way out."""
+    settings = TerminalSettings(
+        table_id=table_id,
+        gateway_address=gateway_address,
+        payout_targets=payout_targets,
+        http_port=0,
+        reconnect_seconds=0.2,
+    )
+    stop = asyncio.Event()
+    bound: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(run_terminal(settings, stop, bound))
+    try:
+        yield await asyncio.wait_for(bound, 20)
+    finally:
+        stop.set()
+        await task
+
+
 @pytest.fixture
 async def floor(kafka_bootstrap: str, unique: str, tmp_path: Path) -> AsyncIterator[Floor]:
     payout = await payout_settings(kafka_bootstrap, unique)
@@ -112,30 +135,23 @@ async def floor(kafka_bootstrap: str, unique: str, tmp_path: Path) -> AsyncItera
     heartbeat = PotHeartbeat(gateway_settings)
     heartbeat.start()
     gateway = await start_gateway(gateway_settings)
-    terminal = TerminalSettings(
-        table_id=TABLE,
-        gateway_address=gateway_settings.grpc_address,
-        payout_targets=payout.grpc_address,
-        http_port=0,
-        reconnect_seconds=0.2,
-    )
-    stop = asyncio.Event()
-    bound: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    task = asyncio.create_task(run_terminal(terminal, stop, bound))
     under_test = Floor(
         payout, gateway, Device(gateway.target, TABLE, Game.CARIBBEAN), "", heartbeat=heartbeat
     )
     try:
-        under_test.running = await Running(payout).__aenter__()
-        under_test.url = await asyncio.wait_for(bound, 20)
-        await wait_until(lambda: gateway.gateway.tables[TABLE].progressive_open, within=20)
-        await under_test.device.connect()
-        yield under_test
+        async with started_terminal(
+            TABLE, gateway_settings.grpc_address, payout.grpc_address
+        ) as url:
+            under_test.url = url
+            try:
+                under_test.running = await Running(payout).__aenter__()
+                await wait_until(lambda: gateway.gateway.tables[TABLE].progressive_open, within=20)
+                await under_test.device.connect()
+                yield under_test
+            finally:
+                if under_test.running is not None:
+                    await under_test.running.__aexit__()
     finally:
-        if under_test.running is not None:
-            await under_test.running.__aexit__()
-        stop.set()
-        await task
         await under_test.device.close()
         await under_test.gateway.stop()  # the one running now (a test may have replaced it)
         await heartbeat.stop()

@@ -1,6 +1,7 @@
 """The studio sign's state (issue 39, rules O2-O5): the pot's update of a group with a studio table
 carries the locked round's bets and each bet's share of the top prize, the board shows it only
-when its parts fit in the pot (M3), and the round's prizes make one banner counting its winners.
+when its parts fit in the pot (M3), on the web overlay and on the hardware signs' gRPC state alike,
+and the round's prizes make one banner counting its winners.
 """
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ import pytest
 
 from jackpot.display.board import Board, Sign
 from jackpot.display.feed import apply_record
+from jackpot.display.grpc_api import to_proto
 from jackpot.display.settings import DisplaySettings
 from jackpot.pot import commands
-from jackpot.pot.pot_book import InputRecord, PotBook
-from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
+from jackpot.v1 import pot_pb2, table_events_pb2
+from tests.book_pot import BookPot, caribbean
 
 pytestmark = pytest.mark.unit
 
@@ -30,33 +32,9 @@ CONFIG = {
 ROYAL = ["AH", "KH", "QH", "JH", "TH"]
 
 
-class StudioPot:
-    """The real pot book with a studio table and a land table; its records as the display reads
-    them."""
-
-    def __init__(self) -> None:
-        self.book = PotBook(0, source="pot:test", event_id_window=64)
-        self.offset = 0
-        self.updates: list[pot_pb2.PotUpdate] = []
-        self.awards: list[pot_pb2.Award] = []
-        self.apply(commands.create_group(GROUP, CONFIG))
-        limits = {"min_bet": 1000, "max_bet": 5000, "credit_value": 1000}
-        for table, seats in ((STUDIO, 10_000), (LAND, 0)):
-            link = table_events_pb2.LinkTable(
-                table_id=table, game=common_pb2.GAME_CARIBBEAN, studio_seats=seats, **limits
-            )
-            self.apply(commands.link_table(GROUP, link))
-
-    def apply(self, event: table_events_pb2.TableEvent) -> None:
-        record = InputRecord(event.SerializeToString(), "t", 0, self.offset, GROUP.encode())
-        self.offset += 1
-        outputs = self.book.apply_batch([record])
-        self.book.commit(outputs)
-        self.updates.extend(outputs.pot_updates)
-        self.awards.extend(outputs.awards)
-
-    def event(self, table: str, sequence: int, **what: object) -> table_events_pb2.TableEvent:
-        return commands.table_event(GROUP, table, "R1", sequence, common_pb2.GAME_CARIBBEAN, **what)
+def studio_pot() -> BookPot:
+    """The group in the real pot book: a studio table of 10,000 seats and a land table."""
+    return BookPot(GROUP, CONFIG, [caribbean(STUDIO, studio_seats=10_000), caribbean(LAND)])
 
 
 def fed(board: Board, updates: list[pot_pb2.PotUpdate], awards: list[pot_pb2.Award]) -> Sign:
@@ -69,7 +47,7 @@ def fed(board: Board, updates: list[pot_pb2.PotUpdate], awards: list[pot_pb2.Awa
 
 
 def test_O4_S3_the_sign_shows_the_locked_rounds_bets_and_each_bets_share_of_the_top_prize() -> None:
-    pot = StudioPot()
+    pot = studio_pot()
     bets = {seat: 1000 for seat in range(3, 2004)}  # 2,001 bets from seat 3
     players = {seat: f"player-{seat}" for seat in bets}  # O1: the platform names each bet's
     pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked(bets, players)))
@@ -110,7 +88,7 @@ def test_O4_S3_the_sign_shows_the_locked_rounds_bets_and_each_bets_share_of_the_
 
 
 def test_M3_a_share_whose_parts_are_more_than_the_pot_holds_is_not_shown() -> None:
-    pot = StudioPot()
+    pot = studio_pot()
     pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked({1: 1000, 2: 1000})))
     update = pot.updates[-1]
     assert fed(Board(5.0, 5.0), [update], []).studio  # as the pot sent it: shown
@@ -125,13 +103,28 @@ def test_M3_a_share_whose_parts_are_more_than_the_pot_holds_is_not_shown() -> No
     assert fed(Board(5.0, 5.0), [fixed], []).studio
 
 
-def test_a_land_groups_update_and_sign_are_as_before() -> None:
-    pot = StudioPot()
-    pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
-    assert not pot.updates[-1].studio_rounds
-    sign = fed(Board(5.0, 5.0), pot.updates, [])
-    assert "studio" not in sign.to_json()
-    land_award = pot_pb2.Award(
+def grpc_rounds(sign: Sign) -> list[dict[str, object]]:
+    """The studio rounds of the sign's gRPC state, each by its fields' names (the overlay's)."""
+    return [
+        {field.name: getattr(shown, field.name) for field in shown.DESCRIPTOR.fields}
+        for shown in to_proto(sign).studio_rounds
+    ]
+
+
+def grpc_winner(sign: Sign) -> dict[str, object]:
+    """The winner banner of the sign's gRPC state, each field by its name (the overlay's)."""
+    shown = to_proto(sign).winner
+    return {
+        field.name: list(getattr(shown, field.name))
+        if field.is_repeated
+        else getattr(shown, field.name)
+        for field in shown.DESCRIPTOR.fields
+    }
+
+
+def land_award() -> pot_pb2.Award:
+    """A flush at the land table's round R1, seat 1 (no player: not a studio round's, O9)."""
+    return pot_pb2.Award(
         award_id="a",
         pot_group_id=GROUP,
         table_id=LAND,
@@ -140,5 +133,70 @@ def test_a_land_groups_update_and_sign_are_as_before() -> None:
         prize="FLUSH",
         amount=50_000,
     )
-    sign = fed(Board(5.0, 5.0), [], [land_award])
+
+
+def test_O4_M3_a_hardware_sign_gets_the_rounds_and_the_banner_the_overlay_shows() -> None:
+    """SignState.studio_rounds carries each locked studio round's bets, their total and each
+    bet's share of the top prize, figure for figure what the web overlay shows; a round whose
+    parts are more than the pot holds is on neither (M3), and a fixed prize's is on both. Once
+    the hand hits, SignState.winner is the round's one banner as the overlay counts it: its
+    round, its winners and their total; a land table's hit then is its one seat's (0, 0)."""
+    pot = studio_pot()
+    bets = {seat: 1000 for seat in range(3, 2004)}
+    players = {seat: f"player-{seat}" for seat in bets}  # O1, O9: a studio round's prizes
+    pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked(bets, players)))
+    pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
+    sign = fed(Board(5.0, 5.0), pot.updates, [])
+    assert grpc_rounds(sign) == sign.to_json()["studio"]
+    [shown] = to_proto(sign).studio_rounds
+    assert (shown.table_id, shown.round_id, shown.bets, shown.bet_total) == (
+        STUDIO,
+        "R1",
+        2001,
+        2_001_000,
+    )
+    assert (shown.prize, shown.share, shown.odd_pesos, shown.lowest_seat) == (
+        "ROYAL_FLUSH",
+        1002,
+        998,
+        3,
+    )
+
+    broken = pot_pb2.PotUpdate()
+    broken.CopyFrom(pot.updates[-1])
+    broken.studio_rounds[0].share += 1  # 2,001 parts of 1,003 + 998: over the 2,006,000 held
+    refused = fed(Board(5.0, 5.0), [broken], [])
+    assert (refused.amount, grpc_rounds(refused)) == (2_006_000, [])
+    assert "studio" not in refused.to_json()
+    broken.studio_rounds[0].multiple = 5000  # a fixed prize: each bet times 5,000, not the pot
+    fixed = fed(Board(5.0, 5.0), [broken], [])
+    assert [r["multiple"] for r in grpc_rounds(fixed)] == [5000]
+    assert grpc_rounds(fixed) == fixed.to_json()["studio"]
+
+    pot.apply(pot.event(STUDIO, 2, round_result=table_events_pb2.RoundResult(shared_hand=ROYAL)))
+    board = Board(5.0, 5.0)
+    hit = fed(board, pot.updates, pot.awards)
+    overlay, banner = hit.to_json()["winner"], grpc_winner(hit)
+    assert {name: banner[name] for name in overlay} == overlay
+    # 2,001 winners share the 2,006,000: seat 3 first (S5), with its 998 odd pesos (S3)
+    assert (banner["round_id"], banner["studio_winners"], banner["studio_total"]) == (
+        "R1",
+        2001,
+        2_006_000,
+    )
+    assert (banner["seat"], banner["amount"]) == (3, 1002 + 998)
+    land = fed(board, [], [land_award()])
+    overlay, banner = land.to_json()["winner"], grpc_winner(land)
+    assert {name: banner[name] for name in overlay} == overlay
+    assert (banner["round_id"], banner["studio_winners"], banner["studio_total"]) == ("R1", 0, 0)
+
+
+def test_a_land_groups_update_and_sign_are_as_before() -> None:
+    pot = studio_pot()
+    pot.apply(pot.event(LAND, 1, round_locked=commands.locked({1: 5000})))
+    assert not pot.updates[-1].studio_rounds
+    sign = fed(Board(5.0, 5.0), pot.updates, [])
+    assert "studio" not in sign.to_json()
+    assert not to_proto(sign).studio_rounds
+    sign = fed(Board(5.0, 5.0), [], [land_award()])
     assert "studio_winners" not in sign.to_json()["winner"]

@@ -1,4 +1,6 @@
-"""``jackpot.v1.SignService``: a server stream per sign controller."""
+"""``jackpot.v1.SignService``: a server stream per sign controller, each state the board's sign
+as ``SignState`` (the amount, the levels, the winner, the pending prizes and a studio table's
+locked rounds; a studio round's hit is its one banner, its winners counted and their total)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from jackpot.display import metrics
-from jackpot.display.board import Board, Sign
+from jackpot.display.board import Board, Sign, StudioRound, Winner
 from jackpot.display.fanout import Subscription
 from jackpot.domain.access import Action
 from jackpot.platform.authz import Authorizer
@@ -22,6 +24,8 @@ PUSH_SPAN = "display.push"  # a traced lock sent to a sign (jackpot.platform.tra
 
 
 def to_proto(sign: Sign) -> display_pb2.SignState:
+    """A sign as its controller receives it: the board's state, field for field (the studio
+    rounds the board shows, already checked against their pots, M3, as on the web overlay)."""
     state = display_pb2.SignState(
         pot_group_id=sign.pot_group_id,
         amount=sign.amount,
@@ -46,33 +50,58 @@ def to_proto(sign: Sign) -> display_pb2.SignState:
             )
             for level in sign.levels
         ],
+        studio_rounds=[studio_round_proto(studio) for studio in sign.studio],
     )
     if sign.updated_at:
         state.updated_at.CopyFrom(timestamp_ns(int(sign.updated_at * 1e9)))
     if sign.winner is not None:
-        w = sign.winner
-        state.winner.CopyFrom(
-            display_pb2.Winner(
-                table_id=w.table_id,
-                seat=w.seat,
-                prize=w.prize,
-                amount=w.amount,
-                cards=list(w.cards),
-                award_id=w.award_id,
-                level_label=w.level_label,
-                envy=[
-                    display_pb2.EnvyPrize(
-                        award_id=e.award_id,
-                        table_id=e.table_id,
-                        seat=e.seat,
-                        prize=e.prize,
-                        amount=e.amount,
-                    )
-                    for e in w.envy
-                ],
-            )
-        )
+        state.winner.CopyFrom(winner_proto(sign.winner))
     return state
+
+
+def winner_proto(winner: Winner) -> display_pb2.Winner:
+    """The banner's hit (D2), named by its level's label (L4), with the envy bonuses it earned
+    the other seats (V1, V2); a studio round's banner with its winners counted and their total
+    as the board counted them for the overlay (``Winner.counted``, O3, O4; 0 for a land hit)."""
+    return display_pb2.Winner(
+        table_id=winner.table_id,
+        seat=winner.seat,
+        prize=winner.prize,
+        amount=winner.amount,
+        cards=list(winner.cards),
+        award_id=winner.award_id,
+        level_label=winner.level_label,
+        envy=[
+            display_pb2.EnvyPrize(
+                award_id=e.award_id,
+                table_id=e.table_id,
+                seat=e.seat,
+                prize=e.prize,
+                amount=e.amount,
+            )
+            for e in winner.envy
+        ],
+        round_id=winner.round_id,
+        studio_winners=winner.studio_winners,
+        studio_total=winner.studio_total,
+    )
+
+
+def studio_round_proto(studio: StudioRound) -> display_pb2.SignStudioRound:
+    """A locked studio round's bets and each bet's part of the top prize (O3, O4, S3, S4)."""
+    return display_pb2.SignStudioRound(
+        table_id=studio.table_id,
+        round_id=studio.round_id,
+        bets=studio.bets,
+        bet_total=studio.bet_total,
+        prize=studio.prize,
+        level=studio.level,
+        multiple=studio.multiple,
+        share=studio.share,
+        lowest_seat=studio.lowest_seat,
+        odd_pesos=studio.odd_pesos,
+        cap_multiple=studio.cap_multiple,
+    )
 
 
 def pushed(trace: common_pb2.LockTrace, sent_ns: int) -> None:
