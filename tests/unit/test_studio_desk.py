@@ -231,3 +231,24 @@ async def test_a_write_that_fails_leaves_the_table_as_the_spool_holds_it(
     assert sum(a.reason is None for a in answers) == CHUNK - 2
     table = desk.tables[TABLE]
     same(restarted(desk, open_desk).tables[TABLE], table)
+
+
+async def test_E1_D5_a_round_opened_before_the_group_is_heard_takes_its_limits(
+    tmp_path: Path,
+) -> None:
+    """A gateway just started: the platform opens a round while the table is closed and its
+    limits unknown; its bets are refused as closed (D5). Once the pot group is heard the round
+    takes the group's limits (E1: no bet of it was judged by others) and a bet within them is
+    accepted, not refused as out of limits 0-0 to the round's end."""
+    spool = Spool(tmp_path / "spool.sqlite")
+    try:
+        desk = StudioDesk(settings(tmp_path / "spool.sqlite"), spool, asyncio.Event())
+        await desk.open_round(TABLE, "R1")
+        closed, _ = await desk.place_bets(TABLE, "R1", "c1", [StudioBet("b1", 1, 1000, "p1")])
+        assert [a.reason for a in closed] == [Reason.PROGRESSIVE_CLOSED]
+        desk.refresh(lambda _: "", lambda _: LIMITS)
+        answers, _ = await desk.place_bets(TABLE, "R1", "c2", [StudioBet("b2", 2, 2000, "p2")])
+        assert [a.reason for a in answers] == [None]
+        assert desk.tables[TABLE].limits == LIMITS
+    finally:
+        spool.close()

@@ -157,12 +157,15 @@ class StudioDesk:
         self, closed_reason: Callable[[str], str], limits: Callable[[str], Limits | None]
     ) -> int:
         """Open or close each table as its pot group's ``closed_reason`` says (D5), and adopt
-        the group's ``limits`` between rounds (E1); the number closed."""
+        the group's ``limits`` between rounds (E1), or in a round opened before they were known
+        (every bet of it was refused so far: none was judged by other limits); the number
+        closed."""
         closed = 0
         for configured in self.settings.studio_tables:
             table = self.tables[configured.table_id]
             group_limits = limits(configured.pot_group_id)
-            if group_limits is not None and table.phase is Phase.IDLE:
+            unknown = table.limits == UNKNOWN_LIMITS
+            if group_limits is not None and (table.phase is Phase.IDLE or unknown):
                 table.limits = group_limits
             reason = closed_reason(configured.pot_group_id)
             if reason != self.closed_reason.get(table.table_id):
