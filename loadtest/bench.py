@@ -51,9 +51,10 @@ issue 36: ``acknowledged_first_p50_ms``, ``..._p99_ms``, ``in_flight_baseline_p5
 ``lowest_step``), ``compression.*`` (``loadtest.bench_compression``:
 ``<topic>_<zstd|none>_bytes_per_round``, ``broker_cpu_<zstd|none>_ms_per_round``,
 ``broker_cpu_ratio``, ``<topic>_ratio``, ``ledger_<zstd|none>_gb_a_year_300_tables``),
-``studio.*`` (``lock`` {``bets``, ``ms``, ``peak_rss_growth_mb``, ``target_ms``}, ``split``
-{``winners``, ``median_ms``, ``peak_mb``, ``target_ms``}, ``wallet`` {``prizes``, ``seconds``,
-``wallet_calls``, ``target_seconds``}, ``land`` {``land_rounds_per_second``,
+``studio.*`` (``lock`` {``bets``, ``ms``, ``peak_rss_growth_mb``, ``target_ms``}, ``spool``
+{``chunks``, ``stored_bytes``, ``whole_state_bytes``, ``stored_mean``, ``whole_state_mean``},
+``split`` {``winners``, ``median_ms``, ``peak_mb``, ``target_ms``}, ``wallet`` {``prizes``,
+``seconds``, ``wallet_calls``, ``target_seconds``}, ``land`` {``land_rounds_per_second``,
 ``without_studio_p99_ms``, ``with_studio_p99_ms``, ``ratio``, ``target_ratio``,
 ``studio_rounds``, ``studio_lock_p99_ms``}), ``bounds``. The older flat keys (the
 printed row names) stay for comparison.

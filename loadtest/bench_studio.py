@@ -4,6 +4,9 @@ target.
 - *lock collected*: an operator's platform sends 10,000 bets in chunks of 2,000 to a real gateway
   (gRPC, its spool) and locks; the time from the first chunk to the round's ``RoundLocked`` read
   back from Kafka (target <= 1 s), and the gateway process's peak resident memory growth.
+- *the spool per chunk*: the bytes the gateway's spool stores for each chunk of 2,000 bets of a
+  round of 10,000: the table's whole state (what the gateway wrote per chunk before the round's
+  entries, growing with the round) against the table's row and the chunk's own entry (now).
 - *split in the pot*: the pot's book applies the shared royal flush of a round of 10,000 bets and
   returns its transaction's records (10,000 awards, their ledger entries); the median of
   ``repeats`` (target <= 200 ms) and the peak of Python memory it allocates (tracemalloc).
@@ -26,6 +29,7 @@ import asyncio
 import contextlib
 import json
 import resource
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -41,10 +45,13 @@ from aiokafka import AIOKafkaConsumer
 
 from jackpot.domain.money import pesos
 from jackpot.domain.payout import PayoutState
+from jackpot.domain.studio_table import StudioBet
+from jackpot.domain.table import Limits
 from jackpot.gateway.service import Gateway
 from jackpot.gateway.settings import GatewaySettings, StudioTableSettings
 from jackpot.gateway.spool import Spool
 from jackpot.gateway.studio_api import StudioPlatformServicer
+from jackpot.gateway.studio_desk import StudioDesk
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
 from jackpot.payout.wallet_payer import WalletPayer
@@ -137,6 +144,58 @@ def split_in_the_pot(repeats: int = 5) -> dict[str, Any]:
         "peak_mb": peak / 1e6,
         "target_ms": SPLIT_TARGET_MS,
     }
+
+
+# ------------------------------------------------------------------- the spool per chunk
+
+
+def spool_bytes_per_chunk() -> dict[str, Any]:
+    """Per chunk of a round of ``BETS`` bets, the bytes of the table's whole state (the older
+    gateway's write) and those the spool now stores (the table's row and the chunk's entry)."""
+    return asyncio.run(_spool_bytes())
+
+
+async def _spool_bytes() -> dict[str, Any]:
+    whole, rows = [], []
+    with tempfile.TemporaryDirectory() as directory:
+        path = str(Path(directory) / "spool.sqlite")
+        table = StudioTableSettings(table_id=TABLE, pot_group_id=GROUP, seats=BETS, studio="s")
+        settings = GatewaySettings(name="bench-spool", studio_tables=(table,), spool_path=path)
+        spool = Spool(path)
+        try:
+            desk = StudioDesk(settings, spool, asyncio.Event())
+            desk.refresh(lambda _: "", lambda _: Limits(MIN_BET, MAX_BET, CREDIT_VALUE))
+            await desk.open_round(TABLE, "R1")
+            for number, first in enumerate(range(1, BETS + 1, CHUNK), start=1):
+                seats = range(first, first + CHUNK)
+                bets = [StudioBet(f"b{s}", s, MIN_BET, f"p{s}") for s in seats]
+                await desk.place_bets(TABLE, "R1", f"c{number}", bets)
+                state = desk.tables[TABLE].to_state()
+                whole.append(len(json.dumps(state, separators=(",", ":")).encode()))
+                rows.append(_stored(path, number))
+        finally:
+            spool.close()
+    return {
+        "chunks": len(rows),
+        "whole_state_bytes": whole,
+        "stored_bytes": rows,
+        "whole_state_mean": statistics.mean(whole),
+        "stored_mean": statistics.mean(rows),
+    }
+
+
+def _stored(path: str, number: int) -> int:
+    """The bytes of the table's row and of its round's entry ``number``, as the file holds them."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        (state,) = db.execute(
+            "SELECT length(CAST(state AS BLOB)) FROM tables WHERE table_id = ?", (TABLE,)
+        ).fetchone()
+        (entry,) = db.execute(
+            "SELECT length(CAST(entry AS BLOB)) FROM round_entries"
+            " WHERE table_id = ? AND round_id = 'R1' AND number = ?",
+            (TABLE, number),
+        ).fetchone()
+    return int(state) + int(entry)
 
 
 # ------------------------------------------------------------------- the lock, end to end
@@ -415,7 +474,12 @@ def studio_figures(bootstrap: str, quick: bool = False) -> dict[str, Any]:
     unless ``quick``."""
     lock = asyncio.run(lock_end_to_end(bootstrap))
     wallet = asyncio.run(wallet_credits(bootstrap))
-    figures = {"lock": lock, "split": split_in_the_pot(), "wallet": wallet}
+    figures = {
+        "lock": lock,
+        "spool": spool_bytes_per_chunk(),
+        "split": split_in_the_pot(),
+        "wallet": wallet,
+    }
     if not quick:
         figures["land"] = land_beside_studio()
     return figures
@@ -431,6 +495,13 @@ def print_studio(figures: dict[str, Any]) -> None:
     print(f"{'7 studio tables (issue 39)':56} {'figure':>14} {'target':>12} {'':>7}")
     _row("7 lock of 10,000 bets collected, end to end ms", lock["ms"], lock["target_ms"])
     print(f"  the gateway's peak resident memory growth: {lock['peak_rss_growth_mb']:.1f} MB")
+    spool = figures["spool"]
+    print(
+        f"  the spool per chunk of {CHUNK:,} bets: {spool['stored_mean']:,.0f} bytes, the "
+        f"table's row and the chunk's own\n    (the whole table, as before: "
+        f"{spool['whole_state_mean']:,.0f}); at chunk {spool['chunks']} "
+        f"{spool['stored_bytes'][-1]:,} against {spool['whole_state_bytes'][-1]:,}"
+    )
     _row("7 top prize split among 10,000 winners in the pot ms", split["median_ms"],
          split["target_ms"])  # fmt: skip
     print(f"  its peak Python memory: {split['peak_mb']:.1f} MB")

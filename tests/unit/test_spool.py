@@ -1,6 +1,6 @@
-"""The gateway's spool: a table's resend memory kept as rows, spools of the older layout, and what a
-device message costs: writes gathered into one transaction, the broker's acknowledgements riding
-in the next one, the depth counted in memory.
+"""The gateway's spool: a table's resend memory and a studio round's entries kept as rows,
+spools of the older layout, and what a device message costs: writes gathered into one
+transaction, the broker's acknowledgements riding in the next one, the depth counted in memory.
 
 Transactions are counted by wrapping the spool's one transaction function (every commit of
 either connection goes through it); the statements a connection runs are seen with its trace
@@ -173,6 +173,52 @@ def test_rows_of_an_older_life_are_removed_once_when_the_spool_opens(tmp_path: P
         assert again == shown
     finally:
         reopened.close()
+
+
+# ------------------------------------------------------------------------ a studio round's rows
+
+
+def entries(table_id: str, round_id: str, *numbers: int, published: int = 0) -> SpoolWrite:
+    """A studio table's change: its head, the round's entries ``numbers``, one record."""
+    head = {"table_id": table_id, "round_id": round_id, "published": published}
+    rows = tuple((n, {"chunk_id": f"c{n}"}) for n in numbers)
+    record = ("events", table_id.encode(), f"{table_id}-{published}".encode())
+    return SpoolWrite(table_id, head, [record], round_id=round_id, entries=rows)
+
+
+def test_a_studio_rounds_entries_are_rows_with_its_state_gone_when_the_round_ends(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "spool.sqlite"
+    spool = Spool(path)
+    spool.commit_many([entries("S1", "R1", 1, 2), entries("S2", "R1", 1)])
+    spool.commit_many([entries("S1", "R1", 3)])
+    spool.close()
+    spool = Spool(path)
+    try:
+        assert spool.round_entries("S1", "R1") == [(n, {"chunk_id": f"c{n}"}) for n in (1, 2, 3)]
+        assert spool.round_entries("S1", "R2") == []
+        ended = SpoolWrite("S1", {"table_id": "S1", "round_id": ""}, ended_round="R1")
+        spool.commit_many([ended])
+        assert spool.round_entries("S1", "R1") == []
+        assert spool.round_entries("S2", "R1") == [(1, {"chunk_id": "c1"})]  # another table's
+    finally:
+        spool.close()
+
+
+def test_an_entry_written_twice_fails_its_whole_transaction(tmp_path: Path) -> None:
+    """Never an entry over another (its bets would be lost): the change is refused whole, its
+    state and its records with it, and the caller hears it."""
+    spool = Spool(tmp_path / "spool.sqlite")
+    try:
+        spool.commit_many([entries("S1", "R1", 1, published=1)])
+        with pytest.raises(sqlite3.IntegrityError):
+            spool.commit_many([entries("S1", "R1", 2, 1, published=2)])
+        assert spool.round_entries("S1", "R1") == [(1, {"chunk_id": "c1"})]
+        assert spool.table_states()["S1"]["published"] == 1
+        assert [r.value for r in spool.pending()] == [b"S1-1"]
+    finally:
+        spool.close()
 
 
 # ------------------------------------------------------------------------------ group commit

@@ -28,6 +28,12 @@ A table's resend memory is a row per remembered event. Its sequences follow each
 window stays exact by deleting the one row that leaves it; rows of a table's older life (later
 sequences than its state's, after a table started over) are removed once, when the spool
 opens, and never shown by :meth:`Spool.table_states` meanwhile.
+
+A studio table's open round is a row per entry too (a chunk's bets and answers, a fold: what one
+command added), keyed by table, round and the entry's number in the round, beside the table's
+small state: a command writes what it adds, never the round again, and the round's rows are
+deleted in the transaction that ends it (:class:`SpoolWrite` ``entries``, ``ended_round``;
+read back with :meth:`Spool.round_entries`).
 """
 
 from __future__ import annotations
@@ -81,6 +87,11 @@ class SpoolWrite:
     seen: tuple[int, str] | None = None
     seen_window: int = 0
     trace_context: str = ""  # the traceparent the records are published with ("" untraced)
+    # a studio table's open round: the entries the change adds to it (number, JSON values), and
+    # a round of the table that ended ("" none), whose entries all go
+    round_id: str = ""
+    entries: tuple[tuple[int, dict[str, Any]], ...] = ()
+    ended_round: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +147,13 @@ class Spool:
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS seen (table_id TEXT NOT NULL, sequence INTEGER NOT NULL,"
             " fingerprint TEXT NOT NULL, PRIMARY KEY (table_id, sequence)) WITHOUT ROWID"
+        )
+        # A studio table's open round, an entry a row (a chunk of bets is some 100 KB: a rowid
+        # table, the key an index beside it).
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS round_entries (table_id TEXT NOT NULL,"
+            " round_id TEXT NOT NULL, number INTEGER NOT NULL, entry TEXT NOT NULL,"
+            " PRIMARY KEY (table_id, round_id, number))"
         )
 
     def _add_trace_context_column(self) -> None:
@@ -211,6 +229,15 @@ class Spool:
             if state is not None and self._in_window(state, sequence):
                 state["seen"].append([sequence, fingerprint])
         return states
+
+    def round_entries(self, table_id: str, round_id: str) -> list[tuple[int, dict[str, Any]]]:
+        """The entries of a studio table's open round, (number, JSON values) in order."""
+        rows = self._db.execute(
+            "SELECT number, entry FROM round_entries WHERE table_id = ? AND round_id = ?"
+            " ORDER BY number",
+            (table_id, round_id),
+        )
+        return [(number, json.loads(entry)) for number, entry in rows]
 
     def _in_window(self, state: dict[str, Any], sequence: int) -> bool:
         last = state.get("last_sequence")
@@ -344,6 +371,20 @@ def _store_table(db: sqlite3.Connection, change: SpoolWrite) -> None:
             db.execute(
                 "DELETE FROM seen WHERE table_id = ? AND sequence = ?", (change.table_id, forgotten)
             )
+    _store_round(db, change.table_id, change)
+
+
+def _store_round(db: sqlite3.Connection, table_id: str, change: SpoolWrite) -> None:
+    """The entries a studio table's change adds to its open round; a round that ended, gone."""
+    db.executemany(
+        "INSERT INTO round_entries (table_id, round_id, number, entry) VALUES (?, ?, ?, ?)",
+        [(table_id, change.round_id, n, _json(entry)) for n, entry in change.entries],
+    )
+    if change.ended_round:
+        db.execute(
+            "DELETE FROM round_entries WHERE table_id = ? AND round_id = ?",
+            (table_id, change.ended_round),
+        )
 
 
 def _insert_records(db: sqlite3.Connection, change: SpoolWrite, now: int) -> list[int]:

@@ -4,10 +4,15 @@
 table events it causes, and only then answered (rules O1, O2, O5, C1, D5).
 
 One command per table at a time (an asyncio lock each); the spool's group commit shares the fsync
-with the land tables' writes. A command that changed nothing (a resend) writes nothing. A write
-that fails puts the table back as the spool still holds it, and the platform hears the error: what
-it was told was accepted is on disk, and goes to Kafka in order with the land tables' events
-(:class:`~jackpot.gateway.publisher.SpoolPublisher`). A studio table is closed, like a land table,
+with the land tables' writes. A command writes what it changed (:class:`StudioChange`): the
+table's small head, the entries it added to the round (a chunk's bets and answers, a fold), and
+the deletion of the round's entries once a deal or a void ends it, in one transaction with its
+records; a command that changed nothing (a resend) writes nothing. A write that fails puts the
+table back as the spool still holds it (:meth:`StudioTable.rewind`), and the platform hears the
+error: what it was told was accepted is on disk, and goes to Kafka in order with the land tables'
+events (:class:`~jackpot.gateway.publisher.SpoolPublisher`). At start each table is rebuilt from
+its head and its round's entries; a table an older gateway kept whole in its row is rewritten in
+this shape before anything else is written. A studio table is closed, like a land table,
 while its pot group is silent or events wait unpublished (D5), and takes the group's limits from
 its pot updates between rounds (E1).
 """
@@ -16,13 +21,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import structlog
 
 from jackpot.domain.cards import Game
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.studio_table import BetAnswer, StudioBet, StudioTable
+from jackpot.domain.studio_table import BetAnswer, StudioBet, StudioChange, StudioTable
 from jackpot.domain.table import Limits, Phase
 from jackpot.domain.table_messages import Fact, RoundLockedFact, RoundVoidedFact
 from jackpot.gateway import metrics
@@ -45,7 +50,9 @@ class StudioDesk:
         saved = spool.table_states()
         self.tables: dict[str, StudioTable] = {}
         for configured in settings.studio_tables:
-            self.tables[configured.table_id] = _restored(configured, saved.get(configured.table_id))
+            self.tables[configured.table_id] = _restored(
+                spool, configured, saved.get(configured.table_id)
+            )
         self.closed_reason: dict[str, str] = {t: "starting" for t in self.tables}
         self._locks: dict[str, asyncio.Lock] = {t: asyncio.Lock() for t in self.tables}
 
@@ -113,16 +120,16 @@ class StudioDesk:
         configured = self.configured(table_id)
         async with self._locks[table_id]:
             table = self.tables[table_id]
-            before = table.to_state()
+            mark = table.mark()
             result, facts = command(table)
             records = [self._record(configured, table, fact) for fact in facts]
-            after = table.to_state()  # with the records' numbers: what the spool keeps
-            if after == before:
+            change = table.change_since(mark)  # with the records' numbers
+            if change is None:
                 return result  # a resend, or a refusal: nothing to write
             try:
-                await self.spool.write(SpoolWrite(table_id, after, records))
+                await self.spool.write(_spool_write(table_id, change, records))
             except Exception:
-                self.tables[table_id] = StudioTable.from_state(before)
+                table.rewind(mark)
                 log.exception("studio_spool_write_failed", table=table_id)
                 raise
             if records:
@@ -150,12 +157,15 @@ class StudioDesk:
         self, closed_reason: Callable[[str], str], limits: Callable[[str], Limits | None]
     ) -> int:
         """Open or close each table as its pot group's ``closed_reason`` says (D5), and adopt
-        the group's ``limits`` between rounds (E1); the number closed."""
+        the group's ``limits`` between rounds (E1), or in a round opened before they were known
+        (every bet of it was refused so far: none was judged by other limits); the number
+        closed."""
         closed = 0
         for configured in self.settings.studio_tables:
             table = self.tables[configured.table_id]
             group_limits = limits(configured.pot_group_id)
-            if group_limits is not None and table.phase is Phase.IDLE:
+            unknown = table.limits == UNKNOWN_LIMITS
+            if group_limits is not None and (table.phase is Phase.IDLE or unknown):
                 table.limits = group_limits
             reason = closed_reason(configured.pot_group_id)
             if reason != self.closed_reason.get(table.table_id):
@@ -171,17 +181,45 @@ class StudioDesk:
         return closed
 
 
-def _restored(configured: StudioTableSettings, state: dict[str, object] | None) -> StudioTable:
+def _restored(
+    spool: Spool, configured: StudioTableSettings, state: dict[str, Any] | None
+) -> StudioTable:
     """The table as the spool holds it (closed until its pot group is heard from), or new."""
     table = StudioTable(configured.table_id, configured.seats, UNKNOWN_LIMITS, False)
     if state is not None:
         try:
-            table = StudioTable.from_state(state)
+            table = _read(spool, configured.table_id, state)
         except (KeyError, TypeError, ValueError):
             log.error("studio_state_unreadable", table=configured.table_id)
             raise
     table.seats, table.progressive_open = configured.seats, False
     return table
+
+
+def _read(spool: Spool, table_id: str, state: dict[str, Any]) -> StudioTable:
+    """The table of its head and its open round's entries. A whole state (an older gateway's)
+    is saved as a head and entries first, in one transaction, and read back from them."""
+    if "bets" in state:
+        whole = StudioTable.from_state(state)
+        change = whole.saved()
+        spool.commit_many([_spool_write(table_id, change, [])])
+        log.info("studio_state_split", table=table_id, bets=len(whole.bets))
+        state = change.head
+    return StudioTable.restored(state, spool.round_entries(table_id, state["round_id"]))
+
+
+def _spool_write(
+    table_id: str, change: StudioChange, records: list[tuple[str, bytes, bytes]]
+) -> SpoolWrite:
+    """The spool's write of a studio table's change, with the records it causes."""
+    return SpoolWrite(
+        table_id,
+        change.head,
+        records,
+        round_id=change.round_id,
+        entries=tuple((number, entry.to_row()) for number, entry in change.entries),
+        ended_round=change.ended,
+    )
 
 
 def _swapped(result: tuple[list[Fact], list[BetAnswer]]) -> tuple[list[BetAnswer], list[Fact]]:
