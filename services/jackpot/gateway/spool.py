@@ -22,7 +22,8 @@ record leaves :meth:`Spool.depth` and :meth:`Spool.pending` at once (in memory),
 deletion rides in the next group's transaction, or goes alone after ``ack_idle_seconds`` without
 writes, and always at :meth:`Spool.close`. Losing a deletion loses nothing: the record is sent
 again (same event id). The depth is counted in memory for the same reason: a ``COUNT(*)`` walks
-the whole outbox, which grows exactly when the broker is away and the watchdog asks most often.
+the whole outbox, which grows exactly when the broker is away and the watchdog asks most often
+(:mod:`jackpot.gateway.outbox_count`).
 
 A table's resend memory is a row per remembered event. Its sequences follow each other, so the
 window stays exact by deleting the one row that leaves it; rows of a table's older life (later
@@ -46,8 +47,6 @@ import queue
 import sqlite3
 import threading
 import time
-from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +55,7 @@ import structlog
 
 from jackpot.domain.table import REMEMBERED_OUTCOMES
 from jackpot.gateway import metrics
+from jackpot.gateway.outbox_count import OutboxCount
 
 log = structlog.get_logger("jackpot.gateway.spool")
 MAX_GROUP_WRITES = 1000  # writes in one transaction at most (a bound on the fsync's batch)
@@ -132,7 +132,7 @@ class Spool:
         self._move_seen_out_of_states()
         self._add_trace_context_column()
         self._forget_other_lives()
-        self._outbox = _Outbox.counted(self._db)
+        self._outbox = OutboxCount.counted(self._db)
 
     def _create_tables(self) -> None:
         self._db.execute(
@@ -212,7 +212,7 @@ class Spool:
     def commit_many(self, changes: list[SpoolWrite]) -> None:
         """Apply ``changes`` in one transaction (one fsync), in order."""
         ids = _commit(self._db, changes)
-        self._outbox.committed(ids, changes)
+        self._outbox.committed(ids, _deletions(changes))
 
     def table_states(self) -> dict[str, dict[str, Any]]:
         """Every table's state as ``Table.to_state`` made it (its ``seen`` from its rows: those
@@ -399,112 +399,10 @@ def _insert_records(db: sqlite3.Connection, change: SpoolWrite, now: int) -> lis
     return ids
 
 
-class _Outbox:
-    """The outbox as counted in memory, for the event loop and the writer thread: the ids
-    committed and not acknowledged (as runs of consecutive ids), the last id committed, the
-    last acknowledged and the last whose deletion is committed."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._runs: deque[list[int]] = deque()  # [first, last] of consecutive ids, in order
-        self._depth = 0
-        self._last = 0
-        self._acknowledged = 0
-        self._deleted = 0
-        self._owed_since: float | None = None  # since when a deletion has been owed
-
-    @classmethod
-    def counted(cls, db: sqlite3.Connection) -> _Outbox:
-        """What ``db``'s outbox holds, counted once (AUTOINCREMENT ids from one writer: one
-        run, unless an older spool had holes, then read id by id)."""
-        outbox = cls()
-        count, first, last = db.execute("SELECT COUNT(*), MIN(id), MAX(id) FROM outbox").fetchone()
-        if count and count == last - first + 1:
-            outbox._add_run(first, last)
-        elif count:
-            outbox._add(row[0] for row in db.execute("SELECT id FROM outbox ORDER BY id"))
-        return outbox
-
-    def _add(self, ids: Iterable[int]) -> None:
-        for row_id in ids:
-            self._add_run(row_id, row_id)
-
-    def _add_run(self, first: int, last: int) -> None:
-        """Ids ``first``..``last`` committed (those acknowledged already do not count)."""
-        self._last = max(self._last, last)
-        first = max(first, self._acknowledged + 1)
-        if first > last:
-            return
-        if self._runs and self._runs[-1][1] + 1 == first:
-            self._runs[-1][1] = last
-        else:
-            self._runs.append([first, last])
-        self._depth += last - first + 1
-
-    def committed(
-        self, ids: list[int], changes: list[SpoolWrite], delete_through: int | None = None
-    ) -> None:
-        """A transaction committed: its records count, its deletions are acknowledged and done."""
-        deleted = [c.delete_through for c in changes if c.delete_through is not None]
-        if delete_through is not None:
-            deleted.append(delete_through)
-        with self._lock:
-            self._add(ids)
-            for through in deleted:
-                self._acknowledge(through)
-                self._deleted = max(self._deleted, min(through, self._last))
-            if self._deleted >= self._acknowledged:
-                self._owed_since = None
-            elif deleted:  # acknowledged meanwhile: a whole idle time for a write to come
-                self._owed_since = time.monotonic()
-
-    def acknowledge(self, through: int) -> int | None:
-        """Acknowledge through ``through`` (never past the last id committed): the new last
-        acknowledged id, None if nothing new is."""
-        with self._lock:
-            return self._acknowledge(through)
-
-    def _acknowledge(self, through: int) -> int | None:
-        through = min(through, self._last)
-        if through <= self._acknowledged:
-            return None
-        self._acknowledged = through
-        while self._runs and self._runs[0][0] <= through:
-            first, last = self._runs[0]
-            if last <= through:
-                self._runs.popleft()
-                self._depth -= last - first + 1
-            else:
-                self._runs[0][0] = through + 1
-                self._depth -= through - first + 1
-        if self._owed_since is None and self._deleted < through:
-            self._owed_since = time.monotonic()
-        return through
-
-    def owed(self) -> int | None:
-        """The id through which an acknowledged deletion is not committed yet, if any."""
-        with self._lock:
-            return self._acknowledged if self._acknowledged > self._deleted else None
-
-    def deadline(self, idle_seconds: float) -> float | None:
-        """When the deletion owed must go alone (time.monotonic()), None if none is owed."""
-        with self._lock:
-            return None if self._owed_since is None else self._owed_since + idle_seconds
-
-    def postpone(self) -> None:
-        """The deletion failed: try again a whole idle time later, not in a busy loop."""
-        with self._lock:
-            if self._owed_since is not None:
-                self._owed_since = time.monotonic()
-
-    def unacknowledged(self) -> tuple[int, int]:
-        """(last id acknowledged, last id committed): what ``pending`` may show lies between."""
-        with self._lock:
-            return self._acknowledged, self._last
-
-    def depth(self) -> int:
-        with self._lock:
-            return self._depth
+def _deletions(changes: list[SpoolWrite], through: int | None = None) -> list[int]:
+    """What a transaction of ``changes`` (and ``through``, a deletion owed) deleted through."""
+    deleted = [c.delete_through for c in changes if c.delete_through is not None]
+    return deleted if through is None else [*deleted, through]
 
 
 def _log_failure(future: asyncio.Future[None]) -> None:
@@ -526,7 +424,7 @@ class _GroupWriter:
     with the deletion the broker's acknowledgements owe."""
 
     def __init__(
-        self, path: str, outbox: _Outbox, gather_seconds: float, idle_seconds: float
+        self, path: str, outbox: OutboxCount, gather_seconds: float, idle_seconds: float
     ) -> None:
         self._queue: queue.SimpleQueue[_Waiting | _Signal] = queue.SimpleQueue()
         self._outbox = outbox
@@ -605,7 +503,7 @@ class _GroupWriter:
             if not group:
                 log.warning("spool_delete_failed", error=repr(failed))
         else:
-            self._outbox.committed(ids, changes, through)
+            self._outbox.committed(ids, _deletions(changes, through))
         if group:
             metrics.SPOOL_GROUP_WRITES.observe(len(group))
         metrics.SPOOL_TRANSACTIONS.labels("writes" if group else "deletion").inc()
