@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
-PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -42,9 +41,11 @@ def resident_mb(pid: int) -> float | None:
 
 
 def session_resident_mb(session: int) -> float:
-    """The resident memory of every process of ``session`` at once (a tool started in a session
-    of its own, with its worker processes and the browser that prints its PDF), in MB."""
-    total = 0
+    """The memory of every process of ``session`` at once (a tool started in a session of its
+    own, with its worker processes and the browser that prints its PDF), in MB: the sum of their
+    proportional set sizes (``Pss``: a page shared by n processes counts 1/n in each; the sum of
+    their RSS counts Chromium's shared pages once per process, twice the truth and more)."""
+    total_kb = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -52,10 +53,17 @@ def session_resident_mb(session: int) -> float:
             stat = (entry / "stat").read_text()
             if int(stat[stat.rindex(")") + 2 :].split()[3]) != session:
                 continue
-            total += int((entry / "statm").read_text().split()[1])
+            total_kb += _pss_kb(entry)
         except (OSError, ValueError, IndexError):
             continue  # gone meanwhile
-    return total * PAGE_BYTES / 2**20
+    return total_kb / 1024
+
+
+def _pss_kb(process: Path) -> int:
+    for line in (process / "smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1])
+    raise ValueError(f"no Pss in {process}/smaps_rollup")
 
 
 class SessionPeak:

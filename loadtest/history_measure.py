@@ -218,9 +218,11 @@ def peak_rss_mb(pid: int) -> float | None:
 
 
 def timed_tool(run: Run, name: str, args: Sequence[str]) -> dict[str, Any]:
-    """A tool to its end: wall seconds, peak RSS, exit status. The peak is of all its processes
-    at once (itself, its ``--jobs`` workers, the browser printing its PDF: its session, sampled
-    every 50 ms), and never below the largest one's own peak (wait4)."""
+    """A tool to its end: wall seconds, peak memory, exit status. The peak is of all its
+    processes at once (itself, its ``--jobs`` workers, the browser printing its PDF: its session's
+    proportional set sizes summed, sampled every 50 ms,
+    :func:`loadtest.cost.session_resident_mb`), and never below the largest one's own peak RSS
+    (wait4)."""
     started = time.perf_counter()
     process = spawn(run, name, args, tool_env(run))
     with SessionPeak(process.pid) as peak:

@@ -1,6 +1,7 @@
 """`make bench-history`'s peak memory of a tool (issue 37 item 7): all its processes at once
 (itself, its `--jobs` workers, the browser printing its PDF), not one process's peak plus the
-workers' peaks summed as if they all ran at once, nor the largest process alone."""
+workers' peaks summed as if they all ran at once, nor the largest process alone; each process
+counted by its proportional set size, so pages the processes share count once."""
 
 from __future__ import annotations
 
