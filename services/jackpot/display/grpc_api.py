@@ -17,7 +17,7 @@ from jackpot.platform.authz import Authorizer
 from jackpot.platform.codec import timestamp_ns
 from jackpot.platform.grpc_edge import Call, answered
 from jackpot.platform.tracing import start_span_under, traceparent
-from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc
+from jackpot.v1 import common_pb2, display_pb2, display_pb2_grpc, pot_pb2
 
 SERVICE_NAME = "jackpot.v1.SignService"
 PUSH_SPAN = "display.push"  # a traced lock sent to a sign (jackpot.platform.tracing)
@@ -87,9 +87,9 @@ def winner_proto(winner: Winner) -> display_pb2.Winner:
     )
 
 
-def studio_round_proto(studio: StudioRound) -> display_pb2.SignStudioRound:
+def studio_round_proto(studio: StudioRound) -> pot_pb2.StudioRoundShare:
     """A locked studio round's bets and each bet's part of the top prize (O3, O4, S3, S4)."""
-    return display_pb2.SignStudioRound(
+    return pot_pb2.StudioRoundShare(
         table_id=studio.table_id,
         round_id=studio.round_id,
         bets=studio.bets,
