@@ -1,4 +1,5 @@
-"""A table's progressive status is told when it changes, and only then (rules D5, E1).
+"""A table's progressive status is told when it changes, and only then (rules D5, E1); a round
+opened before its pot group is heard takes the group's limits once it is.
 
 The gateway's watchdog refreshes every table four times a second. Until 2026-12-03 an open
 table compared its reason (None) with the stored one ("") and so "changed" at every refresh:
@@ -15,6 +16,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from jackpot.domain.cards import Game
+from jackpot.domain.errors import DomainError, Reason
+from jackpot.domain.table_messages import AddCredits, OpenRound, PlaceBet
 from jackpot.gateway.service import Gateway, Session
 from jackpot.gateway.settings import GatewaySettings, TableSettings
 from jackpot.gateway.spool import Spool
@@ -96,3 +99,24 @@ def test_a_silent_pot_closes_the_table_once_and_its_return_reopens_it_once(
         service._refresh_all()
     assert statuses(session) == [(True, "")]
     assert service.tables[TABLE].progressive_open
+
+
+def test_E1_D5_a_round_opened_before_the_group_is_heard_takes_its_limits(
+    gateway: tuple[Gateway, Session, FakeClock],
+) -> None:
+    """A gateway just started: the dealer opens a round while the table is closed and its limits
+    unknown, and a bet is refused as closed (D5). Once the pot group is heard the round takes the
+    group's limits (E1: none of its bets was judged by others), and a bet within them is
+    accepted, not refused as outside 0-0 until the round ends."""
+    service, _, _ = gateway
+    table = service.tables[TABLE]
+    table.apply(OpenRound("R1"))
+    table.apply(AddCredits(1, 10))
+    with pytest.raises(DomainError) as closed:
+        table.apply(PlaceBet(1, 2))
+    assert closed.value.reason is Reason.PROGRESSIVE_CLOSED
+    heartbeat(service)
+    assert table.progressive_open
+    assert (table.limits.min_bet, table.limits.max_bet) == (1000, 5000)
+    table.apply(PlaceBet(1, 2))  # 2,000 pesos: within the group's limits
+    assert table.seats[1].bet_credits == 2

@@ -365,7 +365,10 @@ class Gateway:
             reason = self._closed_reason(configured.pot_group_id, now)
             table = self.tables[configured.table_id]
             pot = self.pots.get(configured.pot_group_id)
-            if pot is not None and table.limits != pot.limits and not table.round_id:
+            # Between rounds (E1), or in a round opened before the limits were known: each of its
+            # bets was refused as closed (D5), none was judged by other limits.
+            between = not table.round_id or table.limits == UNKNOWN_LIMITS
+            if pot is not None and table.limits != pot.limits and between:
                 table.limits = pot.limits
             is_open = not reason
             if is_open != table.progressive_open or reason != self.closed_reason.get(
