@@ -39,10 +39,11 @@ LEVEL_CLOSING = ("closing", "reserves_closing")
 def meeting_problem(before: GroupAudit, after: GroupAudit) -> str:
     """Why one piece's closing books are not the next piece's opening books ('' when they are):
     the figures a checkpoint states, the ledger sequence, and the hash chain where both know it."""
+    stated = after.figures()
     wrong = [
-        f"{name} {value} != {after.figures()[name]}"
+        f"{name} {value} != {stated[name]}"
         for name, value in before.figures().items()
-        if after.figures()[name] != value
+        if stated[name] != value
     ]
     if before.last_sequence != after.last_sequence:
         wrong.append(f"ledger entry {before.last_sequence} != {after.last_sequence}")
