@@ -475,6 +475,12 @@ async def test_the_demos_dealer_and_supervisor_use_the_terminals_api(floor: Floo
 
     large = award("R5", 6, "ROYAL_FLUSH", 2_500_000, table=TABLE)
     await publish(floor.payout, large)
+
+    async def payout_linked() -> bool:  # else the code entered finds no link (a CI flake)
+        _, state = await floor.get("/api/state")
+        return bool(state["links"]["payout"]["up"])
+
+    await eventually(payout_linked, "the terminal never linked to the payout service", 20)
     simulator = FloorSimulator(
         FloorConfig(
             tables=[],
