@@ -31,7 +31,7 @@ from jackpot.platform.processor_errors import NotCommitted, NotOwned
 from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.service import PotService
 from jackpot.v1 import pot_pb2
-from tests.integration.own_broker import kafka_sh, own_broker
+from tests.integration.own_broker import all_threads_stopped, kafka_sh, own_broker
 from tests.integration.test_payout import award, ledger_types, payout_settings, publish
 from tests.integration.test_pot_service import (
     assert_exactly_once,
@@ -262,6 +262,7 @@ async def test_the_probe_hears_a_broker_that_answers_and_not_one_paused_or_stopp
         pid = broker_pid(broker)
         os.kill(pid, signal.SIGSTOP)
         try:
+            await eventually(lambda: all_threads_stopped(pid), "the broker never stopped", 10)
             started = time.monotonic()
             assert not await probe.ask(), "a paused broker was heard"
             assert time.monotonic() - started < 10, "the deadline did not cut the request"
