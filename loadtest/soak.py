@@ -58,6 +58,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from jackpot.platform.bundles import ledger_entries
 from jackpot.sim.books import EXAMPLES, LedgerBooks, add_entry, finish_floor, judge, read_topic
 from jackpot.sim.floor import Floor
 from jackpot.tools.demo_floor import (
@@ -474,7 +475,7 @@ async def read_payouts(demo: SoakDemo) -> dict[str, Any]:
     await read_topic(
         demo.bootstrap,
         demo.topic("ledger"),
-        lambda value, _p, _o: entries.append(pot_pb2.LedgerEntry.FromString(value)),
+        lambda value, _p, _o: entries.extend(entry for entry, _ in ledger_entries(value)),
     )
     await read_topic(
         demo.bootstrap,

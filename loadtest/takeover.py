@@ -25,6 +25,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from jackpot.platform.bundles import ledger_entries
 from jackpot.platform.changelog import read_compacted
 from jackpot.platform.codec import payout_ledger_type, payout_state_from_proto
 from jackpot.platform.kafka import KafkaConnection, stop_client, topic_partitions
@@ -61,8 +62,8 @@ async def _whole_ledger(
     books = TakeoverAudit(dict.fromkeys(groups, 0))
     async with KafkaConnection.of(settings).reader(settings.ledger_topic) as reader:
         async for record in reader.records(None, partitions=[partition]):
-            raw = record.value or b""
-            books.add(pot_pb2.LedgerEntry.FromString(raw), raw)
+            for entry, raw in ledger_entries(record.value or b""):
+                books.add(entry, raw)
     return books
 
 
@@ -187,7 +188,7 @@ async def payout_records(bootstrap: str, ledger_topic: str, payouts_topic: str) 
     entries: list[pot_pb2.LedgerEntry] = []
     records: list[tuple[int, int, payout_pb2.Payout]] = []
     await read_topic(
-        bootstrap, ledger_topic, lambda v, _p, _o: entries.append(pot_pb2.LedgerEntry.FromString(v))
+        bootstrap, ledger_topic, lambda v, _p, _o: entries.extend(e for e, _ in ledger_entries(v))
     )
     await read_topic(
         bootstrap,

@@ -3,12 +3,13 @@ every later version.
 
 ``python -m tests.golden_ledgers --write`` plays a floor through the real pot processor (three
 tables on a group with an overflowing reserve, a mystery pot, a configuration change that waits
-for a reset, a table unlinked, checkpoints every 40 entries) and the payout domain (every award
-ordered; most paid, large ones approved first, one voided), then writes, under
-``tests/golden/ledgers/``:
+for a reset, a table unlinked, a studio round of :data:`STUDIO_BETS` winning bets, checkpoints
+every 40 entries) and the payout domain (every award ordered; most paid, large ones approved
+first, one voided), then writes, under ``tests/golden/ledgers/``:
 
-- ``<name>.ledger``: every record's value as the ledger topic held it, each prefixed by its length
-  (4 bytes, big-endian), in offset order, one partition;
+- ``<name>.ledger``: every record's value as the ledger topic held it (the studio round's prizes
+  in bundles, :mod:`jackpot.platform.bundles`; ledgers before 2026-12-05 have none), each
+  prefixed by its length (4 bytes, big-endian), in offset order, one partition;
 - ``<name>.figures.json``: what the audit of that day computed of it.
 
 Run it only to add a new golden ledger (a new name): the files are the frozen output of the code
@@ -30,13 +31,15 @@ from loadtest.rounds import interleaved_rounds
 
 from jackpot.domain import payout as payouts
 from jackpot.payout.codec import ledger_entry
+from jackpot.platform.bundles import bundle_ledger, ledger_entries
 from jackpot.pot import commands
 from jackpot.pot.ledger_audit import AWARD_TYPES, GroupAudit
-from jackpot.v1 import pot_pb2
-from tests.unit.test_restore import GROUP, MYSTERY_CONFIG, played
+from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
+from tests.unit.test_restore import GROUP, MYSTERY_CONFIG, Floor, played
 
 FOLDER = Path(__file__).parent / "golden" / "ledgers"
 APPROVAL_THRESHOLD = 100_000  # pesos: larger prizes wait for a supervisor
+STUDIO, STUDIO_BETS = "S-GOLDEN", 150  # more winners than a bundle's least (BUNDLE_FROM)
 
 
 def read_ledger(path: Path) -> Iterator[bytes]:
@@ -53,8 +56,8 @@ def figures(values: list[bytes]) -> dict[str, Any]:
     """What the audit computes of a ledger: per group, its books and its verdict."""
     groups: dict[str, GroupAudit] = {}
     for value in values:
-        entry = pot_pb2.LedgerEntry.FromString(value)
-        groups.setdefault(entry.pot_group_id, GroupAudit(entry.pot_group_id)).add(entry, value)
+        for entry, raw in ledger_entries(value):
+            groups.setdefault(entry.pot_group_id, GroupAudit(entry.pot_group_id)).add(entry, raw)
     return {
         group_id: {
             **audit.figures(),
@@ -98,19 +101,46 @@ def payout_entries(award: pot_pb2.LedgerEntry, index: int) -> list[pot_pb2.Ledge
     return [ledger_entry(step) for step in steps]
 
 
+def studio_round(floor: Floor) -> None:
+    """A studio table linked, and a round whose :data:`STUDIO_BETS` bets all win a straight
+    flush shared among them (O4): one table event, more prizes than a bundle's least."""
+    link = table_events_pb2.LinkTable(
+        table_id=STUDIO,
+        game=common_pb2.GAME_CARIBBEAN,
+        site="studio",
+        studio_seats=STUDIO_BETS,
+        min_bet=1000,
+        max_bet=5000,
+        credit_value=1000,
+    )
+    bets = {seat: 1000 + 1000 * (seat % 3) for seat in range(1, STUDIO_BETS + 1)}
+    players = {seat: f"player-{seat:04d}" for seat in bets}
+    hand = table_events_pb2.RoundResult(shared_hand=["9S", "8S", "7S", "6S", "5S"])
+    rounds = [
+        commands.table_event(GROUP, STUDIO, "SR1", n, common_pb2.GAME_CARIBBEAN, **step)
+        for n, step in enumerate(
+            [{"round_locked": commands.locked(bets, players)}, {"round_result": hand}], 1
+        )
+    ]
+    floor.play([commands.link_table(GROUP, link), *rounds])
+
+
 def golden_floor() -> list[bytes]:
     """Every ledger record of the golden floor, with the payouts after their awards."""
     floor, tables = played(80, checkpoint_entries=40)
     floor.play([commands.unlink_table(GROUP, tables[2].table_id, "ana", "table moved")])
+    studio_round(floor)
     floor.play(list(interleaved_rounds(tables[:2], 10, random.Random(4))))
     floor.play([commands.propose_config(GROUP, {**MYSTERY_CONFIG, "version": 3}, "ana", "v3")])
     values: list[bytes] = []
     awards = 0
-    for entry in floor.ledger:
-        values.append(entry.SerializeToString())
-        if entry.type in AWARD_TYPES:
-            values += [e.SerializeToString() for e in payout_entries(entry, awards)]
-            awards += 1
+    raws = [entry.SerializeToString() for entry in floor.ledger]
+    for _, record in bundle_ledger(floor.ledger, raws):  # as the pot writes them
+        values.append(record)
+        for entry, _ in ledger_entries(record):
+            if entry.type in AWARD_TYPES:
+                values += [e.SerializeToString() for e in payout_entries(entry, awards)]
+                awards += 1
     return values
 
 

@@ -153,13 +153,17 @@ async def payout_settings(kafka_bootstrap: str, unique: str) -> PayoutSettings:
 
 
 async def publish(settings: PayoutSettings, *awards: pot_pb2.Award) -> None:
+    """Each award as a record of its own (as the pot writes a land round's few)."""
+    await publish_records(settings, [(a.pot_group_id, a.SerializeToString()) for a in awards])
+
+
+async def publish_records(settings: PayoutSettings, records: list[tuple[str, bytes]]) -> None:
+    """(pot group, value) records onto the awards topic, keyed by the group."""
     producer = idempotent_producer(settings.bootstrap_servers)
     await producer.start()
     try:
-        for item in awards:
-            await producer.send_and_wait(
-                settings.awards_topic, item.SerializeToString(), key=item.pot_group_id.encode()
-            )
+        for group_id, value in records:
+            await producer.send_and_wait(settings.awards_topic, value, key=group_id.encode())
     finally:
         await producer.stop()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -16,6 +17,7 @@ from loadtest.rounds import CONFIG
 from prometheus_client import REGISTRY
 
 from jackpot.gateway.settings import GatewaySettings, StudioTableSettings
+from jackpot.platform.bundles import awards_of
 from jackpot.pot import commands
 from jackpot.pot.service import PotService
 from jackpot.sim.floor_stats import FloorStats
@@ -34,6 +36,7 @@ from tests.integration.gateway_harness import (
 )
 from tests.integration.test_pot_service import create_topics as create_pot_topics
 from tests.integration.test_pot_service import pot_settings, produce, running
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -235,7 +238,9 @@ async def test_O2_O4_a_studio_royal_is_shared_by_ten_thousand_bets_through_the_r
 ) -> None:
     """Gateway and pot service on one broker: the platform's 10,000 bets are collected by the
     pot, and its shared royal flush is split among all of them (S3: the remainder to seat 1),
-    the ledger balanced (M2). The time from the deal to the last award on Kafka is printed."""
+    the ledger balanced (M2). The 10,000 awards and their ledger entries are written as a few
+    bundles (jackpot.platform.bundles), not 20,000 records. The time from the deal to the last
+    award on Kafka is printed."""
     pot = pot_settings(kafka_bootstrap, unique, partitions=1)
     await create_pot_topics(pot)
     base = settings_for(kafka_bootstrap, unique, tmp_path / "spool.sqlite")
@@ -281,18 +286,26 @@ async def test_O2_O4_a_studio_royal_is_shared_by_ten_thousand_bets_through_the_r
                 await platform.DealStudioHand(
                     studio_pb2.DealStudioHandRequest(table_id=STUDIO, round_id="R1", cards=ROYAL)
                 )
-            records = await read_topic(kafka_bootstrap, pot.awards_topic, 10_000, quiet_ms=10_000)
+
+            async def all_awarded() -> tuple[list[Any], list[pot_pb2.Award]] | None:
+                records = await read_topic(kafka_bootstrap, pot.awards_topic)
+                awards = [award for r in records for award in awards_of(r.value)]
+                return (records, awards) if len(awards) >= 10_000 else None
+
+            records, awards = await eventually(all_awarded, "10,000 awards", within=120)
             resolved = time.perf_counter() - dealt_at
         finally:
             await gateway.stop()
-    awards = [pot_pb2.Award.FromString(r.value) for r in records]
     assert len(awards) == 10_000
+    assert len(records) <= 10  # bundles of at most BUNDLE_BYTES, not a record per award
     assert [a.seat for a in awards] == list(range(1, 10_001))
     share = awards[1].amount
     assert {a.amount for a in awards[1:]} == {share}
     assert awards[0].amount >= share  # S3: the whole remainder to seat 1
     assert all(list(a.cards) == ROYAL and a.prize == "ROYAL_FLUSH" for a in awards)
     assert all(a.player == f"p{a.seat}" for a in awards)  # O1: whose wallet each is paid to
+    ledger = await read_topic(kafka_bootstrap, pot.ledger_topic)
+    assert len(ledger) < 100  # the 10,000 prize entries in bundles too
     done = await audit(pot.kafka_options(), pot.ledger_topic, pot.pot_updates_topic)
     (group,) = done.groups
     assert group.problems == []  # M2 and the books, from the ledger alone

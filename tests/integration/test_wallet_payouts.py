@@ -21,13 +21,21 @@ from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import PayoutState
 from jackpot.payout.settings import PayoutSettings
 from jackpot.payout.wallet_payer import WalletPayer
+from jackpot.platform.bundles import awards_of, bundle_awards
 from jackpot.platform.runtime import serve
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2, wallet_pb2, wallet_pb2_grpc
+from jackpot.v1.dead_letter_pb2 import DeadLetter
 from jackpot.wallet.main import compose_wallet
 from jackpot.wallet.reference import ReferenceWallet, WalletFaults
 from jackpot.wallet.settings import WalletSettings
 from tests.integration.gateway_harness import read_topic, wait_until
-from tests.integration.test_payout import Running, award, payout_settings, publish
+from tests.integration.test_payout import (
+    Running,
+    award,
+    payout_settings,
+    publish,
+    publish_records,
+)
 from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
@@ -63,7 +71,18 @@ async def test_O9_studio_prizes_are_credited_once_and_paid_only_when_the_wallet_
     )
     large = studio_award(999, amount=250_000)  # at or above the studio threshold
     land = award("R1", 3, "FLUSH", 50_000)
-    await publish(settings, *(studio_award(s) for s in range(1, STUDIO_PRIZES + 1)), large, land)
+    prizes = [studio_award(s) for s in range(1, STUDIO_PRIZES + 1)]
+    bundled = bundle_awards(prizes)  # one table event's prizes, as the pot writes them
+    assert len(bundled) == 1
+    assert awards_of(bundled[0][1]) == prizes
+    stranger = pot_pb2.Award(award_id="other/x", pot_group_id="another-group")
+    broken = pot_pb2.Award(pot_group_id=prizes[0].pot_group_id, bundled=[b"\xff\xff"])
+    foreign = pot_pb2.Award(
+        pot_group_id=prizes[0].pot_group_id, bundled=[stranger.SerializeToString()]
+    )
+    refused = [(prizes[0].pot_group_id, b.SerializeToString()) for b in (broken, foreign)]
+    await publish_records(settings, [*bundled, *refused])
+    await publish(settings, large, land)
     async with Running(settings) as running:
         service = running.service
         payer = asyncio.create_task(WalletPayer(service).run())
@@ -99,6 +118,11 @@ async def test_O9_studio_prizes_are_credited_once_and_paid_only_when_the_wallet_
     paid = [e for e in entries if e.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID]
     assert sorted(e.source_event_id for e in paid) == sorted([*studio_ids, large.award_id])
     assert all(e.changed_by.startswith("wallet tx-") for e in paid)  # PAID on the ledger
+    letters = await read_topic(kafka_bootstrap, settings.dead_letter_topic)
+    reasons = sorted(DeadLetter.FromString(r.value).detail for r in letters)
+    assert len(reasons) == 2, reasons  # each broken bundle refused whole, with its reason
+    assert "another-group" in reasons[0] + reasons[1]
+    assert all(r.startswith("not ") for r in reasons), reasons
 
 
 async def test_O9_jackpot_wallet_serves_the_reference_wallet_with_health_and_a_graceful_stop() -> (

@@ -137,7 +137,8 @@ def test_forfeit_reasons_round_trip_and_unknown_ones_are_malformed() -> None:
 
 def test_every_ledger_entry_type_has_exactly_one_domain_source() -> None:
     """Each domain event and each payout state is recorded as a type of its own; the pot's
-    checkpoints are the one type that records no event (jackpot.pot.ledger_audit)."""
+    checkpoints are the one type that records no event (jackpot.pot.ledger_audit), and a bundle
+    is no entry of its own (jackpot.platform.bundles)."""
     kinds = [
         cls
         for cls in vars(events).values()
@@ -148,7 +149,7 @@ def test_every_ledger_entry_type_has_exactly_one_domain_source() -> None:
     assert len(by_event) == len(kinds) > 10
     assert len(by_payout) == len(PayoutState)
     assert not by_event & by_payout
-    checkpoint = {pot_pb2.LEDGER_ENTRY_TYPE_CHECKPOINT}
+    checkpoint = {pot_pb2.LEDGER_ENTRY_TYPE_CHECKPOINT, pot_pb2.LEDGER_ENTRY_TYPE_BUNDLE}
     assert not (by_event | by_payout) & checkpoint
     assert by_event | by_payout | checkpoint == {n for n in pot_pb2.LedgerEntryType.values() if n}
     for state in PayoutState:

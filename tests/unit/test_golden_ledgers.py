@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from jackpot.platform.bundles import ledger_entries
 from jackpot.pot.ledger_audit import AWARD_TYPES, CHECKPOINT, PAYOUT_TYPES
 from jackpot.pot.ledger_restore import group_entries, rebuild
 from jackpot.v1 import pot_pb2
@@ -30,7 +31,8 @@ def stored(path: Path) -> dict[str, object]:
 def test_there_is_a_golden_ledger_with_every_entry_type() -> None:
     assert LEDGERS, "no golden ledger"
     newest = list(read_ledger(LEDGERS[-1]))
-    types = {pot_pb2.LedgerEntry.FromString(v).type for v in newest}
+    types = {pot_pb2.LedgerEntry.FromString(v).type for v in newest}  # a bundle's own too
+    types |= {entry.type for v in newest for entry, _ in ledger_entries(v)}
     assert types == {n for n in pot_pb2.LedgerEntryType.values() if n}
 
 
@@ -59,7 +61,7 @@ def test_a_golden_ledger_refuses_an_award_one_peso_off(path: Path) -> None:
 def test_a_golden_ledger_rebuilds_from_its_last_checkpoint_as_from_its_beginning(
     path: Path,
 ) -> None:
-    entries = [pot_pb2.LedgerEntry.FromString(v) for v in read_ledger(path)]
+    entries = [entry for v in read_ledger(path) for entry, _ in ledger_entries(v)]
     for group_id in {e.pot_group_id for e in entries}:
         own = [e for e in entries if e.pot_group_id == group_id and e.type not in PAYOUT_TYPES]
         assert group_entries(entries, group_id)[0].type == CHECKPOINT

@@ -15,6 +15,7 @@ from loadtest.rounds import CONFIG, CREDIT_VALUE, MAX_BET, MIN_BET
 from jackpot.domain.canonical import canonical_json
 from jackpot.domain.events import PrizeAwarded
 from jackpot.platform import codec
+from jackpot.platform.bundles import awards_of, ledger_entries
 from jackpot.pot import commands
 from jackpot.pot.group_runtime import EventContext, Outputs
 from jackpot.pot.ledger_audit import GENESIS, chain_next
@@ -123,8 +124,8 @@ def test_a_split_shares_one_prototype_and_one_template() -> None:
 
 def test_a_split_writes_the_bytes_its_chain_holds() -> None:
     """A studio round of 300 bets shares a royal flush (O4): the transaction's ledger records are
-    the entries' own bytes, serialized once for the chain, and the chain over them is the
-    group's; its award records are the awards' bytes."""
+    the entries' own bytes, serialized once for the chain (in bundles, jackpot.platform.bundles),
+    and the chain over them is the group's; its award records hold the awards' bytes."""
     book = PotBook(0, source="pot:test", clock_ns=itertools.count(10**18, 1000).__next__)
     events = [
         commands.create_group("G", {**CONFIG, "base": 100_000}),
@@ -151,12 +152,14 @@ def test_a_split_writes_the_bytes_its_chain_holds() -> None:
     for offset, event in enumerate(events):
         batch = book.batch([InputRecord(event.SerializeToString(), "t", 0, offset, b"G")])
         book.commit(batch.outputs)
-        ledger = [r.value for r in batch.records if r.topic == LEDGER.name]
+        records = [r.value for r in batch.records if r.topic == LEDGER.name]
+        ledger = [raw for value in records for _, raw in ledger_entries(value or b"")]
         assert ledger == [e.SerializeToString() for e in batch.outputs.ledger]
-        awards = [r.value for r in batch.records if r.topic == AWARDS.name]
-        assert awards == [a.SerializeToString() for a in batch.outputs.awards]
+        records = [r.value for r in batch.records if r.topic == AWARDS.name]
+        awards = [a for value in records for a in awards_of(value or b"")]
+        assert awards == batch.outputs.awards
         for value in ledger:
-            assert value is not None
             chain = chain_next(chain, value)
     assert len(awards) == 300
+    assert len(records) == 1  # one bundle
     assert chain == book.groups["G"].ledger_chain

@@ -31,6 +31,7 @@ from jackpot.display.board import (
 )
 from jackpot.display.settings import DisplaySettings
 from jackpot.platform import codec
+from jackpot.platform.bundles import awards_of
 from jackpot.platform.kafka import KafkaConnection, follow_latest, stop_client
 from jackpot.platform.tracing import Headers, batch_span, traceparent
 from jackpot.topics import OPEN_PAYOUTS_MARK_KEY, is_bookkeeping_key
@@ -67,7 +68,8 @@ def apply_record(
                 trace.display_received_unix_nanos = received_ns
             board.pot_update(sign_reading(update), now, wall)
         elif topic == settings.awards_topic:
-            apply_award(board, pot_pb2.Award.FromString(value), now, topic)
+            for award in awards_of(value):  # a bundle's too (O4: a studio round's winners)
+                apply_award(board, award, now, topic)
         elif topic == settings.payouts_topic:
             apply_payout(board, payout_pb2.Payout.FromString(value))
     except DecodeError:

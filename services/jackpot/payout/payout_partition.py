@@ -25,6 +25,7 @@ from jackpot.payout import metrics
 from jackpot.payout.codec import from_proto, ledger_entry, payout_for_award, to_proto
 from jackpot.payout.payout_book import PayoutBook
 from jackpot.payout.settings import PayoutSettings
+from jackpot.platform.bundles import BundleError, awards_of
 from jackpot.platform.deadletter import dead_letter
 from jackpot.platform.kafka import KafkaConnection
 from jackpot.platform.partition_handler import OutputRecord
@@ -39,19 +40,27 @@ CATCH_UP_SECONDS = 120.0  # the payouts-topic read of a takeover (the processor'
 EXPIRED_PER_TICK = 500  # tombstones of settled payouts per transaction at most
 
 
-def _award(value: bytes | None) -> pot_pb2.Award:
-    """A decodable award with an id and a non-negative amount, or a refusal naming why."""
+def _awards(value: bytes | None) -> list[pot_pb2.Award]:
+    """The awards of one record (a bundle's, :mod:`jackpot.platform.bundles`), each decodable
+    with an id and a non-negative amount, or a refusal naming why."""
     try:
-        award = pot_pb2.Award.FromString(value or b"")
+        awards = awards_of(value or b"")
+    except BundleError as error:
+        raise DomainError(Reason.MALFORMED, f"not a bundle of awards: {error}") from None
     except DecodeError:
         raise DomainError(Reason.MALFORMED, "not an Award") from None
+    for award in awards:
+        _check(award)
+    return awards
+
+
+def _check(award: pot_pb2.Award) -> None:
     if not award.award_id:
         raise DomainError(Reason.MALFORMED, "the award has no award_id")
     if award.amount < 0:
         raise DomainError(
             Reason.MALFORMED, f"award {award.award_id} has a negative amount {award.amount}"
         )
-    return award
 
 
 @dataclass(slots=True)
@@ -221,16 +230,17 @@ class PayoutPartition:
         for record in records:
             self._next_offset = record.offset + 1
             try:
-                award = _award(record.value)
-            except DomainError as refused:
+                awards = _awards(record.value)
+            except DomainError as refused:  # a bundle with one bad award: all of it, as sent
                 batch.records.append(self._dead_letter(refused, record))
                 continue
-            if award.award_id in self.payouts or award.award_id in seen:
-                batch.duplicates += 1
-                continue
-            seen.add(award.award_id)
-            self._add(batch, self._order(award, order, now))
-            order += 1
+            for award in awards:
+                if award.award_id in self.payouts or award.award_id in seen:
+                    batch.duplicates += 1
+                    continue
+                seen.add(award.award_id)
+                self._add(batch, self._order(award, order, now))
+                order += 1
         return self._finish(batch, order)
 
     def _dead_letter(

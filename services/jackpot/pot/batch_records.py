@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from jackpot.platform.bundles import bundle_awards, bundle_ledger
 from jackpot.platform.partition_handler import OutputRecord
 from jackpot.pot.group_runtime import Outputs
 from jackpot.pot.state_records import sequence_mark_key, state_key
@@ -39,21 +40,19 @@ class PotBatch:
 def batch_records(outputs: Outputs, topics: OutputTopics, partition: int) -> PotBatch:
     """``outputs`` of the book of input partition ``partition`` as one transaction's records."""
     records = [
-        OutputRecord(topic, m.SerializeToString(), m.pot_group_id.encode())
-        for topic, messages in (
-            (topics.pot_updates, outputs.pot_updates),
-            (topics.awards, outputs.awards),
-        )
-        for m in messages
+        OutputRecord(topics.pot_updates, m.SerializeToString(), m.pot_group_id.encode())
+        for m in outputs.pot_updates
+    ]
+    records += [
+        OutputRecord(topics.awards, raw, group_id.encode())
+        for group_id, raw in bundle_awards(outputs.awards)
     ]
     serialized = outputs.serialized  # the ledger entries' bytes, as their chain has them
+    ledger = outputs.ledger
+    raws = [serialized.get(id(entry)) or entry.SerializeToString() for entry in ledger]
     records += [
-        OutputRecord(
-            topics.ledger,
-            serialized.get(id(entry)) or entry.SerializeToString(),
-            entry.pot_group_id.encode(),
-        )
-        for entry in outputs.ledger
+        OutputRecord(topics.ledger, raw, group_id.encode())
+        for group_id, raw in bundle_ledger(ledger, raws)
     ]
     records += [
         OutputRecord(topics.dead_letters, d.SerializeToString(), d.source.encode())

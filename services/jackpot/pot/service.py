@@ -30,6 +30,7 @@ from jackpot.domain.errors import DomainError
 from jackpot.domain.level_figures import level_figures
 from jackpot.domain.mystery import TriggerSource, secure_trigger
 from jackpot.platform.access_log import AccessLog
+from jackpot.platform.bundles import ledger_entries
 from jackpot.platform.exactly_once import ExactlyOnceProcessor
 from jackpot.platform.kafka import KafkaConnection, TopicReader
 from jackpot.platform.serving import ServingFlag
@@ -257,8 +258,8 @@ class PotPartition:
         positions = {g: r.ledger_sequence for g, r in self.book.groups.items()}
         books = TakeoverAudit(dict(starts), positions)
         async for record in reader.records(begin, partitions=[self.partition]):
-            raw = record.value or b""
-            books.add(pot_pb2.LedgerEntry.FromString(raw), raw)
+            for entry, raw in ledger_entries(record.value or b""):
+                books.add(entry, raw)
         return books
 
     def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> PotBatch:

@@ -25,6 +25,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from jackpot.domain.engine import PotGroup
 from jackpot.platform import codec
+from jackpot.platform.bundles import ledger_entries
 from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, KafkaConnection, stop_client
 from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.settings import PotSettings
@@ -276,8 +277,10 @@ async def read_ledger_page(
 ) -> tuple[list[pot_pb2.LedgerEntry], str]:
     """Up to ``page_size`` ledger entries of a group from the token's position, and the next token.
 
-    The token is ``"<partition>:<offset>"`` on the ledger topic; empty means the beginning. The
-    next token is empty when the end of the committed ledger was reached.
+    A page ends between records: a bundle's entries (:mod:`jackpot.platform.bundles`) all go in
+    one page, which may then hold more than ``page_size``. The token is
+    ``"<partition>:<offset>"`` on the ledger topic; empty means the beginning. The next token
+    is empty when the end of the committed ledger was reached.
     """
     async with KafkaConnection.of(settings).reader(settings.ledger_topic) as reader:
         if not reader.partitions:
@@ -294,11 +297,11 @@ async def read_ledger_page(
         next_offset = ends[partition]
         async with contextlib.aclosing(reader.records({partition: offset})) as records:
             async for record in records:
-                if len(entries) == page_size:
+                if len(entries) >= page_size:  # a bundle's entries all go in one page
                     next_offset = record.offset
                     break
                 if record.key == key and record.value is not None:
-                    entries.append(pot_pb2.LedgerEntry.FromString(record.value))
+                    entries += (entry for entry, _ in ledger_entries(record.value))
         return entries, f"{partition}:{next_offset}" if next_offset < ends[partition] else ""
 
 

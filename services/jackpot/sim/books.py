@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from jackpot.clients.payout import PayoutTargets, all_payouts, call_owner
+from jackpot.platform.bundles import ledger_entries
 from jackpot.platform.kafka import KafkaConnection, group_offsets, read_records
 from jackpot.platform.tls import TlsSettings
 from jackpot.sim.floor import Floor
@@ -85,6 +86,12 @@ def entry_bets(entry: pot_pb2.LedgerEntry) -> dict[int, int]:
     return dict(bets)
 
 
+def add_entries(books: LedgerBooks, record: bytes) -> None:
+    """The entries of one ledger record (a bundle's, :mod:`jackpot.platform.bundles`)."""
+    for entry, _ in ledger_entries(record):
+        add_entry(books, entry)
+
+
 def add_entry(books: LedgerBooks, entry: pot_pb2.LedgerEntry) -> None:
     if books.oracle is not None:
         books.oracle.add(entry)
@@ -106,7 +113,7 @@ async def read_ledger(
     await read_topic(
         bootstrap,
         topic,
-        lambda value, _partition, _offset: add_entry(books, pot_pb2.LedgerEntry.FromString(value)),
+        lambda value, _partition, _offset: add_entries(books, value),
     )
     return books
 

@@ -46,6 +46,7 @@ from aiokafka.errors import KafkaError
 
 from jackpot.domain.canonical import canonical_json
 from jackpot.domain.money import format_amount
+from jackpot.platform.bundles import ledger_entries
 from jackpot.platform.kafka import KafkaConnection, TopicReader
 from jackpot.pot.ledger_audit import (
     GroupAudit,
@@ -205,16 +206,16 @@ class LedgerCut:
             count += 1
             if record.value is None:
                 continue
-            entry = pot_pb2.LedgerEntry.FromString(record.value)
-            group_id = entry.pot_group_id
-            if self.only_groups and group_id not in self.only_groups:
-                continue
-            if record.key != group_id.encode():
-                raise RuntimeError(f"ledger entry {entry.entry_id} is keyed {record.key!r}")
-            group = touched.get(group_id)
-            if group is None:
-                group = touched[group_id] = self.known.get(group_id) or GroupAudit(group_id)
-            group.add(entry, record.value)
+            for entry, raw in ledger_entries(record.value):
+                group_id = entry.pot_group_id
+                if self.only_groups and group_id not in self.only_groups:
+                    continue
+                if record.key != group_id.encode():
+                    raise RuntimeError(f"ledger entry {entry.entry_id} is keyed {record.key!r}")
+                group = touched.get(group_id)
+                if group is None:
+                    group = touched[group_id] = self.known.get(group_id) or GroupAudit(group_id)
+                group.add(entry, raw)
         return touched, count
 
 

@@ -59,6 +59,7 @@ from typing import Any, Protocol
 from aiokafka import ConsumerRecord
 from aiokafka.errors import KafkaError
 from aiokafka.partitioner import DefaultPartitioner
+from google.protobuf.message import DecodeError
 
 from jackpot.domain.money import format_amount
 from jackpot.platform.kafka import KafkaConnection
@@ -74,7 +75,7 @@ from jackpot.tools.report_annex import (
 from jackpot.tools.report_compose import compose
 from jackpot.tools.report_days import DayBooks, DayBooksError, days_of, is_whole_day
 from jackpot.tools.report_document import DocumentError, ReportSettings, write_document
-from jackpot.tools.report_figures import ReportBuilder, written_by_the_pot
+from jackpot.tools.report_figures import ReportBuilder
 from jackpot.tools.report_model import (
     ConfigVersion,
     GroupReport,
@@ -86,6 +87,7 @@ from jackpot.tools.report_model import (
     parse_period,
 )
 from jackpot.tools.report_rows import SinkFactory, keep_awards
+from jackpot.v1 import pot_pb2
 
 # How often the pot checkpoints every group at least: its default (run() takes the setting). A
 # pot set to checkpoint less often only costs the report a read from the beginning.
@@ -227,6 +229,15 @@ async def _feed_side_by_side(
         if share.value is not builder:  # fed in a worker process
             builder.absorb(share.value)
             builder.workers_rss_mb += share.rss_mb
+
+
+def written_by_the_pot(value: bytes) -> bool:
+    """Whether a ledger record is an entry the pot service wrote (sequenced; the payout
+    service's lifecycle entries are not)."""
+    try:
+        return pot_pb2.LedgerEntry.FromString(value).ledger_sequence > 0
+    except DecodeError:
+        return False
 
 
 def report_partitions(

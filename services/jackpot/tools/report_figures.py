@@ -44,6 +44,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from jackpot.domain.money import MINOR_PER_PESO
+from jackpot.platform.bundles import ledger_entries
 from jackpot.pot import records
 from jackpot.pot.ledger_audit import (
     AWARD_TYPES,
@@ -82,15 +83,6 @@ CONFIG_TYPES = frozenset(
     }
 )
 NAMED_TYPES = AWARD_TYPES | PAYOUT_TYPES  # entries that name an award or a payout step
-
-
-def written_by_the_pot(value: bytes) -> bool:
-    """Whether a ledger record is an entry the pot service wrote (sequenced; the payout
-    service's lifecycle entries are not)."""
-    try:
-        return pot_pb2.LedgerEntry.FromString(value).ledger_sequence > 0
-    except DecodeError:
-        return False
 
 
 def _stamp(timestamp: Any) -> int:
@@ -381,13 +373,17 @@ class ReportBuilder:
         a day's million records)."""
         self.records += 1
         try:
-            entry = pot_pb2.LedgerEntry.FromString(value)
+            entries = list(ledger_entries(value))
         except DecodeError as error:
             self.unreadable.append(
                 f"ledger partition {partition} offset {offset} cannot be read "
                 f"({error}); the books cannot be reconciled past it"
             )
             return
+        for entry, raw in entries:
+            self._add_entry(partition, entry, raw)
+
+    def _add_entry(self, partition: int, entry: pot_pb2.LedgerEntry, value: bytes) -> None:
         group_id = entry.pot_group_id
         self.seen.add(group_id)
         if entry.type == CHECKPOINT and _stamp(entry.recorded_at) < self.period.start_ns:

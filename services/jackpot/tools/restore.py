@@ -28,10 +28,12 @@ from typing import Any
 
 from aiokafka.errors import KafkaError
 from aiokafka.partitioner import DefaultPartitioner
+from aiokafka.structs import ConsumerRecord
 from google.protobuf.message import DecodeError
 
 from jackpot.domain.errors import DomainError
 from jackpot.domain.money import format_amount
+from jackpot.platform.bundles import ledger_entries
 from jackpot.platform.kafka import (
     KafkaConnection,
     TopicReader,
@@ -82,28 +84,32 @@ async def scan_ledger(
     then verify; the payout service's entries are left out (they move no money)."""
     scans: dict[str, GroupScan] = {}
     async for record in reader.records(start):
-        raw = record.value or b""
-        try:
-            entry = pot_pb2.LedgerEntry.FromString(raw)
-        except DecodeError as error:
-            raise RestoreRefused(
-                f"ledger partition {record.partition} offset {record.offset} cannot be read "
-                f"({error}): nothing restored",
-                1,
-            ) from None
-        group_id = entry.pot_group_id
-        if entry.type in PAYOUT_TYPES or (groups is not None and group_id not in groups):
-            continue
-        scan = scans.get(group_id)
-        if scan is not None:
-            scan.add(entry, raw)
-        elif start is None:
-            scans[group_id] = GroupScan(GroupAudit(group_id), record.partition, [entry])
-            scans[group_id].audit.add(entry, raw)
-        elif entry.type == CHECKPOINT:
-            audit = GroupAudit.from_checkpoint(entry, raw)
-            scans[group_id] = GroupScan(audit, record.partition, [entry])
+        for entry, raw in _entries(record):
+            group_id = entry.pot_group_id
+            if entry.type in PAYOUT_TYPES or (groups is not None and group_id not in groups):
+                continue
+            scan = scans.get(group_id)
+            if scan is not None:
+                scan.add(entry, raw)
+            elif start is None:
+                scans[group_id] = GroupScan(GroupAudit(group_id), record.partition, [entry])
+                scans[group_id].audit.add(entry, raw)
+            elif entry.type == CHECKPOINT:
+                audit = GroupAudit.from_checkpoint(entry, raw)
+                scans[group_id] = GroupScan(audit, record.partition, [entry])
     return scans
+
+
+def _entries(record: ConsumerRecord[bytes, bytes]) -> list[tuple[pot_pb2.LedgerEntry, bytes]]:
+    """The entries of one ledger record (a bundle's too), or the refusal naming the record."""
+    try:
+        return list(ledger_entries(record.value or b""))
+    except DecodeError as error:
+        raise RestoreRefused(
+            f"ledger partition {record.partition} offset {record.offset} cannot be read "
+            f"({error}): nothing restored",
+            1,
+        ) from None
 
 
 async def read_groups(settings: PotSettings, named: Sequence[str]) -> dict[str, GroupScan]:
