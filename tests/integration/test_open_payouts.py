@@ -6,8 +6,10 @@ pending prizes from it and follows it from where that read ended. On a payouts t
 20,000 settled awards and a few open ones (as an older version leaves it), the first start of the
 payout service seeds the open topic from the payouts topic once; after that a display and a
 restarted payout service read a bounded number of records (counted, not timed) and show exactly
-what is open. Nothing is paid twice across a restart, even with the awards consumer group's
-offsets gone, and the log cleaner leaves only the open payouts on the topic.
+what is open. A first start stopped the moment it serves (as `make bench-history` stops it) has
+marked every partition, so the next start reads none of the history. Nothing is paid twice
+across a restart, even with the awards consumer group's offsets gone, and the log cleaner leaves
+only the open payouts on the topic.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from jackpot.display.settings import DisplaySettings
 from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import OPEN, PayoutState
 from jackpot.payout.payout_book import PayoutBook
+from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
 from jackpot.platform import exactly_once
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, idempotent_producer
@@ -275,6 +278,52 @@ def _in_book(book: PayoutBook, award_id: str) -> bool:
 async def _marked(settings: PayoutSettings) -> bool:
     records = await open_topic_records(settings)
     return {r.partition for r in records if r.key == OPEN_PAYOUTS_MARK_KEY} == {0, 1}
+
+
+UNMARKED = 5_000  # settled payouts of a deployment's history that has no mark yet
+
+
+async def test_a_first_start_stopped_as_soon_as_it_serves_has_marked_every_partition(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    """The first start on a history without a mark reads the whole payouts partitions. Stopped
+    the moment it serves, with no award and no call meanwhile, it has written each partition's
+    mark in a transaction of its own (its first tick, at the takeover, not a tick period
+    later), so the next start reads none of the history: only what is open, from the mark."""
+    settings = await payout_settings(kafka_bootstrap, unique)
+    opened = await write_legacy_history(settings, UNMARKED)
+    caught_up = sample("jackpot_payout_catch_up_records_total")
+    assert await serve_then_stop(settings) == set(opened)
+    assert sample("jackpot_payout_catch_up_records_total") - caught_up == UNMARKED + 5
+
+    async with KafkaConnection.of(settings).reader(settings.payouts_topic) as reader:
+        _, ends = await reader.bounds([0, 1])
+    marks = {
+        r.partition: payout_pb2.OpenPayoutsMark.FromString(r.value)
+        for r in await open_topic_records(settings)
+        if r.key == OPEN_PAYOUTS_MARK_KEY
+    }
+    assert {p: m.payouts_offset for p, m in marks.items()} == ends  # committed, up to the end
+    assert min(m.next_order for m in marks.values()) > UNMARKED  # past every order ever paid
+
+    caught_up = sample("jackpot_payout_catch_up_records_total")
+    restored = sample("jackpot_payout_restored_payouts_total")
+    assert await serve_then_stop(settings) == set(opened)
+    assert sample("jackpot_payout_catch_up_records_total") - caught_up == 0
+    assert sample("jackpot_payout_restored_payouts_total") - restored == len(opened)
+
+
+async def serve_then_stop(settings: PayoutSettings) -> set[str]:
+    """A payout service started, and stopped the moment it serves (the history bench's start):
+    the award ids open in its book then."""
+    service = PayoutService(settings)
+    task = asyncio.create_task(service.run())
+    try:
+        await eventually(lambda: service.serving or task.done(), "the payout serving", 60)
+        return {a for a, p in service.book.payouts.items() if p.state in OPEN}
+    finally:
+        await service.stop()
+        await task
 
 
 async def test_nothing_is_paid_twice_across_a_restart_even_without_the_groups_offsets(

@@ -1114,6 +1114,7 @@ async def test_stopping_lets_the_transactions_in_flight_finish() -> None:
 async def test_ticks_go_through_each_partitions_worker_after_its_transaction() -> None:
     eos, consumer = await owning_many(0, 1, tick_seconds=0.0)
     a, b = gated(eos, 0), producer_of(eos, 1)
+    await until(lambda: not any(owned.tick_due for owned in eos._owned.values()))  # takeovers'
     for partition in (0, 1):
         eos._owned[partition].handler.ticking = True
     async with running(eos):
@@ -1126,6 +1127,28 @@ async def test_ticks_go_through_each_partitions_worker_after_its_transaction() -
     assert list(batches(a))[:2] == [["begin", OFFSETS_8, "commit"], ["begin", "commit"]]
     # the batch's state, then where the partition's input resumes, then the tick's heartbeat
     assert a.sent[:3] == [("changelog", b"41"), ("changelog", b"8"), ("heartbeats", b"beat")]
+
+
+async def test_a_partition_taken_over_ticks_at_once_not_a_tick_period_later() -> None:
+    """What the restore found due (the payout's mark after its catch-up) is the worker's first
+    transaction, before any batch; here no tick period ever comes (no fetch loop runs). A
+    processor without ticks ticks at no takeover either."""
+    eos, journal, _ = processor(tick_seconds=3600.0)
+    eos._factory = lambda _: ticking(Counter(journal))
+    await eos._on_assigned([TP0])
+    producer = producer_of(eos, 0)
+    await producer.commits_reach(1)
+    assert list(batches(producer)) == [["begin", "commit"]]
+    assert producer.sent == [("heartbeats", b"beat")]
+    untimed, journal, _ = processor()
+    untimed._factory = lambda _: ticking(Counter(journal))
+    await untimed._on_assigned([TP0])
+    assert not untimed._owned[0].tick_due
+
+
+def ticking(handler: Counter) -> Counter:
+    handler.ticking = True
+    return handler
 
 
 async def test_a_processing_failure_halts_the_partition_and_its_worker() -> None:

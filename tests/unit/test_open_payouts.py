@@ -17,6 +17,7 @@ from jackpot.display.board import Board, PendingPrize
 from jackpot.display.feed import PendingRead, apply_open_record
 from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import Payout, PayoutState, Transition, pay, void
+from jackpot.payout import payout_partition
 from jackpot.payout.codec import to_proto
 from jackpot.payout.payout_book import PayoutBook
 from jackpot.payout.payout_partition import CatchUp, PayoutBatch, PayoutPartition
@@ -185,6 +186,58 @@ def test_a_catch_up_takes_what_the_open_topic_does_not_reflect() -> None:
     assert open_records(batch)[:2] == [(b"a1", None), (b"a3", encoded(history[2]))]
     partition.commit(batch)
     assert partition.tick() is None  # written once
+
+
+class History:
+    """The payouts partition a catch-up reads (``KafkaConnection.of(settings).reader``)."""
+
+    def __init__(self, *payouts: Payout) -> None:
+        self.values = [encoded(p) for p in payouts]
+        self.partitions = [0]
+
+    def of(self, _: Any) -> History:
+        return self
+
+    def reader(self, _: str) -> History:
+        return self
+
+    async def __aenter__(self) -> History:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        return None
+
+    async def bounds(self, _: Any) -> tuple[dict[int, int], dict[int, int]]:
+        return {0: 0}, {0: len(self.values)}
+
+    async def records(self, start: dict[int, int], *_: Any, **__: Any) -> Any:
+        for offset in range(start[0], len(self.values)):
+            yield Record(SETTINGS.payouts_topic, 0, offset, self.values[offset])
+
+
+async def test_an_unmarked_catch_up_is_marked_by_the_next_tick_though_nothing_is_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A deployment's first start on a settled history: the whole partition read, nothing to
+    write but the mark, which the next tick (the processor's first, at the takeover) writes
+    once, so the next start reads from the partition's end."""
+    long_ago = time.time_ns() - 2 * HOUR_NS
+    settled = [
+        payout(f"a{i}", PayoutState.ORDERED, PayoutState.PAID, at_ns=long_ago, order=i)
+        for i in range(1, 6)
+    ]
+    monkeypatch.setattr(payout_partition, "KafkaConnection", History(*settled))
+    partition = handler()
+    assert partition.restore({}, None) is None
+    assert await partition.verify_restored() == ""
+    batch = partition.tick()
+    assert batch is not None
+    written = open_records(batch)
+    assert [k for k, _ in written] == [OPEN_PAYOUTS_MARK_KEY]
+    marked = payout_pb2.OpenPayoutsMark.FromString(written[0][1] or b"")
+    assert (marked.payouts_offset, marked.next_order, marked.awards_offset) == (5, 6, 0)
+    partition.commit(batch)
+    assert partition.tick() is None  # marked once
 
 
 def test_a_partition_renewed_before_its_first_catch_up_consumes_nothing_and_stops() -> None:

@@ -303,6 +303,13 @@ class PayoutPartition:
         if batch.caught_up:
             self._pending.clear()
         if batch.mark is not None:
+            if not self._marked:  # a takeover reads the payouts partition from here on
+                log.info(
+                    "payouts_marked",
+                    partition=self.partition,
+                    payouts_offset=batch.mark.payouts_offset,
+                    awards_offset=batch.mark.awards_offset,
+                )
             self._mark, self._marked = batch.mark, True
         for payout in batch.payouts:
             self.next_order = max(self.next_order, payout.order + 1)

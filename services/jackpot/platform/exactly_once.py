@@ -58,7 +58,10 @@ there is exact; the group's offsets, kept within a second, serve lag monitoring 
 
 Work that does not come from the input topic (the pot's heartbeats, the payout's terminal and
 supervisor transitions) goes through the ticks and :meth:`ExactlyOnceProcessor.submit`: the same
-producer, the partition's lock, the same roll back, no offsets.
+producer, the partition's lock, the same roll back, no offsets. A partition's first tick is due at
+its takeover, before its first batch: what its restore found due (the payout's mark after its
+catch-up) is written at once, not a tick period later, so an instance stopped as soon as it serves
+has written it (else every later start would read the whole payouts history again).
 
 **Why a pipeline per partition, not one step for all** (issue 26). A transaction costs about five
 round trips whatever it carries (~10 ms on an idle broker), and one begun right after a commit
@@ -493,7 +496,7 @@ class ExactlyOnceProcessor(Generic[H]):
             for each in restored:
                 owned = PartitionTask(
                     self, each.tp.partition, each.tp, each.handler, each.producer,
-                    group_committed=each.committed or 0,
+                    group_committed=each.committed or 0, tick_due=self._tick_seconds is not None,
                 )  # fmt: skip
                 self._owned[each.tp.partition] = owned
                 if each.refused:  # a state the handler may not run from: never consumed (halted)

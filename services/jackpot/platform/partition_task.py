@@ -62,7 +62,7 @@ class PartitionTask(Generic[H]):
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one transaction at a time
     wake: asyncio.Event = field(default_factory=asyncio.Event)  # records, a tick or closing
     worker: asyncio.Task[None] | None = None
-    tick_due: bool = False
+    tick_due: bool = False  # at a takeover: what the restore found due goes first (exactly_once)
     closing: bool = False  # revoked or stopping: its worker ends after its transaction
     group_committed: int = 0  # the input offset last committed to the consumer group
     group_committed_at: float = 0.0  # monotonic seconds of that commit (0: due at once)
