@@ -8,10 +8,12 @@ target.
   round of 10,000: the table's whole state (what the gateway wrote per chunk before the round's
   entries, growing with the round) against the table's row and the chunk's own entry (now).
 - *split in the pot*: the pot's book applies the shared royal flush of a round of 10,000 bets and
-  returns its transaction's records (10,000 awards, their ledger entries); the median of
+  returns its transaction's records (10,000 awards and their ledger entries, in a few bundles,
+  ``jackpot.platform.bundles``); the median of
   ``repeats`` (target <= 200 ms) and the peak of Python memory it allocates (tracemalloc).
 
-- *wallet credits*: 10,000 studio prizes paid by the real payout service into the reference
+- *wallet credits*: 10,000 studio prizes (published in bundles, as the pot writes one round's
+  prizes) paid by the real payout service into the reference
   wallet at 20 ms a call (``jackpot.payout.wallet_payer``): seconds from the first award owned to
   the last PAID (target <= 60 s), and the wallet's calls (a resend after a rebalance is answered
   as a duplicate, never credited twice).
@@ -55,6 +57,7 @@ from jackpot.gateway.studio_desk import StudioDesk
 from jackpot.payout.service import PayoutService
 from jackpot.payout.settings import PayoutSettings
 from jackpot.payout.wallet_payer import WalletPayer
+from jackpot.platform.bundles import bundle_awards
 from jackpot.platform.grpc_server import GrpcServer
 from jackpot.platform.kafka import (
     ensure_service_topics,
@@ -403,31 +406,32 @@ def _paid(service: PayoutService, award_id: str) -> bool:
 
 
 async def _publish_awards(settings: PayoutSettings, prizes: int) -> list[str]:
+    """One round's ``prizes`` studio awards, in bundles as the pot writes them."""
+    awards = [
+        pot_pb2.Award(
+            award_id=f"{GROUP}/{TABLE}/R1/{seat}/ROYAL_FLUSH",
+            pot_group_id=GROUP,
+            table_id=TABLE,
+            round_id="R1",
+            seat=seat,
+            prize="ROYAL_FLUSH",
+            bet=MIN_BET,
+            amount=1_010,
+            cards=ROYAL,
+            player=f"p{seat}",
+            source_event_id="bench-result",
+        )
+        for seat in range(1, prizes + 1)
+    ]
     producer = idempotent_producer(settings.bootstrap_servers)
     await producer.start()
-    ids = []
     try:
-        for seat in range(1, prizes + 1):
-            award = pot_pb2.Award(
-                award_id=f"{GROUP}/{TABLE}/R1/{seat}/ROYAL_FLUSH",
-                pot_group_id=GROUP,
-                table_id=TABLE,
-                round_id="R1",
-                seat=seat,
-                prize="ROYAL_FLUSH",
-                bet=MIN_BET,
-                amount=1_010,
-                cards=ROYAL,
-                player=f"p{seat}",
-            )
-            ids.append(award.award_id)
-            await producer.send(
-                settings.awards_topic, award.SerializeToString(), key=GROUP.encode()
-            )
+        for group_id, value in bundle_awards(awards):
+            await producer.send(settings.awards_topic, value, key=group_id.encode())
         await producer.flush()
     finally:
         await stop_client(producer)
-    return ids
+    return [award.award_id for award in awards]
 
 
 # ------------------------------------------------------ the land floor beside a studio

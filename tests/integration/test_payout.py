@@ -136,6 +136,7 @@ async def payout_settings(kafka_bootstrap: str, unique: str) -> PayoutSettings:
         awards_topic=f"test.awards.{unique}",
         payouts_topic=f"test.payouts.{unique}",
         ledger_topic=f"test.ledger.{unique}",
+        dead_letter_topic=f"test.dead-letter.{unique}",
         # Plaintext in tests: every caller is the local supervisor (jackpot.platform.authz).
         access=AccessSettings(
             insecure_roles=frozenset({Role.SUPERVISOR}), audit_topic=f"test.audit.{unique}"
@@ -147,6 +148,7 @@ async def payout_settings(kafka_bootstrap: str, unique: str) -> PayoutSettings:
             TopicSpec(settings.awards_topic, 2),
             TopicSpec(settings.payouts_topic, 2, {"cleanup.policy": "compact,delete"}),
             TopicSpec(settings.ledger_topic, 2),
+            TopicSpec(settings.dead_letter_topic, 1),
         ],
     )
     return settings
