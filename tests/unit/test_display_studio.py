@@ -12,6 +12,7 @@ from jackpot.display.board import Board, Sign
 from jackpot.display.feed import apply_record
 from jackpot.display.grpc_api import to_proto
 from jackpot.display.settings import DisplaySettings
+from jackpot.platform.bundles import bundle_awards
 from jackpot.pot import commands
 from jackpot.v1 import pot_pb2, table_events_pb2
 from tests.book_pot import BookPot, caribbean
@@ -200,3 +201,31 @@ def test_a_land_groups_update_and_sign_are_as_before() -> None:
     assert not to_proto(sign).studio_rounds
     sign = fed(Board(5.0, 5.0), [], [land_award()])
     assert "studio_winners" not in sign.to_json()["winner"]
+
+
+def test_O4_a_bundle_of_a_studio_round_s_prizes_is_one_banner_change_with_every_prize() -> None:
+    """The pot writes a studio round's 2,001 prizes as a bundle (jackpot.platform.bundles): the
+    sign counts every prize of it into the round's banner, as from 2,001 records, and tells its
+    watchers once, not 2,001 times (each told change is a push to every sign of the group)."""
+    pot = studio_pot()
+    bets = {seat: 1000 for seat in range(3, 2004)}
+    players = {seat: f"player-{seat}" for seat in bets}
+    pot.apply(pot.event(STUDIO, 1, round_locked=commands.locked(bets, players)))
+    pot.apply(pot.event(STUDIO, 2, round_result=table_events_pb2.RoundResult(shared_hand=ROYAL)))
+    settings = DisplaySettings()
+    banners, pushes = [], []
+    for records in (
+        [a.SerializeToString() for a in pot.awards],
+        [value for _, value in bundle_awards(pot.awards)],
+    ):
+        board = Board(5.0, 5.0)
+        fed(board, pot.updates, [])
+        told: list[str] = []
+        board.subscribe(told.append)
+        for value in records:
+            apply_record(board, settings.awards_topic, value, settings)
+        banners.append(board.signs[GROUP].to_json()["winner"])
+        pushes.append(len(told))
+    assert banners[0] == banners[1]
+    assert (banners[1]["studio_winners"], banners[1]["studio_total"]) == (2001, 2_001_000)
+    assert pushes == [2001, 1]

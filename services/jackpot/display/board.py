@@ -23,7 +23,8 @@ sign is what it was before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -275,6 +276,25 @@ class Board:
         self.signs: dict[str, Sign] = {}
         self._listeners: list[Listener] = []
         self._announced_at: dict[str, float] = {}  # group -> updated_at last told to listeners
+        self._held: set[str] | None = None  # groups changed while announcements are held
+
+    @contextlib.contextmanager
+    def announced_once(self) -> Iterator[None]:
+        """Changes made inside are told to the listeners once, at the end: a bundle of a studio
+        round's thousands of prizes (O4) is one banner change for the signs, not one per prize
+        (each told change is a push to every sign watching the group)."""
+        if self._held is not None:  # already held by an outer block: it tells
+            yield
+            return
+        self._held = held = set()
+        try:
+            yield
+        finally:
+            self._held = None
+            for group in held:
+                self._announced_at[group] = self.signs[group].updated_at
+                for listener in list(self._listeners):
+                    listener(group)
 
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -292,6 +312,9 @@ class Board:
         announced = self._announced_at.get(group, 0.0)
         if only_heard and sign.updated_at - announced < HEARD_REFRESH_SECONDS:
             return  # the next push carries it, within HEARD_REFRESH_SECONDS
+        if self._held is not None:
+            self._held.add(group)
+            return
         self._announced_at[group] = sign.updated_at
         for listener in list(self._listeners):
             listener(sign.pot_group_id)

@@ -68,8 +68,9 @@ def apply_record(
                 trace.display_received_unix_nanos = received_ns
             board.pot_update(sign_reading(update), now, wall)
         elif topic == settings.awards_topic:
-            for award in awards_of(value):  # a bundle's too (O4: a studio round's winners)
-                apply_award(board, award, now, topic)
+            with board.announced_once():  # a bundle: a studio round's winners (O4)
+                for award in awards_of(value):
+                    apply_award(board, award, now, topic)
         elif topic == settings.payouts_topic:
             apply_payout(board, payout_pb2.Payout.FromString(value))
     except DecodeError:
