@@ -286,7 +286,8 @@ class Board:
         if self._held is not None:  # already held by an outer block: it tells
             yield
             return
-        self._held = held = set()
+        held: set[str] = set()
+        self._held = held
         try:
             yield
         finally:
