@@ -62,6 +62,7 @@ PAYOUT_TYPES = frozenset(
 )
 _OVERFLOW_KEY = '"overflow":'
 _DECODER = json.JSONDecoder()
+_sha256 = hashlib.sha256
 
 
 class RecentIds:
@@ -71,7 +72,9 @@ class RecentIds:
     first live one, and an audit of a million entries slowed to a third of its speed.)"""
 
     def __init__(self, ids: Iterable[str] = (), limit: int = RECENT_IDS) -> None:
-        self._order: deque[str] = deque()
+        if limit < 1:
+            raise ValueError(f"a window of {limit} recent ids")
+        self._order: deque[str] = deque(maxlen=limit)  # appending to a full one drops the oldest
         self._members: set[str] = set()
         self._limit = limit
         for key in ids:
@@ -88,12 +91,14 @@ class RecentIds:
 
     def add(self, key: str) -> bool:
         """Remember ``key``; False when it was already among the recent ids."""
-        if key in self._members:
+        members = self._members
+        if key in members:
             return False
-        self._members.add(key)
-        self._order.append(key)
-        if len(self._order) > self._limit:
-            self._members.discard(self._order.popleft())
+        order = self._order
+        if len(order) == self._limit:
+            members.discard(order[0])
+        order.append(key)
+        members.add(key)
         return True
 
 
@@ -196,18 +201,19 @@ class GroupAudit:
             self._check_checkpoint(entry)
         chain = self.chain
         self.chain = None if raw is None or chain is None else chain_next(chain, raw)
-        sequence, entry_id = entry.ledger_sequence, entry.entry_id
-        if sequence != self.last_sequence + 1:
+        sequence, entry_id, last = entry.ledger_sequence, entry.entry_id, self.last_sequence
+        if sequence != last + 1:
             self.problems.append(
-                f"ledger_sequence {sequence} follows {self.last_sequence} "
+                f"ledger_sequence {sequence} follows {last} "
                 f"(entry {entry_id}): a gap or a duplicate"
             )
-            sequence = max(self.last_sequence, sequence)
+            sequence = max(last, sequence)
         self.last_sequence = sequence
         if not self.recent_ids.add(entry_id):
             self.problems.append(f"entry {entry_id} appears twice")
         self.config_version = entry.config_version
-        moved_from_bets, moves = self._transfers(entry, kind)
+        transfers = entry.transfers
+        moved_from_bets, moves = self._transfers(entry, kind, transfers) if transfers else (0, [])
         if kind in CONFIG_STATING_TYPES or (
             self.levels is not None and (moves or kind in AWARD_TYPES)
         ):
@@ -251,23 +257,28 @@ class GroupAudit:
             self.levels.problems.clear()
 
     def _transfers(
-        self, entry: pot_pb2.LedgerEntry, kind: int
+        self, entry: pot_pb2.LedgerEntry, kind: int, transfers: Iterable[pot_pb2.Transfer]
     ) -> tuple[int, list[tuple[str, str, int]]]:
         """The entry's transfers into the accounts; the picopesos it moved from ``bets``, and
         the transfers read (source, target, picopesos)."""
         moved_from_bets = 0
         moves: list[tuple[str, str, int]] = []
-        accounts = self.accounts
-        for transfer in entry.transfers:
-            try:
-                amount = codec.minor_units(transfer.amount)
-            except ValueError as error:
-                self.problems.append(f"entry {entry.entry_id}: {error}")
-                continue
+        accounts, from_bets = self.accounts, self.from_bets
+        debits_pots = kind in POT_DEBIT_TYPES
+        for transfer in transfers:
+            exact = transfer.amount
+            if exact.denominator == 1:  # whole pesos, as the pot writes them (codec.minor_units)
+                amount = exact.numerator * MINOR_PER_PESO
+            else:
+                try:
+                    amount = codec.minor_units(exact)
+                except ValueError as error:
+                    self.problems.append(f"entry {entry.entry_id}: {error}")
+                    continue
             source, target = transfer.source, transfer.target
             if amount <= 0:
                 self.problems.append(f"entry {entry.entry_id}: transfer of {amount} minor units")
-            if kind not in POT_DEBIT_TYPES and source.startswith("pot:"):
+            if not debits_pots and source.startswith("pot:"):
                 self.problems.append(
                     f"R2: {source} decreased by {format_amount(amount)} in entry "
                     f"{entry.entry_id} ({pot_pb2.LedgerEntryType.Name(kind)}), which is "
@@ -278,7 +289,7 @@ class GroupAudit:
             moves.append((source, target, amount))
             if source == "bets":
                 moved_from_bets += amount
-                self.from_bets[target] += amount
+                from_bets[target] += amount
         return moved_from_bets, moves
 
     def _check_checkpoint(self, entry: pot_pb2.LedgerEntry) -> None:
@@ -403,12 +414,15 @@ def overflow_of(detail_json: str) -> int:
     if detail_json.startswith("[]", at):
         return 0
     moves, _ = _DECODER.raw_decode(detail_json, at)
-    return sum(int(amount) for _, _, amount in moves)
+    total = 0
+    for _, _, amount in moves:
+        total += int(amount)
+    return total
 
 
 def chain_next(chain: bytes, raw_entry: bytes) -> bytes:
     """The hash chain after one more entry (its serialized bytes, as written to the ledger)."""
-    return hashlib.sha256(chain + hashlib.sha256(raw_entry).digest()).digest()
+    return _sha256(chain + _sha256(raw_entry).digest()).digest()
 
 
 def checkpoint_detail(

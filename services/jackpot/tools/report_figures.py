@@ -48,6 +48,7 @@ from jackpot.platform.bundles import ledger_entries
 from jackpot.pot import records
 from jackpot.pot.ledger_audit import (
     AWARD_TYPES,
+    BETS_COLLECTED,
     CHECKPOINT,
     PAYOUT_TYPES,
     GroupAudit,
@@ -65,7 +66,7 @@ from jackpot.tools.report_model import (
     not_read,
 )
 from jackpot.tools.report_rows import AwardRow, SinkFactory, keep_awards
-from jackpot.tools.report_split import TableKinds, figures_of, split_entry
+from jackpot.tools.report_split import LINKING_TYPES, TableKinds, figures_of, split_entry
 from jackpot.v1 import pot_pb2
 
 LAST_AWARDS = 25  # R1: the last 25 hits
@@ -218,40 +219,60 @@ class GroupBooks:
 
     def _book(self, entry: pot_pb2.LedgerEntry, raw: bytes, recorded: int) -> None:
         report = self.report
-        closing = report.closing
         kind = entry.type
         settling = self.from_checkpoint and kind in SETTLING
-        if recorded < self.period.start_ns:
+        in_period = recorded >= self.period.start_ns
+        if not in_period:
             if settling:
                 self._seed(report.opening, entry)
             report.opening.add(entry, raw)
             self.in_force_at_start = entry.config_version or self.in_force_at_start
             if settling:
-                self._seed(closing, entry)
-            closing.add(entry, raw)
-            self.kinds.note(entry)
+                self._seed(report.closing, entry)
+            report.closing.add(entry, raw)
         else:
-            main_before, overflow_before = closing.accounts["pot:main"], closing.overflow
-            if self.from_bets_at_start is None:
-                self.from_bets_at_start = Counter(closing.from_bets)
-                report.studio_tables |= self.kinds.linked_studio  # linked at --from
-            if settling:
-                self._seed(closing, entry)
-            before = figures_of(closing)
-            closing.add(entry, raw)
-            if kind != CHECKPOINT:
-                _in_period(report, entry, recorded, main_before, overflow_before)
-                studio = self.kinds.is_studio(entry.table_id)
-                split_entry(
-                    report.studio if studio else report.land, entry, before, figures_of(closing)
-                )
-            linked = self.kinds.note(entry)
-            if linked:
-                report.studio_tables.add(linked)
+            self._book_in_period(entry, raw, recorded, kind, settling)
+        linked = self.kinds.note(entry) if kind in LINKING_TYPES else ""
+        if linked and in_period:
+            report.studio_tables.add(linked)
         if kind in CONFIG_TYPES:
             _note_config(self.configs, entry)
         elif kind in NAMED_TYPES:
-            self._note_award(entry, recorded >= self.period.start_ns)
+            self._note_award(entry, in_period)
+
+    def _book_in_period(
+        self, entry: pot_pb2.LedgerEntry, raw: bytes, recorded: int, kind: int, settling: bool
+    ) -> None:
+        """An entry of the period to the closing books and the period's figures (the hour's
+        collections, the overflow, the main pot's course, the land/studio split), which only an
+        entry with transfers or a collection moves: not two in five (a round settled, ...)."""
+        report = self.report
+        closing = report.closing
+        if self.from_bets_at_start is None:
+            self.from_bets_at_start = Counter(closing.from_bets)
+            report.studio_tables |= self.kinds.linked_studio  # linked at --from
+        if settling:
+            self._seed(closing, entry)
+        if kind == CHECKPOINT:
+            closing.add(entry, raw)
+            return
+        series, main_before = report.main_series, closing.accounts["pot:main"]
+        if not series:
+            series.append((recorded, main_before))
+        if not (entry.transfers or kind == BETS_COLLECTED or kind in AWARD_TYPES):
+            closing.add(entry, raw)
+            return
+        overflow_before, before = closing.overflow, figures_of(closing)
+        closing.add(entry, raw)
+        if kind == BETS_COLLECTED:
+            hour = recorded - recorded % HOUR_NS
+            report.collected_by_hour[hour] += entry.amount * MINOR_PER_PESO
+        report.overflow += closing.overflow - overflow_before
+        main_after = closing.accounts["pot:main"]
+        if main_after != main_before:
+            plot_main(series, recorded, main_after)
+        books = report.studio if self.kinds.is_studio(entry.table_id) else report.land
+        split_entry(books, entry, before, figures_of(closing))
 
     def _seed(self, audit: GroupAudit, entry: pot_pb2.LedgerEntry) -> None:
         """In books begun at a checkpoint, a payment or void of an award made before it: the
@@ -478,27 +499,6 @@ def compute(
 
 
 # ---------------------------------------------------------------------- entry by entry
-
-
-def _in_period(
-    report: GroupReport,
-    entry: pot_pb2.LedgerEntry,
-    recorded: int,
-    main_before: int,
-    overflow_before: int,
-) -> None:
-    """An entry of the period, once the closing books have taken it: the hour's collections,
-    the overflow, the main pot's course."""
-    if entry.type == pot_pb2.LEDGER_ENTRY_TYPE_BETS_COLLECTED:
-        report.collected_by_hour[recorded - recorded % HOUR_NS] += entry.amount * MINOR_PER_PESO
-    closing = report.closing
-    report.overflow += closing.overflow - overflow_before
-    series = report.main_series
-    if not series:
-        series.append((recorded, main_before))
-    main_after = closing.accounts["pot:main"]
-    if main_after != main_before:
-        plot_main(series, recorded, main_after)
 
 
 def plot_main(series: list[tuple[int, int]], at: int, value: int) -> None:

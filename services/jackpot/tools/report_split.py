@@ -27,6 +27,7 @@ from jackpot.v1 import pot_pb2
 
 LINKED = pot_pb2.LEDGER_ENTRY_TYPE_TABLE_LINKED
 UNLINKED = pot_pb2.LEDGER_ENTRY_TYPE_TABLE_UNLINKED
+LINKING_TYPES = frozenset({LINKED, UNLINKED})  # the entries TableKinds.note reads
 KINDS = ("land", "studio")
 
 
