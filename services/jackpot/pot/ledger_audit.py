@@ -278,7 +278,10 @@ class GroupAudit:
             source, target = transfer.source, transfer.target
             if amount <= 0:
                 self.problems.append(f"entry {entry.entry_id}: transfer of {amount} minor units")
-            if not debits_pots and source.startswith("pot:"):
+            if source == "bets":  # most transfers: a collection's
+                moved_from_bets += amount
+                from_bets[target] += amount
+            elif not debits_pots and source.startswith("pot:"):
                 self.problems.append(
                     f"R2: {source} decreased by {format_amount(amount)} in entry "
                     f"{entry.entry_id} ({pot_pb2.LedgerEntryType.Name(kind)}), which is "
@@ -287,9 +290,6 @@ class GroupAudit:
             accounts[source] -= amount
             accounts[target] += amount
             moves.append((source, target, amount))
-            if source == "bets":
-                moved_from_bets += amount
-                from_bets[target] += amount
         return moved_from_bets, moves
 
     def _check_checkpoint(self, entry: pot_pb2.LedgerEntry) -> None:
