@@ -11,9 +11,10 @@ What is timed is that feeding alone: the figures of ``jackpot report`` without t
 the client's decoding.
 
 ``--whole`` reads every partition from its first record instead (as a replay does: every entry
-before ``--from`` then goes to both the opening and the closing books). ``--out DIR`` writes the
-report's CSV files, its annex and its groups' problems there, to compare two versions of the
-code byte for byte; ``--profile N`` prints cProfile's N costliest functions by own time.
+before ``--from`` then goes to the books the period opens with). ``--out DIR`` writes the
+report's CSV files, its annex, its groups' problems and books (as the day books keep them) there,
+to compare two versions of the code byte for byte; ``--profile N`` prints cProfile's N costliest
+functions by own time.
 
     python -m loadtest.bench_report_read [--tables 80] [--days 1.1] [--cache PATH] [--repeat 3]
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import pickle
 import pstats
 import statistics
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from jackpot.platform.logging import configure_logging
+from jackpot.pot.ledger_audit import audit_to_dict
 from jackpot.tools.report import CHECKPOINT_INTERVAL_SECONDS, SEEK_MARGIN_MS, write_csv
 from jackpot.tools.report_figures import ReportBuilder
 from jackpot.tools.report_model import Period, Report
@@ -136,6 +139,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         write_csv(args.out, report)
         problems = [f"{g.group_id}: {p}" for g in report.groups for p in g.problems]
         (args.out / "problems.txt").write_text("".join(f"{p}\n" for p in problems))
+        books = {
+            g.group_id: [audit_to_dict(g.opening), audit_to_dict(g.closing)] for g in report.groups
+        }
+        (args.out / "books.json").write_text(json.dumps(books, sort_keys=True))
 
 
 def profile(records: Ledger, period: Period, whole: bool, top: int) -> None:
