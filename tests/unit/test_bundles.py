@@ -156,13 +156,13 @@ def test_a_bundle_that_is_not_its_group_s_entries_is_refused() -> None:
         bad.CopyFrom(good)
         bad.bundled.append(element)
         with pytest.raises(BundleError, match=why):
-            list(ledger_entries(bad.SerializeToString()))
+            ledger_entries(bad.SerializeToString())
     empty = pot_pb2.LedgerEntry(pot_group_id=GROUP, type=BUNDLE)
     with pytest.raises(BundleError, match="holds no entry"):
-        list(ledger_entries(empty.SerializeToString()))
+        ledger_entries(empty.SerializeToString())
     garbage = pot_pb2.LedgerEntry(pot_group_id=GROUP, type=BUNDLE, bundled=[b"\xff\xff"])
     with pytest.raises(DecodeError):
-        list(ledger_entries(garbage.SerializeToString()))
+        ledger_entries(garbage.SerializeToString())
 
 
 def test_an_awards_bundle_of_another_group_s_award_is_refused() -> None:

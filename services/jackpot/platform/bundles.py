@@ -38,23 +38,22 @@ class BundleError(DecodeError):
     """A bundle that cannot be read as the entries (awards) of its group."""
 
 
-def ledger_entries(raw: bytes) -> Iterator[tuple[pot_pb2.LedgerEntry, bytes]]:
+def ledger_entries(raw: bytes) -> list[tuple[pot_pb2.LedgerEntry, bytes]]:
     """The entries one ledger record holds, each with its own bytes (those its group's hash
     chain folds): the record's entry, or a bundle's. DecodeError if a part does not decode."""
     entry = pot_pb2.LedgerEntry.FromString(raw)
     if entry.type != BUNDLE:
-        yield entry, raw
-        return
+        return [(entry, raw)]
     if not entry.bundled:
         raise BundleError(f"ledger bundle {entry.source_event_id!r} holds no entry")
-    for element in entry.bundled:
-        inner = pot_pb2.LedgerEntry.FromString(element)
+    entries = [(pot_pb2.LedgerEntry.FromString(element), element) for element in entry.bundled]
+    for inner, _ in entries:
         if inner.type == BUNDLE or inner.pot_group_id != entry.pot_group_id:
             raise BundleError(
                 f"ledger bundle of group {entry.pot_group_id!r} holds entry {inner.entry_id!r} "
                 f"of group {inner.pot_group_id!r}, type {inner.type}"
             )
-        yield inner, element
+    return entries
 
 
 def awards_of(raw: bytes) -> list[pot_pb2.Award]:

@@ -394,7 +394,7 @@ class ReportBuilder:
         a day's million records)."""
         self.records += 1
         try:
-            entries = list(ledger_entries(value))
+            entries = ledger_entries(value)
         except DecodeError as error:
             self.unreadable.append(
                 f"ledger partition {partition} offset {offset} cannot be read "

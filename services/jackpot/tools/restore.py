@@ -103,7 +103,7 @@ async def scan_ledger(
 def _entries(record: ConsumerRecord[bytes, bytes]) -> list[tuple[pot_pb2.LedgerEntry, bytes]]:
     """The entries of one ledger record (a bundle's too), or the refusal naming the record."""
     try:
-        return list(ledger_entries(record.value or b""))
+        return ledger_entries(record.value or b"")
     except DecodeError as error:
         raise RestoreRefused(
             f"ledger partition {record.partition} offset {record.offset} cannot be read "
