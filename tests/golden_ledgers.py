@@ -35,6 +35,7 @@ from jackpot.platform.bundles import bundle_ledger, ledger_entries
 from jackpot.pot import commands
 from jackpot.pot.ledger_audit import AWARD_TYPES, GroupAudit
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
+from tests.book_pot import caribbean
 from tests.unit.test_restore import GROUP, MYSTERY_CONFIG, Floor, played
 
 FOLDER = Path(__file__).parent / "golden" / "ledgers"
@@ -104,15 +105,7 @@ def payout_entries(award: pot_pb2.LedgerEntry, index: int) -> list[pot_pb2.Ledge
 def studio_round(floor: Floor) -> None:
     """A studio table linked, and a round whose :data:`STUDIO_BETS` bets all win a straight
     flush shared among them (O4): one table event, more prizes than a bundle's least."""
-    link = table_events_pb2.LinkTable(
-        table_id=STUDIO,
-        game=common_pb2.GAME_CARIBBEAN,
-        site="studio",
-        studio_seats=STUDIO_BETS,
-        min_bet=1000,
-        max_bet=5000,
-        credit_value=1000,
-    )
+    link = caribbean(STUDIO, site="studio", studio_seats=STUDIO_BETS)
     bets = {seat: 1000 + 1000 * (seat % 3) for seat in range(1, STUDIO_BETS + 1)}
     players = {seat: f"player-{seat:04d}" for seat in bets}
     hand = table_events_pb2.RoundResult(shared_hand=["9S", "8S", "7S", "6S", "5S"])

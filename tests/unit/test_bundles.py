@@ -30,6 +30,7 @@ from jackpot.pot.group_runtime import Outputs
 from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
+from tests.book_pot import caribbean
 
 pytestmark = pytest.mark.unit
 
@@ -42,15 +43,7 @@ def played(bets: int) -> tuple[list[Outputs], PotBook]:
     """A group with a studio table whose round of ``bets`` bets all share a royal flush: each
     table event's outputs."""
     book = PotBook(0, source="pot:test", checkpoint_entries=100)
-    link = table_events_pb2.LinkTable(
-        table_id=STUDIO,
-        game=common_pb2.GAME_CARIBBEAN,
-        site="studio",
-        studio_seats=bets,
-        min_bet=1000,
-        max_bet=5000,
-        credit_value=1000,
-    )
+    link = caribbean(STUDIO, site="studio", studio_seats=bets)
     players = {seat: f"p{seat}" for seat in range(1, bets + 1)}
     lock = commands.locked(dict.fromkeys(players, 1000), players)
     steps = [
