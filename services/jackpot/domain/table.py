@@ -91,6 +91,10 @@ class Limits:
     credit_value: int
 
 
+# A table's limits until its pot group is heard from: every bet refused (a land or studio table)
+UNKNOWN_LIMITS = Limits(0, 0, 1)
+
+
 @dataclass(slots=True)
 class Table:
     table_id: str

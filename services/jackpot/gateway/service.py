@@ -28,7 +28,7 @@ from opentelemetry.trace import SpanKind
 
 from jackpot.domain.access import ANONYMOUS, Action, Principal, Role
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.table import REMEMBERED_OUTCOMES, Limits, Table
+from jackpot.domain.table import REMEMBERED_OUTCOMES, UNKNOWN_LIMITS, Limits, Table
 from jackpot.domain.table_messages import (
     Outcome,
 )
@@ -46,7 +46,6 @@ from jackpot.v1 import device_pb2, pot_pb2
 
 log = structlog.get_logger("jackpot.gateway")
 
-UNKNOWN_LIMITS = Limits(0, 0, 1)
 ACCEPT_SPAN = "gateway.accept"  # a device event judged and made durable (jackpot.platform.tracing)
 
 

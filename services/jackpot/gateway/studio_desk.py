@@ -28,7 +28,7 @@ import structlog
 from jackpot.domain.cards import Game
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.studio_table import BetAnswer, StudioBet, StudioChange, StudioTable
-from jackpot.domain.table import Limits, Phase
+from jackpot.domain.table import UNKNOWN_LIMITS, Limits, Phase
 from jackpot.domain.table_messages import Fact, RoundLockedFact, RoundVoidedFact
 from jackpot.gateway import metrics
 from jackpot.gateway.event_records import published_record
@@ -37,7 +37,6 @@ from jackpot.gateway.spool import Spool, SpoolWrite
 
 log = structlog.get_logger("jackpot.gateway.studio")
 T = TypeVar("T")
-UNKNOWN_LIMITS = Limits(0, 0, 1)  # until the pot group is heard from (every bet refused)
 
 
 class StudioDesk:
