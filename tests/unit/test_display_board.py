@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import random
 
-from jackpot.display.board import Board, SignReading, Winner
+from jackpot.display.board import Board, PendingPrize, SignReading, Winner
 from jackpot.display.fanout import Subscription
-from jackpot.display.feed import apply_payout
+from jackpot.display.feed import apply_payout, pending_prize
 from jackpot.display.grpc_api import to_proto
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.v1 import payout_pb2
@@ -102,6 +103,54 @@ def test_D2_a_prize_awaiting_approval_is_pending_until_approved_paid_or_voided()
     apply_payout(board, payout("d", awaiting, order=4))
     apply_payout(board, payout("d", payout_pb2.PAYOUT_STATE_PAID, order=4))
     assert board.signs["g"].pending == ()
+
+
+def test_D2_S5_pending_prizes_stay_in_payment_order_through_any_sequence_of_records() -> None:
+    """D2, S5: a studio round's thousands of prizes awaiting approval (O9) and their approvals,
+    payments, replays, moves between groups, tombstones and a restore, in random order: every
+    sign shows exactly the prizes whose latest record awaits approval, in payment order, as a
+    plain recomputation from every latest record says."""
+    board = Board(stale_after=100, winner_seconds=10)
+    rng = random.Random(39)
+    latest: dict[str, payout_pb2.Payout] = {}
+    states = [
+        payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL,
+        payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL,
+        payout_pb2.PAYOUT_STATE_APPROVED,
+        payout_pb2.PAYOUT_STATE_PAID,
+        payout_pb2.PAYOUT_STATE_ORDERED,
+    ]
+    for step in range(6_000):
+        award = f"a{rng.randrange(2_000):04}"
+        if step == 3_000:  # a restore that no longer finds a fifth (their tombstones compacted)
+            for gone in rng.sample(sorted(latest), len(latest) // 5):
+                del latest[gone]
+            board.replace_pending(_pending_by_group(latest))
+            continue
+        if rng.random() < 0.05 and award in latest:
+            board.settled(award)  # the open topic's tombstone
+            del latest[award]
+            continue
+        record = payout(award, rng.choice(states), rng.randrange(500), rng.choice("gh"))
+        apply_payout(board, record)
+        latest[award] = record
+    expected = _pending_by_group(latest)
+    assert sum(len(prizes) for prizes in expected.values()) > 200  # the judge sees a crowd
+    for group in "gh":
+        assert board.signs[group].pending == expected.get(group, ())
+
+
+def _pending_by_group(latest: dict[str, payout_pb2.Payout]) -> dict[str, tuple[PendingPrize, ...]]:
+    """The reference: each group's awaiting prizes sorted by (order, award id), from scratch."""
+    groups: dict[str, list[PendingPrize]] = {}
+    for record in latest.values():
+        found = pending_prize(record)
+        if found is not None and found[2]:
+            groups.setdefault(found[0], []).append(found[1])
+    return {
+        group: tuple(sorted(prizes, key=lambda p: (p.order, p.award_id)))
+        for group, prizes in groups.items()
+    }
 
 
 def test_a_payout_without_a_group_or_with_a_negative_amount_changes_no_sign() -> None:

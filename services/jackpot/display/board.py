@@ -23,6 +23,7 @@ sign is what it was before.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -219,6 +220,11 @@ class PendingPrize:
         }
 
 
+def _pending_key(prize: PendingPrize) -> tuple[int, str]:
+    """A sign's pending prizes are in payment order (rule S5)."""
+    return (prize.order, prize.award_id)
+
+
 @dataclass(frozen=True, slots=True)
 class Sign:
     pot_group_id: str
@@ -277,6 +283,10 @@ class Board:
         self._listeners: list[Listener] = []
         self._announced_at: dict[str, float] = {}  # group -> updated_at last told to listeners
         self._held: set[str] | None = None  # groups changed while announcements are held
+        # award id -> the group whose sign shows it pending, and its sort key there: a payout
+        # record that is not pending (most are) costs a lookup, and one that is a binary search,
+        # not a sort of a studio round's thousands of prizes awaiting approval (O9, D2)
+        self._pending_in: dict[str, tuple[str, tuple[int, str]]] = {}
 
     @contextlib.contextmanager
     def announced_once(self) -> Iterator[None]:
@@ -381,28 +391,44 @@ class Board:
     def payout(self, pot_group_id: str, prize: PendingPrize, awaiting_approval: bool) -> None:
         """A payout's latest state: pending while it awaits approval, gone from the sign once
         it is approved, paid or voided (the jackpot lock, rule D2)."""
-        old = self.signs.get(pot_group_id, Sign(pot_group_id))
-        others = [p for p in old.pending if p.award_id != prize.award_id]
+        shown = self._pending_in.get(prize.award_id)
+        if shown is not None:
+            if awaiting_approval and shown == (pot_group_id, _pending_key(prize)):
+                sign = self.signs[pot_group_id]
+                if sign.pending[self._pending_at(sign, prize.award_id)] == prize:
+                    return
+            self._unpend(prize.award_id)
         if awaiting_approval:
-            others.append(prize)
-        pending = tuple(sorted(others, key=lambda p: (p.order, p.award_id)))
-        if pending != old.pending:
-            self._set(replace(old, pending=pending))
+            old = self.signs.get(pot_group_id, Sign(pot_group_id))
+            key = _pending_key(prize)
+            at = bisect.bisect_left(old.pending, key, key=_pending_key)
+            self._pending_in[prize.award_id] = (pot_group_id, key)
+            self._set(replace(old, pending=(*old.pending[:at], prize, *old.pending[at:])))
 
     def settled(self, award_id: str) -> None:
         """A payout's tombstone (paid or voided, its group not named): off every sign."""
-        for sign in list(self.signs.values()):
-            if any(p.award_id == award_id for p in sign.pending):
-                kept = tuple(p for p in sign.pending if p.award_id != award_id)
-                self._set(replace(sign, pending=kept))
+        if award_id in self._pending_in:
+            self._unpend(award_id)
+
+    def _pending_at(self, sign: Sign, award_id: str) -> int:
+        _, key = self._pending_in[award_id]
+        return bisect.bisect_left(sign.pending, key, key=_pending_key)
+
+    def _unpend(self, award_id: str) -> None:
+        group, _ = self._pending_in[award_id]
+        old = self.signs[group]
+        at = self._pending_at(old, award_id)
+        del self._pending_in[award_id]
+        self._set(replace(old, pending=(*old.pending[:at], *old.pending[at + 1 :])))
 
     def replace_pending(self, pending: Mapping[str, Sequence[PendingPrize]]) -> None:
         """Every group's pending prizes at once, as a restore read them: a prize not in
         ``pending`` is no longer pending anywhere."""
+        self._pending_in.clear()
         for group_id in sorted({*self.signs, *pending}):
             old = self.signs.get(group_id, Sign(group_id))
-            prizes = pending.get(group_id, ())
-            ordered = tuple(sorted(prizes, key=lambda p: (p.order, p.award_id)))
+            ordered = tuple(sorted(pending.get(group_id, ()), key=_pending_key))
+            self._pending_in.update((p.award_id, (group_id, _pending_key(p))) for p in ordered)
             if ordered != old.pending and (group_id in self.signs or ordered):
                 self._set(replace(old, pending=ordered))
 
