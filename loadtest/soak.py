@@ -104,6 +104,7 @@ LOG_EVENTS = (
     "payout_record_unreadable",
     "award_refused",
     "payout_transition",
+    "payout_transitions",  # one line for a transaction's many (a studio round's prizes)
 )
 
 
@@ -305,9 +306,11 @@ def tally(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         counts[name] += 1
         if name == "partition_halted":
             halted[str(event.get("why"))] += 1
-        elif name == "payout_transition":
-            transitions[str(event.get("state"))] += 1
-            before_revoke += 0 if revoked else 1
+        elif name in ("payout_transition", "payout_transitions"):
+            states = event.get("states") or {str(event.get("state")): 1}
+            for state, count in states.items():
+                transitions[str(state)] += int(count)
+                before_revoke += 0 if revoked else int(count)
         elif name == "partitions_revoked":
             revoked = True
     return {

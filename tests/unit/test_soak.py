@@ -201,13 +201,14 @@ def test_an_award_the_rules_do_not_give_fails_the_soak() -> None:
 def test_zombie_commits_before_its_revoke_are_counted() -> None:
     events: list[dict[str, Any]] = [
         {"event": "payout_transition", "state": "PAID"},
+        {"event": "payout_transitions", "states": {"PAID": 70, "ORDERED": 2}},  # a studio round's
         {"event": "partition_halted", "why": "producer_fenced"},
         {"event": "partitions_revoked", "partitions": [0, 1]},
         {"event": "payout_transition", "state": "ORDERED"},
         {"event": "something_else"},
     ]
     counted = tally(events)
-    assert counted["commits_before_revoke"] == 1
+    assert counted["commits_before_revoke"] == 73
     assert counted["halted"] == {"producer_fenced": 1}
-    assert counted["transitions"] == {"PAID": 1, "ORDERED": 1}
+    assert counted["transitions"] == {"PAID": 71, "ORDERED": 3}
     assert "something_else" not in counted["events"]

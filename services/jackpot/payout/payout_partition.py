@@ -8,6 +8,7 @@ the payout service's module docstring (:mod:`jackpot.payout.service`).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -38,6 +39,9 @@ log = structlog.get_logger("jackpot.payout")
 TICK_SECONDS = 1.0  # how often a partition writes what is due without input (catch-up, expiry)
 CATCH_UP_SECONDS = 120.0  # the payouts-topic read of a takeover (the processor's restore's too)
 EXPIRED_PER_TICK = 500  # tombstones of settled payouts per transaction at most
+# A transaction moving fewer payouts logs a line for each; one moving more (a studio round's
+# thousands of prizes, O9) logs one line counting them by state: the ledger holds each.
+LOGGED_EACH_BELOW = 64
 
 
 def _awards(value: bytes | None) -> list[pot_pb2.Award]:
@@ -315,27 +319,38 @@ class PayoutPartition:
             self.next_order = max(self.next_order, payout.order + 1)
         # the book told once per transaction: a studio split's 10,000 payouts, one change (O4)
         self._keep_all([p for p in batch.payouts if p.award_id not in batch.dropped])
-        for payout in batch.payouts:
-            self._log_transition(payout)
+        self._log_transitions(batch.payouts)
         gone = [a for a in batch.dropped if a in self.payouts]
         for award_id in gone:
             del self.payouts[award_id]
         self.book.drop(gone)
 
-    def _log_transition(self, payout: Payout) -> None:
-        metrics.TRANSITIONS.labels(payout.state.value).inc()
-        if payout.state is PayoutState.PAID:
-            metrics.PAID.inc()
-        log.info(
-            "payout_transition",
-            award=payout.award_id,
-            table=payout.table_id,
-            round=payout.round_id,
-            pot_group=payout.pot_group_id,
-            partition=self.partition,
-            state=payout.state.value,
-            by=payout.history[-1].by,
-        )
+    def _log_transitions(self, payouts: list[Payout]) -> None:
+        states = Counter(payout.state for payout in payouts)
+        for state, count in states.items():
+            metrics.TRANSITIONS.labels(state.value).inc(count)
+        metrics.PAID.inc(states[PayoutState.PAID])
+        if len(payouts) >= LOGGED_EACH_BELOW:
+            log.info(
+                "payout_transitions",
+                partition=self.partition,
+                states={state.value: count for state, count in states.items()},
+                tables=sorted({payout.table_id for payout in payouts}),
+                first=payouts[0].award_id,
+                last=payouts[-1].award_id,
+            )
+            return
+        for payout in payouts:
+            log.info(
+                "payout_transition",
+                award=payout.award_id,
+                table=payout.table_id,
+                round=payout.round_id,
+                pot_group=payout.pot_group_id,
+                partition=self.partition,
+                state=payout.state.value,
+                by=payout.history[-1].by,
+            )
 
     def rollback(self) -> None:
         # Payouts change only in commit: going back is going back to the committed offset.

@@ -44,6 +44,8 @@ class WalletPayer:
         self._answered: dict[str, str] = {}  # award id -> the wallet's transaction
         self._refused: set[str] = set()  # award ids the wallet refused: left to a supervisor
         self._slots = asyncio.Semaphore(self.settings.wallet_concurrency)
+        self._scanned: int | None = None  # the book's changes at the last scan
+        self._released = False  # a payout left the in-flight ones since: scan again
 
     async def run(self) -> None:
         """Until cancelled: every payable studio payout credited once and PAID."""
@@ -64,6 +66,11 @@ class WalletPayer:
                 await asyncio.gather(*self._in_flight.values(), return_exceptions=True)
 
     def _due(self) -> list[Payout]:
+        """The payable studio payouts not being credited; none to look at when neither the
+        book nor the in-flight ones changed since the last look (10,000 prizes in flight)."""
+        if self._scanned == self.service.book.changes and not self._released:
+            return []
+        self._scanned, self._released = self.service.book.changes, False
         return [
             payout
             for payout in self.service.book.payable_to_wallets()
@@ -83,10 +90,12 @@ class WalletPayer:
             self._answered[payout.award_id] = answer.transaction_id
             outcome = "duplicate" if answer.duplicate else "credited"
             metrics.WALLET_CREDITS.labels(outcome).inc()
-            log.info("wallet_answered", award=payout.award_id, calls=calls, outcome=outcome)
+            if calls > 1 or answer.duplicate:  # the many first-call credits: the PAID line counts
+                log.info("wallet_answered", award=payout.award_id, calls=calls, outcome=outcome)
         except WalletRefused as refused:
             self._refused.add(payout.award_id)
             self._in_flight.pop(payout.award_id, None)
+            self._released = True
             metrics.WALLET_CREDITS.labels("refused").inc()
             log.error("wallet_refused", award=payout.award_id, why=str(refused))
 
@@ -105,3 +114,4 @@ class WalletPayer:
         finally:
             for award_id in answered:
                 self._in_flight.pop(award_id, None)
+            self._released = True
