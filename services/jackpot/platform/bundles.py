@@ -19,7 +19,7 @@ refused as unreadable (:class:`BundleError`), as a record that does not decode i
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from google.protobuf.message import DecodeError
 
@@ -100,41 +100,52 @@ def bundle_ledger(
 ) -> list[tuple[str, bytes]]:
     """The records that write ``entries`` (``raws``: their bytes as chained), in order, each
     with its group: one each, but a run of :data:`BUNDLE_FROM` or more of one table event in one
-    group bundled."""
+    group bundled; a bundle carries its last entry's sequence."""
+
+    def envelope(group_id: str, source: str, chunk: list[bytes], last: int) -> bytes:
+        sequence = entries[last].ledger_sequence
+        return pot_pb2.LedgerEntry(
+            pot_group_id=group_id,
+            type=BUNDLE,
+            ledger_sequence=sequence,
+            source_event_id=source,
+            bundled=chunk,
+        ).SerializeToString()
+
     keys = [(entry.pot_group_id, entry.source_event_id) for entry in entries]
-    records: list[tuple[str, bytes]] = []
-    for start, end in _runs(keys):
-        group_id = keys[start][0]
-        if end - start < BUNDLE_FROM:
-            records += [(group_id, raw) for raw in raws[start:end]]
-            continue
-        at = start
-        for chunk in _chunks(raws, start, end):
-            at += len(chunk)
-            last = entries[at - 1]
-            bundle = pot_pb2.LedgerEntry(
-                pot_group_id=group_id,
-                type=BUNDLE,
-                ledger_sequence=last.ledger_sequence,
-                source_event_id=last.source_event_id,
-                bundled=chunk,
-            )
-            records.append((group_id, bundle.SerializeToString()))
-    return records
+    return _bundled(keys, raws, envelope)
 
 
 def bundle_awards(awards: Sequence[pot_pb2.Award]) -> list[tuple[str, bytes]]:
     """The records that write ``awards``, in order, each with its group: one each, but a run
     of :data:`BUNDLE_FROM` or more of one table event in one group bundled."""
+
+    def envelope(group_id: str, source: str, chunk: list[bytes], last: int) -> bytes:
+        return pot_pb2.Award(
+            pot_group_id=group_id, source_event_id=source, bundled=chunk
+        ).SerializeToString()
+
     keys = [(award.pot_group_id, award.source_event_id) for award in awards]
-    raws = [award.SerializeToString() for award in awards]
+    return _bundled(keys, [award.SerializeToString() for award in awards], envelope)
+
+
+Envelope = Callable[[str, str, list[bytes], int], bytes]  # group, event, elements, last index
+
+
+def _bundled(
+    keys: Sequence[tuple[str, str]], raws: Sequence[bytes], envelope: Envelope
+) -> list[tuple[str, bytes]]:
+    """``raws`` as (group, record) pairs in order: a run of fewer than :data:`BUNDLE_FROM`
+    equal (group, table event) keys one record each, a longer run in bundles made by
+    ``envelope`` (its group, its event, its elements, the index of its last one)."""
     records: list[tuple[str, bytes]] = []
     for start, end in _runs(keys):
         group_id, source = keys[start]
         if end - start < BUNDLE_FROM:
             records += [(group_id, raw) for raw in raws[start:end]]
             continue
+        at = start
         for chunk in _chunks(raws, start, end):
-            bundle = pot_pb2.Award(pot_group_id=group_id, source_event_id=source, bundled=chunk)
-            records.append((group_id, bundle.SerializeToString()))
+            at += len(chunk)
+            records.append((group_id, envelope(group_id, source, chunk, at - 1)))
     return records
