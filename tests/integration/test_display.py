@@ -115,6 +115,32 @@ class DisplayUnderTest:
             self.settings.payouts_topic, payout.SerializeToString(), key=award_id.encode()
         )
 
+    async def studio_payouts(self, state: int, seats: range) -> None:
+        """A studio round's payouts (S-1, round R5), one per seat, at ``state``: each a prize to
+        its player's wallet (O9) of 1,000,000 + seat pesos."""
+        payouts = [
+            payout_pb2.Payout(
+                award_id=f"{GROUP}/S-1/R5/{seat}/FLUSH",
+                pot_group_id=GROUP,
+                table_id="S-1",
+                round_id="R5",
+                seat=seat,
+                prize="FLUSH",
+                amount=1_000_000 + seat,
+                state=state,  # type: ignore[arg-type]
+                order=seat,
+                player=f"player-{seat}",
+            )
+            for seat in seats
+        ]
+        for payout in payouts:
+            await self.producer.send(  # type: ignore[attr-defined]
+                self.settings.payouts_topic,
+                payout.SerializeToString(),
+                key=payout.award_id.encode(),
+            )
+        await self.producer.flush()  # type: ignore[attr-defined]
+
     async def send(self, topic: str, group: str, messages: Iterable[Message]) -> None:
         """A pot's records to ``topic`` in order, keyed by their group, as the pot writes them."""
         for message in messages:
@@ -340,6 +366,50 @@ async def test_D2_a_prize_awaiting_approval_is_pending_on_the_sign_until_approve
             while sign.pending:
                 sign = (await asyncio.wait_for(stream.read(), 10)).sign
             assert sign.amount == 1_000_000
+        stream.cancel()
+
+
+async def test_D2_O9_a_studio_rounds_prizes_awaiting_approval_are_counted_on_the_sign(
+    display: DisplayUnderTest, artifacts: Path
+) -> None:
+    """D2, O4, O9: a studio round's 500 prizes awaiting approval are one counted line on the web
+    sign and one PendingRound on the SignService (how many, their total), not 500 listed; the
+    count follows the approvals and the line goes once every prize is approved."""
+    async with grpc.aio.insecure_channel(display.settings.grpc_address) as channel:
+        stub = display_pb2_grpc.SignServiceStub(channel)
+        stream = stub.WatchSigns(display_pb2.WatchSignsRequest(pot_group_ids=[GROUP]))
+        async with chromium() as browser:
+            page = await browser.new_page(viewport={"width": 1200, "height": 760})
+            await page.goto(f"{display.base_url}/sign/{GROUP}")
+            await page.wait_for_function(
+                "document.getElementById('amount').dataset.shown === '1000000'"
+            )
+            awaiting = payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL
+            await display.studio_payouts(awaiting, range(1, 501))
+            line = page.locator("#pending-list li[data-round='R5']")
+            total = sum(1_000_000 + seat for seat in range(1, 501))  # 500,125,250
+            await line.filter(has_text="500 premios").wait_for(timeout=10_000)
+            assert await line.inner_text() == "500 premios · Mesa S-1 · Ronda R5 · $500.125.250"
+            assert await page.locator("#pending-list li").count() == 1
+            heading = await page.locator("#pending-head").inner_text()
+            assert heading == "PREMIOS PENDIENTES DE APROBACIÓN"
+            await page.wait_for_function(DRUMS_AT_REST)
+            await page.screenshot(path=str(artifacts / "sign-pending-studio.png"))
+            await assert_spanish(page, "a studio round pending on the sign", (*IDENTIFIERS, "S-1"))
+            sign = (await asyncio.wait_for(stream.read(), 10)).sign
+            while [r.prizes for r in sign.pending_rounds] != [500]:
+                sign = (await asyncio.wait_for(stream.read(), 10)).sign
+            assert not sign.pending
+            assert [(r.table_id, r.round_id, r.total) for r in sign.pending_rounds] == [
+                ("S-1", "R5", total)
+            ]
+
+            await display.studio_payouts(payout_pb2.PAYOUT_STATE_APPROVED, range(1, 201))
+            await line.filter(has_text="300 premios").wait_for(timeout=10_000)
+            await display.studio_payouts(payout_pb2.PAYOUT_STATE_APPROVED, range(201, 501))
+            await page.get_by_test_id("pending").wait_for(state="hidden", timeout=10_000)
+            while sign.pending_rounds:
+                sign = (await asyncio.wait_for(stream.read(), 10)).sign
         stream.cancel()
 
 

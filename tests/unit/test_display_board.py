@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import random
 
-from jackpot.display.board import Board, PendingPrize, SignReading, Winner
+from jackpot.display.board import Board, SignReading, Winner
 from jackpot.display.fanout import Subscription
 from jackpot.display.feed import apply_payout, pending_prize
 from jackpot.display.grpc_api import to_proto
+from jackpot.display.pending import PendingPrize, PendingRound
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.v1 import payout_pb2
 
@@ -105,11 +106,12 @@ def test_D2_a_prize_awaiting_approval_is_pending_until_approved_paid_or_voided()
     assert board.signs["g"].pending == ()
 
 
-def test_D2_S5_pending_prizes_stay_in_payment_order_through_any_sequence_of_records() -> None:
-    """D2, S5: a studio round's thousands of prizes awaiting approval (O9) and their approvals,
+def test_D2_S5_O9_pending_prizes_listed_and_counted_through_any_sequence_of_records() -> None:
+    """D2, S5, O9: land prizes and a studio table's prizes awaiting approval, their approvals,
     payments, replays, moves between groups, tombstones and a restore, in random order: every
-    sign shows exactly the prizes whose latest record awaits approval, in payment order, as a
-    plain recomputation from every latest record says."""
+    sign lists exactly the land prizes whose latest record awaits approval, in payment order,
+    and counts the studio ones by round (how many, their total), as a plain recomputation from
+    every latest record says."""
     board = Board(stale_after=100, winner_seconds=10)
     rng = random.Random(39)
     latest: dict[str, payout_pb2.Payout] = {}
@@ -120,9 +122,10 @@ def test_D2_S5_pending_prizes_stay_in_payment_order_through_any_sequence_of_reco
         payout_pb2.PAYOUT_STATE_PAID,
         payout_pb2.PAYOUT_STATE_ORDERED,
     ]
-    for step in range(6_000):
-        award = f"a{rng.randrange(2_000):04}"
-        if step == 3_000:  # a restore that no longer finds a fifth (their tombstones compacted)
+    for step in range(8_000):
+        number = rng.randrange(3_000)
+        award = f"a{number:04}"
+        if step == 4_000:  # a restore that no longer finds a fifth (their tombstones compacted)
             for gone in rng.sample(sorted(latest), len(latest) // 5):
                 del latest[gone]
             board.replace_pending(_pending_by_group(latest))
@@ -132,12 +135,20 @@ def test_D2_S5_pending_prizes_stay_in_payment_order_through_any_sequence_of_reco
             del latest[award]
             continue
         record = payout(award, rng.choice(states), rng.randrange(500), rng.choice("gh"))
+        if number % 3:  # two in three are a studio table's, in one of its 200 rounds
+            record.table_id, record.round_id = "S-1", f"R{number % 600 // 3}"
+            record.player = f"player-{number}"
         apply_payout(board, record)
         latest[award] = record
     expected = _pending_by_group(latest)
-    assert sum(len(prizes) for prizes in expected.values()) > 200  # the judge sees a crowd
+    listed = {g: tuple(p for p in prizes if not p.studio) for g, prizes in expected.items()}
+    counted = {g: _counted([p for p in prizes if p.studio]) for g, prizes in expected.items()}
+    assert sum(len(prizes) for prizes in listed.values()) > 200  # the judge sees a crowd
+    assert sum(r.prizes for rounds in counted.values() for r in rounds) > 400
     for group in "gh":
-        assert board.signs[group].pending == expected.get(group, ())
+        assert board.signs[group].pending == listed.get(group, ())
+        assert board.signs[group].pending_rounds == counted.get(group, ())
+    assert [p.to_json()["table_id"] for p in board.signs["g"].pending] == ["T1"] * len(listed["g"])
 
 
 def _pending_by_group(latest: dict[str, payout_pb2.Payout]) -> dict[str, tuple[PendingPrize, ...]]:
@@ -151,6 +162,14 @@ def _pending_by_group(latest: dict[str, payout_pb2.Payout]) -> dict[str, tuple[P
         group: tuple(sorted(prizes, key=lambda p: (p.order, p.award_id)))
         for group, prizes in groups.items()
     }
+
+
+def _counted(prizes: list[PendingPrize]) -> tuple[PendingRound, ...]:
+    """The reference: studio prizes counted by (table, round), in that order."""
+    rounds: dict[tuple[str, str], list[int]] = {}
+    for prize in prizes:
+        rounds.setdefault((prize.table_id, prize.round_id), []).append(prize.amount)
+    return tuple(PendingRound(t, r, len(a), sum(a)) for (t, r), a in sorted(rounds.items()))
 
 
 def test_a_payout_without_a_group_or_with_a_negative_amount_changes_no_sign() -> None:

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from jackpot.display.board import Board, PendingPrize
+from jackpot.display.board import Board
 from jackpot.display.feed import PendingRead, apply_open_record
+from jackpot.display.pending import PendingPrize
 from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import Payout, PayoutState, Transition, pay, void
 from jackpot.payout import payout_partition

@@ -23,12 +23,12 @@ sign is what it was before.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jackpot.display.pending import PendingLock, PendingPrize, PendingRound
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.v1 import common_pb2
 
@@ -200,32 +200,6 @@ class SignReading:
 
 
 @dataclass(frozen=True, slots=True)
-class PendingPrize:
-    """A prize of the group locked until a supervisor approves it."""
-
-    award_id: str
-    table_id: str
-    seat: int
-    prize: str
-    amount: int
-    order: int = 0  # payment order (rule S5), for sorting only
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "award_id": self.award_id,
-            "table_id": self.table_id,
-            "seat": self.seat,
-            "prize": self.prize,
-            "amount": self.amount,
-        }
-
-
-def _pending_key(prize: PendingPrize) -> tuple[int, str]:
-    """A sign's pending prizes are in payment order (rule S5)."""
-    return (prize.order, prize.award_id)
-
-
-@dataclass(frozen=True, slots=True)
 class Sign:
     pot_group_id: str
     amount: int = 0
@@ -236,7 +210,8 @@ class Sign:
     closed_reason: str = "waiting for the pot service"
     winner: Winner | None = None
     winner_until: float = 0.0
-    pending: tuple[PendingPrize, ...] = ()
+    pending: tuple[PendingPrize, ...] = ()  # D2: the land tables' prizes awaiting approval
+    pending_rounds: tuple[PendingRound, ...] = ()  # D2, O9: the studio tables', counted
     levels: tuple[SignLevel, ...] = ()  # L4: every level, the main first; none for one level
     studio: tuple[StudioRound, ...] = ()  # O2-O5: studio rounds awaiting their hands
     updated_at: float = 0.0  # wall-clock seconds of the last update (for display)
@@ -260,6 +235,11 @@ class Sign:
             "closed_reason": self.closed_reason,
             "winner": None if self.winner is None else self.winner.to_json(),
             "pending": [p.to_json() for p in self.pending],
+            **(
+                {"pending_rounds": [r.to_json() for r in self.pending_rounds]}
+                if self.pending_rounds
+                else {}
+            ),
             "updated_at": self.updated_at,
             **({"levels": [level.to_json() for level in self.levels]} if self.levels else {}),
             **({"studio": [round.to_json() for round in self.studio]} if self.studio else {}),
@@ -283,10 +263,7 @@ class Board:
         self._listeners: list[Listener] = []
         self._announced_at: dict[str, float] = {}  # group -> updated_at last told to listeners
         self._held: set[str] | None = None  # groups changed while announcements are held
-        # award id -> the group whose sign shows it pending, and its sort key there: a payout
-        # record that is not pending (most are) costs a lookup, and one that is a binary search,
-        # not a sort of a studio round's thousands of prizes awaiting approval (O9, D2)
-        self._pending_in: dict[str, tuple[str, tuple[int, str]]] = {}
+        self._lock = PendingLock()  # D2: what awaits a supervisor, by group
 
     @contextlib.contextmanager
     def announced_once(self) -> Iterator[None]:
@@ -391,46 +368,25 @@ class Board:
     def payout(self, pot_group_id: str, prize: PendingPrize, awaiting_approval: bool) -> None:
         """A payout's latest state: pending while it awaits approval, gone from the sign once
         it is approved, paid or voided (the jackpot lock, rule D2)."""
-        shown = self._pending_in.get(prize.award_id)
-        if shown is not None:
-            if awaiting_approval and shown == (pot_group_id, _pending_key(prize)):
-                sign = self.signs[pot_group_id]
-                if sign.pending[self._pending_at(sign, prize.award_id)] == prize:
-                    return
-            self._unpend(prize.award_id)
-        if awaiting_approval:
-            old = self.signs.get(pot_group_id, Sign(pot_group_id))
-            key = _pending_key(prize)
-            at = bisect.bisect_left(old.pending, key, key=_pending_key)
-            self._pending_in[prize.award_id] = (pot_group_id, key)
-            self._set(replace(old, pending=(*old.pending[:at], prize, *old.pending[at:])))
+        for group in self._lock.payout(pot_group_id, prize, awaiting_approval):
+            self._show_pending(group)
 
     def settled(self, award_id: str) -> None:
         """A payout's tombstone (paid or voided, its group not named): off every sign."""
-        if award_id in self._pending_in:
-            self._unpend(award_id)
-
-    def _pending_at(self, sign: Sign, award_id: str) -> int:
-        _, key = self._pending_in[award_id]
-        return bisect.bisect_left(sign.pending, key, key=_pending_key)
-
-    def _unpend(self, award_id: str) -> None:
-        group, _ = self._pending_in[award_id]
-        old = self.signs[group]
-        at = self._pending_at(old, award_id)
-        del self._pending_in[award_id]
-        self._set(replace(old, pending=(*old.pending[:at], *old.pending[at + 1 :])))
+        for group in self._lock.settled(award_id):
+            self._show_pending(group)
 
     def replace_pending(self, pending: Mapping[str, Sequence[PendingPrize]]) -> None:
         """Every group's pending prizes at once, as a restore read them: a prize not in
         ``pending`` is no longer pending anywhere."""
-        self._pending_in.clear()
-        for group_id in sorted({*self.signs, *pending}):
-            old = self.signs.get(group_id, Sign(group_id))
-            ordered = tuple(sorted(pending.get(group_id, ()), key=_pending_key))
-            self._pending_in.update((p.award_id, (group_id, _pending_key(p))) for p in ordered)
-            if ordered != old.pending and (group_id in self.signs or ordered):
-                self._set(replace(old, pending=ordered))
+        for group in sorted(self._lock.replace(pending)):
+            self._show_pending(group)
+
+    def _show_pending(self, group: str) -> None:
+        listed, counted = self._lock.listed(group), self._lock.counted(group)
+        if group in self.signs or listed or counted:
+            old = self.signs.get(group, Sign(group))
+            self._set(replace(old, pending=listed, pending_rounds=counted))
 
     def tick(self, now: float) -> None:
         """Close stale signs (D5) and take down expired winner banners (D2)."""

@@ -23,12 +23,12 @@ from jackpot.display import metrics
 from jackpot.display.board import (
     Board,
     LevelReading,
-    PendingPrize,
     SignReading,
     StudioReading,
     StudioRound,
     Winner,
 )
+from jackpot.display.pending import PendingPrize
 from jackpot.display.settings import DisplaySettings
 from jackpot.platform import codec
 from jackpot.platform.bundles import awards_of
@@ -200,7 +200,14 @@ def pending_prize(payout: payout_pb2.Payout) -> tuple[str, PendingPrize, bool] |
         log.warning("display_record_refused", topic="payouts", award=payout.award_id)
         return None
     prize = PendingPrize(
-        payout.award_id, payout.table_id, payout.seat, payout.prize, payout.amount, payout.order
+        payout.award_id,
+        payout.table_id,
+        payout.seat,
+        payout.prize,
+        payout.amount,
+        payout.order,
+        payout.round_id,
+        studio=bool(payout.player),  # paid to the player's wallet (O9)
     )
     awaiting = payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL
     return payout.pot_group_id, prize, awaiting

@@ -51,6 +51,12 @@ def to_proto(sign: Sign) -> display_pb2.SignState:
             for level in sign.levels
         ],
         studio_rounds=[studio_round_proto(studio) for studio in sign.studio],
+        pending_rounds=[
+            display_pb2.PendingRound(
+                table_id=r.table_id, round_id=r.round_id, prizes=r.prizes, total=r.total
+            )
+            for r in sign.pending_rounds
+        ],
     )
     if sign.updated_at:
         state.updated_at.CopyFrom(timestamp_ns(int(sign.updated_at * 1e9)))
