@@ -214,17 +214,25 @@ class StudioPlatform:
 
     async def _call(self, method: Any, request: Any) -> Any:
         """The call until answered; UNAVAILABLE and DEADLINE_EXCEEDED sent again as they were
-        (the protocol answers a resend the same), any other refusal raised."""
+        (the protocol answers a resend the same), any other refusal raised. The first resend
+        of a call is a warning, the others debug lines, and an answer after resends says how
+        many (a start waiting for its group's pot resends for as long as that takes)."""
+        retries = 0
         while True:
             try:
-                return await method(request, timeout=CALL_SECONDS)
+                answer = await method(request, timeout=CALL_SECONDS)
             except grpc.aio.AioRpcError as error:
                 if error.code() not in (
                     grpc.StatusCode.UNAVAILABLE,
                     grpc.StatusCode.DEADLINE_EXCEEDED,
                 ):
                     raise
-                log.warning(
+                retries += 1
+                (log.warning if retries == 1 else log.debug)(
                     "studio_call_retried", table=self.studio.table_id, error=error.code().name
                 )
                 await asyncio.sleep(RETRY_SECONDS)
+                continue
+            if retries:
+                log.info("studio_call_answered", table=self.studio.table_id, retries=retries)
+            return answer
