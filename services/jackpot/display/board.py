@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from jackpot.display.pending import PendingLock, PendingPrize, PendingRound
+from jackpot.display.pending import PendingLock, PendingPrize, PendingRound, prize_json
 from jackpot.domain.money import MINOR_PER_PESO
 from jackpot.v1 import common_pb2
 
@@ -55,13 +55,7 @@ class EnvyPrize:
     amount: int
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "award_id": self.award_id,
-            "table_id": self.table_id,
-            "seat": self.seat,
-            "prize": self.prize,
-            "amount": self.amount,
-        }
+        return prize_json(self)
 
 
 @dataclass(frozen=True, slots=True)

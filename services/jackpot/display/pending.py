@@ -31,13 +31,14 @@ class PendingPrize:
     studio: bool = False  # a studio table's prize, paid to a wallet (O9): counted, not listed
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "award_id": self.award_id,
-            "table_id": self.table_id,
-            "seat": self.seat,
-            "prize": self.prize,
-            "amount": self.amount,
-        }
+        return prize_json(self)
+
+
+def prize_json(prize: Any) -> dict[str, Any]:
+    """A seat's prize as the web signs read it (a pending prize, an envy bonus)."""
+    return {
+        name: getattr(prize, name) for name in ("award_id", "table_id", "seat", "prize", "amount")
+    }
 
 
 @dataclass(frozen=True, slots=True)
