@@ -201,3 +201,31 @@ def test_untraced_work_starts_no_trace_and_a_failed_transaction_is_marked() -> N
         ["pot.transaction", "ERROR", ["exception"]],
         ["pot.process", "UNSET", []],
     ]
+
+
+def test_a_channel_carries_the_trace_context_only_with_a_tracer_provider() -> None:
+    """No tracer provider: a channel has no ClientTracing (it would carry nothing); once one is
+    installed, a channel made then has it (in a process of its own: one provider per process)."""
+    script = textwrap.dedent(
+        """
+        import asyncio, json
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from jackpot.platform.tls import TlsSettings, secure_channel
+        from jackpot.platform.tracing import ClientTracing
+
+        async def traced() -> bool:
+            async with secure_channel("127.0.0.1:1", TlsSettings()) as channel:
+                interceptors = channel._unary_unary_interceptors or []
+                return any(isinstance(i, ClientTracing) for i in interceptors)
+
+        before = asyncio.run(traced())
+        trace.set_tracer_provider(TracerProvider())
+        print(json.dumps([before, asyncio.run(traced())]))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [False, True]

@@ -18,7 +18,7 @@ from cryptography.x509.oid import NameOID
 
 from jackpot.domain.access import Principal, Role
 from jackpot.platform.service_settings import TlsSettings as TlsSettings
-from jackpot.platform.tracing import ClientTracing
+from jackpot.platform.tracing import ClientTracing, tracing_on
 
 TABLE_URI_PREFIX = "urn:jackpot:table:"
 
@@ -27,9 +27,11 @@ def secure_channel(
     target: str, tls: TlsSettings, options: list[tuple[str, object]] | None = None
 ) -> grpc.aio.Channel:
     """An asyncio channel: mutual TLS when ``tls`` is enabled, plaintext otherwise; its unary
-    calls carry the caller's trace context."""
+    calls carry the caller's trace context when tracing is on as it is made."""
     credentials = tls.channel_credentials()
-    interceptors = [ClientTracing()]
+    # gRPC runs an intercepted call as a second task: a cost per call (a wallet credit's) that
+    # carries nothing while no tracer provider is installed
+    interceptors = [ClientTracing()] if tracing_on() else []
     if credentials is None:
         return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
     return grpc.aio.secure_channel(target, credentials, options=options, interceptors=interceptors)

@@ -20,7 +20,8 @@ batches.
 Export is OTLP over gRPC to ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (or
 ``OTEL_EXPORTER_OTLP_ENDPOINT``), with the SDK's standard variables for sampling
 (``OTEL_TRACES_SAMPLER``, ``OTEL_TRACES_SAMPLER_ARG``). With no endpoint no tracer provider is
-installed: every span below is the API's no-op, and no header or column is written.
+installed: every span below is the API's no-op, no header or column is written, and a channel
+made meanwhile has no :class:`ClientTracing` (it would carry nothing, at a cost per call).
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ def configure_tracing(service: str, settings: TracingSettings, instance: str) ->
     )
     trace.set_tracer_provider(_provider)
     return True
+
+
+def tracing_on() -> bool:
+    """A tracer provider is installed (configured here, or by a test): spans may be recorded."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def shutdown_tracing() -> None:
