@@ -40,10 +40,12 @@ class WalletPayer:
     def __init__(self, service: PayoutService) -> None:
         self.service = service
         self.settings = service.settings
-        self._in_flight: dict[str, asyncio.Task[None]] = {}  # crediting, or answered, not PAID
+        self._in_flight: set[str] = set()  # queued, crediting, or answered and not PAID
+        # ``wallet_concurrency`` workers take the due payouts in turn: a task per payout made a
+        # studio round's 10,000 tasks wait on a semaphore, a cost per credit
+        self._due_payouts: asyncio.Queue[Payout] = asyncio.Queue()
         self._answered: dict[str, str] = {}  # award id -> the wallet's transaction
         self._refused: set[str] = set()  # award ids the wallet refused: left to a supervisor
-        self._slots = asyncio.Semaphore(self.settings.wallet_concurrency)
         self._scanned: int | None = None  # the book's changes at the last scan
         self._released = False  # a payout left the in-flight ones since: scan again
 
@@ -52,18 +54,22 @@ class WalletPayer:
         settings = self.settings
         async with secure_channel(settings.wallet_target, settings.access.tls) as channel:
             wallet = wallet_pb2_grpc.WalletServiceStub(channel)  # type: ignore[no-untyped-call]
+            workers = [
+                asyncio.create_task(self._crediting(wallet))
+                for _ in range(settings.wallet_concurrency)
+            ]
             try:
                 while True:
                     if self.service.serving:
                         await self._write_paid()
                         for payout in self._due():
-                            task = asyncio.create_task(self._credit(wallet, payout))
-                            self._in_flight[payout.award_id] = task
+                            self._in_flight.add(payout.award_id)
+                            self._due_payouts.put_nowait(payout)
                     await asyncio.sleep(SCAN_SECONDS)
             finally:
-                for task in self._in_flight.values():
+                for task in workers:
                     task.cancel()
-                await asyncio.gather(*self._in_flight.values(), return_exceptions=True)
+                await asyncio.gather(*workers, return_exceptions=True)
 
     def _due(self) -> list[Payout]:
         """The payable studio payouts not being credited; none to look at when neither the
@@ -77,6 +83,15 @@ class WalletPayer:
             if payout.award_id not in self._in_flight and payout.award_id not in self._refused
         ]
 
+    async def _crediting(self, wallet: wallet_pb2_grpc.WalletServiceStub) -> None:
+        """One of the workers: the due payouts credited one after the other, until cancelled."""
+        while True:
+            payout = await self._due_payouts.get()
+            try:
+                await self._credit(wallet, payout)
+            except Exception:  # not retried (the payout stays in flight); the worker goes on
+                log.exception("wallet_credit_failed", award=payout.award_id)
+
     async def _credit(self, wallet: wallet_pb2_grpc.WalletServiceStub, payout: Payout) -> None:
         request = wallet_pb2.CreditRequest(
             idempotency_key=payout.award_id,
@@ -85,8 +100,7 @@ class WalletPayer:
             reference=f"jackpot {payout.prize}, table {payout.table_id} round {payout.round_id}",
         )
         try:
-            async with self._slots:
-                answer, calls = await credit_until_answered(wallet, request)
+            answer, calls = await credit_until_answered(wallet, request)
             self._answered[payout.award_id] = answer.transaction_id
             outcome = "duplicate" if answer.duplicate else "credited"
             metrics.WALLET_CREDITS.labels(outcome).inc()
@@ -94,7 +108,7 @@ class WalletPayer:
                 log.info("wallet_answered", award=payout.award_id, calls=calls, outcome=outcome)
         except WalletRefused as refused:
             self._refused.add(payout.award_id)
-            self._in_flight.pop(payout.award_id, None)
+            self._in_flight.discard(payout.award_id)
             self._released = True
             metrics.WALLET_CREDITS.labels("refused").inc()
             log.error("wallet_refused", award=payout.award_id, why=str(refused))
@@ -112,6 +126,5 @@ class WalletPayer:
         except (Unavailable, NotCommitted) as failed:
             log.warning("wallet_payouts_not_written", answered=len(answered), why=str(failed))
         finally:
-            for award_id in answered:
-                self._in_flight.pop(award_id, None)
+            self._in_flight.difference_update(answered)
             self._released = True
