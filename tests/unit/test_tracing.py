@@ -204,20 +204,34 @@ def test_untraced_work_starts_no_trace_and_a_failed_transaction_is_marked() -> N
 
 
 def test_a_channel_carries_the_trace_context_only_with_a_tracer_provider() -> None:
-    """No tracer provider: a channel has no ClientTracing (it would carry nothing); once one is
-    installed, a channel made then has it (in a process of its own: one provider per process)."""
+    """No tracer provider: a channel has no ClientTracing and a server no ServerTracing (they
+    would carry nothing, at a cost per call); once one is installed, a channel or a server made
+    then has it (in a process of its own: one provider per process)."""
     script = textwrap.dedent(
         """
         import asyncio, json
+        import grpc
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
+        from jackpot.platform.grpc_server import GrpcServer
         from jackpot.platform.tls import TlsSettings, secure_channel
-        from jackpot.platform.tracing import ClientTracing
+        from jackpot.platform.tracing import ClientTracing, ServerTracing
 
-        async def traced() -> bool:
+        made = []  # the interceptors each grpc.aio.server was given
+        aio_server = grpc.aio.server
+        def server(**kwargs):
+            made.append(kwargs.get("interceptors") or [])
+            return aio_server(**kwargs)
+        grpc.aio.server = server
+
+        async def traced() -> list[bool]:
+            GrpcServer("127.0.0.1:0", [], [])
             async with secure_channel("127.0.0.1:1", TlsSettings()) as channel:
                 interceptors = channel._unary_unary_interceptors or []
-                return any(isinstance(i, ClientTracing) for i in interceptors)
+                return [
+                    any(isinstance(i, ClientTracing) for i in interceptors),
+                    any(isinstance(i, ServerTracing) for i in made[-1]),
+                ]
 
         before = asyncio.run(traced())
         trace.set_tracer_provider(TracerProvider())
@@ -228,4 +242,4 @@ def test_a_channel_carries_the_trace_context_only_with_a_tracer_provider() -> No
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == [False, True]
+    assert json.loads(done.stdout) == [[False, False], [True, True]]

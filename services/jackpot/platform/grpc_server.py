@@ -16,7 +16,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from jackpot.platform.tracing import ServerTracing
+from jackpot.platform.tracing import ServerTracing, tracing_on
 
 Registrar = Callable[[grpc.aio.Server], None]
 
@@ -33,7 +33,9 @@ class GrpcServer:
         health_address: str = "",
     ) -> None:
         self._server = grpc.aio.server(
-            interceptors=[ServerTracing()],
+            # a span per call only while tracing is on: otherwise the interceptor wraps every
+            # call's handler (a wallet credit's, a seat's bet) to carry nothing
+            interceptors=[ServerTracing()] if tracing_on() else [],
             options=[
                 ("grpc.max_receive_message_length", 1 << 20),
                 ("grpc.keepalive_time_ms", 10_000),

@@ -21,7 +21,8 @@ Export is OTLP over gRPC to ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (or
 ``OTEL_EXPORTER_OTLP_ENDPOINT``), with the SDK's standard variables for sampling
 (``OTEL_TRACES_SAMPLER``, ``OTEL_TRACES_SAMPLER_ARG``). With no endpoint no tracer provider is
 installed: every span below is the API's no-op, no header or column is written, and a channel
-made meanwhile has no :class:`ClientTracing` (it would carry nothing, at a cost per call).
+made meanwhile has no :class:`ClientTracing`, nor a server :class:`ServerTracing` (they would
+carry nothing, at a cost per call).
 """
 
 from __future__ import annotations
