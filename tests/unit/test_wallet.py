@@ -12,6 +12,7 @@ import grpc
 import pytest
 
 from jackpot.clients.wallet import WalletRefused, credit_until_answered
+from jackpot.payout.wallet_payer import Pacer
 from jackpot.v1 import wallet_pb2, wallet_pb2_grpc
 from jackpot.wallet.reference import ReferenceWallet, WalletFaults
 from tests.polling import eventually
@@ -116,3 +117,31 @@ async def test_a_wallet_that_is_down_is_waited_for() -> None:
     assert calls > 1
     assert not answer.duplicate
     assert wallet.balances == {"p7": 1_010}
+
+
+async def test_O9_the_payers_credits_start_at_most_their_rate_and_an_idle_spell_banks_none() -> (
+    None
+):
+    """``wallet_credits_per_second``: eight workers asking at once start 1/rate apart, in the
+    order they asked; after an idle spell the next start is at once and the ones after it are
+    spaced again (the operator's wallet is never sent a burst); 0 is no limit."""
+    now = [100.0]
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(round(seconds, 9))
+
+    pace = Pacer(250, clock=lambda: now[0], sleep=sleep)
+    for _ in range(8):
+        await pace.turn()
+    assert slept == [round(0.004 * n, 9) for n in range(1, 8)]
+    slept.clear()
+    now[0] += 60.0  # idle for a minute
+    for _ in range(3):
+        await pace.turn()
+    assert slept == [0.004, 0.008]
+    slept.clear()
+    unlimited = Pacer(0, clock=lambda: now[0], sleep=sleep)
+    for _ in range(100):
+        await unlimited.turn()
+    assert slept == []

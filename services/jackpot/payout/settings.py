@@ -70,6 +70,14 @@ class PayoutSettings(ServiceSettings):
     wallet_concurrency: int = Field(
         64, ge=1, le=1024, description="wallet credits in flight at once"
     )
+    wallet_credits_per_second: int = Field(
+        300,
+        ge=0,
+        le=100_000,
+        description="wallet credits started a second at most (0: no limit): a studio round's "
+        "10,000 prizes are credited over about 33 s, not in one burst that floods the "
+        "operator's wallet and takes the cores from the land tables",
+    )
     approval_code_seconds: int = Field(
         120,
         gt=0,

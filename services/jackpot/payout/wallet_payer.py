@@ -10,12 +10,17 @@ could not be written (the instance lost the payouts meanwhile, the transaction f
 again, here or by whoever owns the payouts next, under the same key: the wallet answers it as a
 duplicate and nothing is credited twice. A credit the wallet refuses (another amount under the
 key, an invalid player) is not retried: the payout stays open for a supervisor, and the log and
-``jackpot_payout_wallet_credits_total`` say so.
+``jackpot_payout_wallet_credits_total`` say so. Credits start at most
+``wallet_credits_per_second`` a second (:class:`Pacer`): a studio round's 10,000 prizes at once
+would flood the operator's wallet and, on a shared machine, take the cores from the land tables
+for as long as the burst lasts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable, Callable
 
 import structlog
 
@@ -32,6 +37,31 @@ log = structlog.get_logger("jackpot.payout.wallet")
 SCAN_SECONDS = 0.1  # how often the open payouts are looked at for a studio prize to credit
 
 
+class Pacer:
+    """Starts spaced at least ``1 / per_second`` apart, whoever asks (0: no limit); a start
+    not taken for a while does not bank a burst."""
+
+    def __init__(
+        self,
+        per_second: int,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._gap = 1.0 / per_second if per_second else 0.0
+        self._next = 0.0  # the clock's seconds: the earliest next start
+        self._clock, self._sleep = clock, sleep
+
+    async def turn(self) -> None:
+        """Returns at this caller's start."""
+        if not self._gap:
+            return
+        now = self._clock()
+        start = max(now, self._next)
+        self._next = start + self._gap
+        if start > now:
+            await self._sleep(start - now)
+
+
 class WalletPayer:
     """Credits the owned payouts of studio prizes, ``wallet_concurrency`` at a time, and writes
     the PAID of every credit the wallets answered since the last write in one transaction per
@@ -46,6 +76,7 @@ class WalletPayer:
         self._due_payouts: asyncio.Queue[Payout] = asyncio.Queue()
         self._answered: dict[str, str] = {}  # award id -> the wallet's transaction
         self._refused: set[str] = set()  # award ids the wallet refused: left to a supervisor
+        self._pace = Pacer(self.settings.wallet_credits_per_second)
         self._scanned: int | None = None  # the book's changes at the last scan
         self._released = False  # a payout left the in-flight ones since: scan again
 
@@ -88,6 +119,7 @@ class WalletPayer:
         while True:
             payout = await self._due_payouts.get()
             try:
+                await self._pace.turn()
                 await self._credit(wallet, payout)
             except Exception:  # not retried (the payout stays in flight); the worker goes on
                 log.exception("wallet_credit_failed", award=payout.award_id)
