@@ -39,9 +39,6 @@ log = structlog.get_logger("jackpot.payout")
 TICK_SECONDS = 1.0  # how often a partition writes what is due without input (catch-up, expiry)
 CATCH_UP_SECONDS = 120.0  # the payouts-topic read of a takeover (the processor's restore's too)
 EXPIRED_PER_TICK = 500  # tombstones of settled payouts per transaction at most
-# A transaction moving fewer payouts logs a line for each; one moving more (a studio round's
-# thousands of prizes, O9) logs one line counting them by state: the ledger holds each.
-LOGGED_EACH_BELOW = 64
 
 
 def _awards(value: bytes | None) -> list[pot_pb2.Award]:
@@ -326,31 +323,35 @@ class PayoutPartition:
         self.book.drop(gone)
 
     def _log_transitions(self, payouts: list[Payout]) -> None:
+        """A line for each land payout moved; the studio prizes moved (thousands a round, paid
+        to wallets a few hundred a second, O9) one line counting them by state: the ledger
+        holds each."""
         states = Counter(payout.state for payout in payouts)
         for state, count in states.items():
             metrics.TRANSITIONS.labels(state.value).inc(count)
         metrics.PAID.inc(states[PayoutState.PAID])
-        if len(payouts) >= LOGGED_EACH_BELOW:
+        studio = [payout for payout in payouts if payout.to_wallet]
+        if studio:
             log.info(
                 "payout_transitions",
                 partition=self.partition,
-                states={state.value: count for state, count in states.items()},
-                tables=sorted({payout.table_id for payout in payouts}),
-                first=payouts[0].award_id,
-                last=payouts[-1].award_id,
+                states=dict(Counter(payout.state.value for payout in studio)),
+                tables=sorted({payout.table_id for payout in studio}),
+                first=studio[0].award_id,
+                last=studio[-1].award_id,
             )
-            return
         for payout in payouts:
-            log.info(
-                "payout_transition",
-                award=payout.award_id,
-                table=payout.table_id,
-                round=payout.round_id,
-                pot_group=payout.pot_group_id,
-                partition=self.partition,
-                state=payout.state.value,
-                by=payout.history[-1].by,
-            )
+            if not payout.to_wallet:
+                log.info(
+                    "payout_transition",
+                    award=payout.award_id,
+                    table=payout.table_id,
+                    round=payout.round_id,
+                    pot_group=payout.pot_group_id,
+                    partition=self.partition,
+                    state=payout.state.value,
+                    by=payout.history[-1].by,
+                )
 
     def rollback(self) -> None:
         # Payouts change only in commit: going back is going back to the committed offset.
