@@ -69,9 +69,8 @@ class PendingLock:
 
     def __init__(self) -> None:
         self._lists: dict[str, tuple[PendingPrize, ...]] = {}  # group -> its listed prizes
-        self._listed_in: dict[str, tuple[str, tuple[int, str]]] = {}  # award -> (group, key)
         self._rounds: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}  # group -> counts
-        self._counted_in: dict[str, tuple[str, PendingPrize]] = {}  # award -> (group, prize)
+        self._shown_in: dict[str, tuple[str, PendingPrize]] = {}  # award -> (group, prize)
 
     def listed(self, group: str) -> tuple[PendingPrize, ...]:
         """The group's land prizes awaiting approval, in payment order (S5)."""
@@ -84,64 +83,53 @@ class PendingLock:
 
     def payout(self, group: str, prize: PendingPrize, awaiting_approval: bool) -> set[str]:
         """A payout's latest state: pending while it awaits approval, else not."""
-        if awaiting_approval and self._shown(prize.award_id) == (group, prize):
+        if awaiting_approval and self._shown_in.get(prize.award_id) == (group, prize):
             return set()  # a record read again
         changed = self.settled(prize.award_id)
         if awaiting_approval:
-            (self._count if prize.studio else self._list)(group, prize)
+            self._show(group, prize)
             changed.add(group)
         return changed
 
     def settled(self, award_id: str) -> set[str]:
         """The award is pending nowhere (approved, paid, voided, or its tombstone)."""
-        if award_id in self._listed_in:
-            group, key = self._listed_in.pop(award_id)
-            shown = self._lists[group]
-            at = bisect.bisect_left(shown, key, key=_listed_key)
-            self._lists[group] = (*shown[:at], *shown[at + 1 :])
-            if not self._lists[group]:
-                del self._lists[group]
-            return {group}
-        if award_id in self._counted_in:
-            group, prize = self._counted_in.pop(award_id)
+        if award_id not in self._shown_in:
+            return set()
+        group, prize = self._shown_in.pop(award_id)
+        if prize.studio:
             rounds = self._rounds[group]
             prizes, total = rounds.pop((prize.table_id, prize.round_id))
             if prizes > 1:
                 rounds[prize.table_id, prize.round_id] = (prizes - 1, total - prize.amount)
             elif not rounds:
                 del self._rounds[group]
-            return {group}
-        return set()
+        else:
+            shown = self._lists[group]
+            at = bisect.bisect_left(shown, _listed_key(prize), key=_listed_key)
+            self._lists[group] = (*shown[:at], *shown[at + 1 :])
+            if not self._lists[group]:
+                del self._lists[group]
+        return {group}
 
     def replace(self, pending: Mapping[str, Sequence[PendingPrize]]) -> set[str]:
         """Every group's pending prizes at once, as a restore read them; answers every group
         that had or has one."""
         changed = set(self._lists) | set(self._rounds) | set(pending)
-        for held in (self._lists, self._listed_in, self._rounds, self._counted_in):
+        for held in (self._lists, self._rounds, self._shown_in):
             held.clear()
         for group, prizes in pending.items():
-            for prize in sorted(prizes, key=_listed_key):
-                (self._count if prize.studio else self._list)(group, prize)
+            for prize in prizes:
+                self._show(group, prize)
         return changed
 
-    def _shown(self, award_id: str) -> tuple[str, PendingPrize] | None:
-        if award_id in self._counted_in:
-            return self._counted_in[award_id]
-        if award_id in self._listed_in:
-            group, key = self._listed_in[award_id]
-            shown = self._lists[group]
-            return group, shown[bisect.bisect_left(shown, key, key=_listed_key)]
-        return None
-
-    def _list(self, group: str, prize: PendingPrize) -> None:
+    def _show(self, group: str, prize: PendingPrize) -> None:
+        """Listed in payment order (a land prize), or counted into its round (a studio one)."""
+        self._shown_in[prize.award_id] = (group, prize)
+        if prize.studio:
+            rounds = self._rounds.setdefault(group, {})
+            prizes, total = rounds.get((prize.table_id, prize.round_id), (0, 0))
+            rounds[prize.table_id, prize.round_id] = (prizes + 1, total + prize.amount)
+            return
         shown = self._lists.get(group, ())
-        key = _listed_key(prize)
-        at = bisect.bisect_left(shown, key, key=_listed_key)
+        at = bisect.bisect_left(shown, _listed_key(prize), key=_listed_key)
         self._lists[group] = (*shown[:at], prize, *shown[at:])
-        self._listed_in[prize.award_id] = (group, key)
-
-    def _count(self, group: str, prize: PendingPrize) -> None:
-        rounds = self._rounds.setdefault(group, {})
-        prizes, total = rounds.get((prize.table_id, prize.round_id), (0, 0))
-        rounds[prize.table_id, prize.round_id] = (prizes + 1, total + prize.amount)
-        self._counted_in[prize.award_id] = (group, prize)
