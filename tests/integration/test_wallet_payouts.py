@@ -162,9 +162,12 @@ async def test_ListPayouts_pages_a_studio_sized_listing_in_payment_order(
 ) -> None:
     """A listing larger than one gRPC message (a studio round's prizes, O4) comes in pages: a
     page holds at most its size, the pages together every payout once in payment order (S5),
-    and a token ListPayouts never gave is refused."""
+    and a token ListPayouts never gave is refused. A supervisor's listing (D3, O9) holds only
+    the prizes awaiting approval, not the round's thousands on their way to wallets."""
     settings = await payout_settings(kafka_bootstrap, unique)
     prizes = [studio_award(seat, amount=1_010) for seat in range(1, 2_502)]
+    large = [studio_award(seat, amount=2_000_000) for seat in range(3_000, 3_007)]  # threshold
+    prizes += large
     await publish(settings, *prizes)
     async with (
         Running(settings) as running,
@@ -182,3 +185,13 @@ async def test_ListPayouts_pages_a_studio_sized_listing_in_payment_order(
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await stub.ListPayouts(payout_pb2.ListPayoutsRequest(page_token="not-a-token"))
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        awaiting = await all_payouts(stub, awaiting_approval_only=True)
+        assert [p.award_id for p in awaiting] == [a.award_id for a in large]
+        assert {p.state for p in awaiting} == {payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL}
+        request = payout_pb2.ListPayoutsRequest(awaiting_approval_only=True, page_size=3)
+        page = await stub.ListPayouts(request)
+        request.page_token = page.next_page_token
+        assert [p.award_id for p in page.payouts] == [a.award_id for a in large[:3]]
+        assert [p.award_id for p in (await stub.ListPayouts(request)).payouts] == [
+            a.award_id for a in large[3:6]
+        ]

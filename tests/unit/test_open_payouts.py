@@ -7,8 +7,10 @@ tests/integration/test_open_payouts.py.
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,7 +19,7 @@ from jackpot.display.board import Board
 from jackpot.display.feed import PendingRead, apply_open_record
 from jackpot.display.pending import PendingPrize
 from jackpot.domain.errors import DomainError
-from jackpot.domain.payout import Payout, PayoutState, Transition, pay, void
+from jackpot.domain.payout import OPEN, Payout, PayoutState, Transition, pay, void
 from jackpot.payout import payout_partition
 from jackpot.payout.codec import to_proto
 from jackpot.payout.payout_book import PayoutBook
@@ -143,6 +145,65 @@ def test_a_settled_payout_is_kept_for_the_keep_time_then_tombstoned() -> None:
     ]
     restored.commit(expiry)
     assert restored.book.payouts == {}
+
+
+def test_ticks_tombstone_the_payouts_past_their_keep_time_soonest_first_and_only_those(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The expiry index, judged against the definition (settled at least the keep time ago) on a
+    clock the test moves: 300 restored payouts settled over two hours, 200 more consumed and
+    settled as time goes, ticks capped at 7 tombstones, a third of their transactions failing
+    (rolled back: the same tombstones are due again). Each tick writes the soonest expired ones,
+    exactly; at the end only the open payouts are left."""
+    clock = [10 * HOUR_NS]
+    monkeypatch.setattr(payout_partition, "time", SimpleNamespace(time_ns=lambda: clock[0]))
+    monkeypatch.setattr(payout_partition, "EXPIRED_PER_TICK", 7)
+    rng = random.Random(5)
+    partition = handler()
+    changelog = {OPEN_PAYOUTS_MARK_KEY: mark(next_order=400)}
+    for n in range(300):
+        states = (PayoutState.ORDERED,) if n % 6 == 0 else (PayoutState.ORDERED, PayoutState.PAID)
+        at = clock[0] - HOUR_NS - rng.randrange(HOUR_NS) + rng.randrange(HOUR_NS)
+        changelog[f"r{n}".encode()] = encoded(payout(f"r{n}", *states, at_ns=at, order=n))
+    partition.restore(changelog, 0)
+    offset = dropped = 0
+
+    def due() -> list[str]:
+        expiries = sorted(
+            (p.history[-1].at_ns + HOUR_NS, a)
+            for a, p in partition.payouts.items()
+            if p.state not in OPEN and p.history[-1].at_ns + HOUR_NS <= clock[0]
+        )
+        return [a for _, a in expiries[:7]]
+
+    for step in range(400):
+        clock[0] += rng.randrange(60 * 1_000_000_000)
+        if step < 200:
+            consume(partition, offset, award(f"c{step}"))
+            offset += 1
+        open_ones = [a for a, p in partition.payouts.items() if p.state in OPEN]
+        for award_id in rng.sample(open_ones, min(len(open_ones), rng.randrange(3))):
+            partition.commit(partition.transition(award_id, lambda p: pay(p, "ana", clock[0])))
+        expected = due()
+        batch = partition.tick()
+        written = open_records(batch) if batch else []
+        tombstones = [k.decode() for k, v in written if v is None and k is not None]
+        assert tombstones == expected, step
+        if batch is not None and rng.random() < 0.33:
+            partition.rollback()  # the transaction failed: nothing dropped, due again
+            assert due() == expected
+        elif batch is not None:
+            partition.commit(batch)
+            dropped += len(batch.dropped)
+            assert not set(tombstones) & set(partition.book.payouts)
+    clock[0] += 2 * HOUR_NS
+    while (batch := partition.tick()) is not None:
+        partition.commit(batch)
+        dropped += len(batch.dropped)
+    assert dropped >= 250  # most of the 300 restored, and those settled as time went
+    assert set(partition.book.payouts) == {
+        a for a, p in partition.payouts.items() if p.state in OPEN
+    }
 
 
 def test_with_no_keep_time_a_settlement_writes_a_tombstone_and_leaves_the_book() -> None:

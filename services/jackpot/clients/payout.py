@@ -104,14 +104,21 @@ async def call_owner(
 
 
 async def all_payouts(
-    stub: payout_pb2_grpc.PayoutServiceStub, pending_only: bool = False, call_seconds: float = 10.0
+    stub: payout_pb2_grpc.PayoutServiceStub,
+    pending_only: bool = False,
+    call_seconds: float = 10.0,
+    awaiting_approval_only: bool = False,
 ) -> list[payout_pb2.Payout]:
-    """Every payout an instance lists (``pending_only``: the open ones), page by page, in
-    payment order (S5)."""
+    """Every payout an instance lists (``pending_only``: the open ones; ``awaiting_approval_only``
+    those a supervisor decides), page by page, in payment order (S5)."""
     payouts: list[payout_pb2.Payout] = []
     token = ""
     while True:
-        request = payout_pb2.ListPayoutsRequest(pending_only=pending_only, page_token=token)
+        request = payout_pb2.ListPayoutsRequest(
+            pending_only=pending_only,
+            page_token=token,
+            awaiting_approval_only=awaiting_approval_only,
+        )
         page = await stub.ListPayouts(request, timeout=call_seconds)
         payouts.extend(page.payouts)
         token = page.next_page_token

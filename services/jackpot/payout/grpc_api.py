@@ -69,7 +69,9 @@ class PayoutServicer(payout_pb2_grpc.PayoutServiceServicer):
         self._service.require_serving()
         size = min(request.page_size or PAGE_SIZE, MAX_PAGE_SIZE)
         after = page_after(request.page_token)
-        listing = self._service.book.listing(request.pending_only, after, size + 1)
+        listing = self._service.book.listing(
+            request.pending_only, after, size + 1, request.awaiting_approval_only
+        )
         page, more = listing[:size], len(listing) > size
         return payout_pb2.ListPayoutsResponse(
             payouts=[to_proto(p) for p in page],

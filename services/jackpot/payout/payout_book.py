@@ -7,6 +7,7 @@ fills it in as its transactions commit and empties a partition it loses."""
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -33,14 +34,16 @@ class PayoutBook:
         # the open ones among them: what the metrics and the terminals' lists read, so their
         # cost is what is open, not what was paid within the keep time (a studio round's
         # thousands of prizes, O9)
-        self._open: dict[str, Payout] = {}
-        # a studio table's prizes to wallets (O9), by table: what its terminal's rounds count,
-        # so that a land table's push reads none of them
-        self._to_wallets: dict[str, dict[str, Payout]] = {}
+        # Views of the same payouts, kept by one pair (_index, _unindex), so that each reader
+        # costs what it reads, not what is open (a studio round's thousands of prizes, O9):
+        self._open: dict[str, Payout] = {}  # the metrics, ListPayouts' pending ones
+        self._awaiting: dict[str, Payout] = {}  # what a supervisor decides (D3, O9)
+        self._at_terminals: dict[str, dict[str, Payout]] = {}  # by table: what its terminal acts on
+        self._to_wallets: dict[str, dict[str, Payout]] = {}  # by studio table: its rounds' counts
+        self._payable_to_wallets: dict[str, Payout] = {}  # what the wallet payer scans
+        self._owed: Counter[str] = Counter()  # open prizes a table's terminal pays, by table
         self._listeners: list[Listener] = []
         self._terminals: Counter[str] = Counter()  # connected dealer terminals by table
-        self._owed: Counter[str] = Counter()  # open prizes a table's terminal pays, by table
-        self._payable_to_wallets: dict[str, Payout] = {}  # what the wallet payer scans (O9)
         self.changes = 0  # how many times the book changed: a reader rescans only after one
         metrics.PENDING.set_function(lambda: len(self._open))
         metrics.OLDEST_PENDING.set_function(self._oldest_pending_seconds)
@@ -52,21 +55,10 @@ class PayoutBook:
         """Payouts of ``partition`` at their latest state, the tables told once."""
         tables = set()
         for payout in payouts:
-            self._unowe(self.payouts.get(payout.award_id))
+            self._unindex(self.payouts.get(payout.award_id))
             self.payouts[payout.award_id] = payout
             self.partition_of[payout.award_id] = partition
-            if _owed(payout):
-                self._owed[payout.table_id] += 1
-            if payout.state in OPEN:
-                self._open[payout.award_id] = payout
-            else:
-                self._open.pop(payout.award_id, None)
-            if payout.to_wallet:
-                self._to_wallets.setdefault(payout.table_id, {})[payout.award_id] = payout
-                if payout.state in PAYABLE:
-                    self._payable_to_wallets[payout.award_id] = payout
-                else:
-                    self._payable_to_wallets.pop(payout.award_id, None)
+            self._index(payout)
             tables.add(payout.table_id)
         self._notify(tables)
 
@@ -76,8 +68,6 @@ class PayoutBook:
         for award_id in award_ids:
             payout = self.payouts.pop(award_id, None)
             self.partition_of.pop(award_id, None)
-            self._open.pop(award_id, None)
-            self._unowe(payout)
             if payout is not None:
                 self._unindex(payout)
                 tables.add(payout.table_id)
@@ -88,11 +78,8 @@ class PayoutBook:
         gone = [a for a, p in self.partition_of.items() if p == partition]
         tables = {self.payouts[a].table_id for a in gone}
         for award_id in gone:
-            payout = self.payouts.pop(award_id)
-            self._unowe(payout)
-            self._unindex(payout)
+            self._unindex(self.payouts.pop(award_id))
             del self.partition_of[award_id]
-            self._open.pop(award_id, None)
         self._notify(tables)
 
     def subscribe(self, listener: Listener) -> None:
@@ -116,15 +103,7 @@ class PayoutBook:
         """A table's payouts its terminal acts on, in payment order (rule S5): every open one
         of a land table's; of a studio table's (paid to wallets, O9) only those awaiting a
         supervisor's approval."""
-        return sorted(
-            (
-                p
-                for p in self._open.values()
-                if p.table_id == table_id
-                and (not p.to_wallet or p.state is PayoutState.AWAITING_APPROVAL)
-            ),
-            key=lambda p: (p.order, p.award_id),
-        )
+        return sorted(self._at_terminals.get(table_id, {}).values(), key=payment_order)
 
     def payable_to_wallets(self) -> list[Payout]:
         """The studio prizes a wallet may be credited now (O9): ordered, or approved."""
@@ -134,23 +113,64 @@ class PayoutBook:
         """A studio table's rounds of prizes to wallets (O9), counted for its terminal."""
         return wallet_rounds(self._to_wallets.get(table_id, {}).values())
 
-    def _unindex(self, payout: Payout) -> None:
-        self._payable_to_wallets.pop(payout.award_id, None)
-        prizes = self._to_wallets.get(payout.table_id)
-        if prizes is not None:
-            prizes.pop(payout.award_id, None)
-            if not prizes:
-                del self._to_wallets[payout.table_id]
+    def _index(self, payout: Payout) -> None:
+        """``payout`` into each view its state and table put it in."""
+        award_id, table_id, state = payout.award_id, payout.table_id, payout.state
+        if state in OPEN:
+            self._open[award_id] = payout
+            if not payout.to_wallet:
+                self._owed[table_id] += 1
+            if not payout.to_wallet or state is PayoutState.AWAITING_APPROVAL:
+                self._at_terminals.setdefault(table_id, {})[award_id] = payout
+        if state is PayoutState.AWAITING_APPROVAL:
+            self._awaiting[award_id] = payout
+        if payout.to_wallet:
+            self._to_wallets.setdefault(table_id, {})[award_id] = payout
+            if state in PAYABLE:
+                self._payable_to_wallets[award_id] = payout
+
+    def _unindex(self, payout: Payout | None) -> None:
+        """``payout`` (as it was indexed) out of every view."""
+        if payout is None:
+            return
+        award_id, table_id = payout.award_id, payout.table_id
+        self._open.pop(award_id, None)
+        self._awaiting.pop(award_id, None)
+        self._payable_to_wallets.pop(award_id, None)
+        if payout.state in OPEN and not payout.to_wallet:
+            self._owed[table_id] -= 1
+            if self._owed[table_id] <= 0:
+                del self._owed[table_id]
+        for view in (self._at_terminals, self._to_wallets):
+            prizes = view.get(table_id)
+            if prizes is not None:
+                prizes.pop(award_id, None)
+                if not prizes:
+                    del view[table_id]
 
     def listing(
-        self, pending_only: bool, after: tuple[int, str] | None = None, limit: int | None = None
+        self,
+        pending_only: bool,
+        after: tuple[int, str] | None = None,
+        limit: int | None = None,
+        awaiting_approval_only: bool = False,
     ) -> list[Payout]:
         """In payment order (S5): those after ``after`` (a payout's order and award id), at most
-        ``limit`` of them."""
-        chosen: Iterable[Payout] = self._open.values() if pending_only else self.payouts.values()
+        ``limit`` of them; all the book holds, the open ones (``pending_only``), or those
+        awaiting a supervisor (``awaiting_approval_only``). A page costs what its view holds,
+        not a sort of it."""
+        chosen: Iterable[Payout] = (
+            self._awaiting.values()
+            if awaiting_approval_only
+            else self._open.values()
+            if pending_only
+            else self.payouts.values()
+        )
         if after is not None:
-            chosen = [p for p in chosen if (p.order, p.award_id) > after]
-        return sorted(chosen, key=lambda p: (p.order, p.award_id))[:limit]
+            chosen = (p for p in chosen if (p.order, p.award_id) > after)
+        if limit is None:
+            return sorted(chosen, key=payment_order)
+        return heapq.nsmallest(limit, chosen, key=payment_order)
 
     def _notify(self, tables: set[str]) -> None:
         self.changes += 1
@@ -158,12 +178,6 @@ class PayoutBook:
             for listener in list(self._listeners):
                 listener(table_id)
         self._refresh_unattended(tables)
-
-    def _unowe(self, payout: Payout | None) -> None:
-        if payout is not None and _owed(payout):
-            self._owed[payout.table_id] -= 1
-            if self._owed[payout.table_id] <= 0:
-                del self._owed[payout.table_id]
 
     def _refresh_unattended(self, tables: Iterable[str]) -> None:
         """Rule D3: a prize is payable only where its table's terminal shows it. A table with a
@@ -183,7 +197,6 @@ class PayoutBook:
         return 0.0 if oldest is None else (time.time_ns() - oldest) / 1e9
 
 
-def _owed(payout: Payout) -> bool:
-    """Open, and paid at its table's terminal: a studio prize is paid to its player's wallet,
-    at no terminal (O9), so it is never unattended."""
-    return payout.state in OPEN and not payout.to_wallet
+def payment_order(payout: Payout) -> tuple[int, str]:
+    """Rule S5's order: the payout's place (its order, then its award id)."""
+    return payout.order, payout.award_id

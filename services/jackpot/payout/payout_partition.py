@@ -7,6 +7,7 @@ the payout service's module docstring (:mod:`jackpot.payout.service`).
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -111,6 +112,10 @@ class PayoutPartition:
         self._payouts_reflected = 0  # every payouts record before it is on the open topic
         self._pending: dict[str, bytes | None] = {}  # catch-up writes not committed yet
         self._keep_ns = int(settings.settled_kept_seconds * 1e9)
+        # (expires at, award id) of every settled payout kept, soonest first: a tick reads the
+        # expired ones, not every payout kept (a studio round's 10,000, O9). The entry of a
+        # payout dropped since is let go when a tick reaches it.
+        self._expiries: list[tuple[int, str]] = []
 
     @property
     def next_offset(self) -> int:
@@ -372,16 +377,33 @@ class PayoutPartition:
 
     def _kept(self, payout: Payout, now_ns: int) -> bool:
         """Open, or settled less than the keep time ago: on the open topic and in the book."""
-        return payout.state in OPEN or payout.history[-1].at_ns + self._keep_ns > now_ns
+        expires = self._expiry(payout)
+        return expires is None or expires > now_ns
 
     def _expired(self, now_ns: int) -> list[str]:
-        expired = [a for a, p in self.payouts.items() if not self._kept(p, now_ns)]
-        return expired[:EXPIRED_PER_TICK]
+        """The settled payouts past their keep time, soonest first, ``EXPIRED_PER_TICK`` at
+        most. The index is left as it was but for entries no payout holds any more: a payout
+        leaves ``payouts`` only when the transaction dropping it commits."""
+        expiries, due = self._expiries, list[tuple[int, str]]()
+        while expiries and expiries[0][0] <= now_ns and len(due) < EXPIRED_PER_TICK:
+            entry = heapq.heappop(expiries)
+            if entry[1] in self.payouts:  # a settled payout never changes: only its drop
+                due.append(entry)
+        for entry in due:
+            heapq.heappush(expiries, entry)
+        return list(dict.fromkeys(award_id for _, award_id in due))
+
+    def _expiry(self, payout: Payout) -> int | None:
+        """When a settled payout leaves the book (None while it is open)."""
+        return None if payout.state in OPEN else payout.history[-1].at_ns + self._keep_ns
 
     def _keep_all(self, payouts: list[Payout]) -> None:
         for payout in payouts:
             self.payouts[payout.award_id] = payout
             self.next_order = max(self.next_order, payout.order + 1)
+            expires = self._expiry(payout)
+            if expires is not None:
+                heapq.heappush(self._expiries, (expires, payout.award_id))
         self.book.put_many(self.partition, payouts)
 
     def _order(self, award: pot_pb2.Award, order: int, now: int) -> Payout:

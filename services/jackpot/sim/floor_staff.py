@@ -182,14 +182,13 @@ class FloorStaff:
             await asyncio.sleep(self.supervisor_delay)
             with contextlib.suppress(grpc.aio.AioRpcError):
                 listing = await call_owner(
-                    targets, tls, lambda stub: all_payouts(stub, pending_only=True)
+                    targets, tls, lambda stub: all_payouts(stub, awaiting_approval_only=True)
                 )
                 for payout in listing:
-                    if payout.state == payout_pb2.PAYOUT_STATE_AWAITING_APPROVAL:
-                        screen = self.terminal_urls.get(payout.table_id)
-                        if screen is None or not await self._approve_at(screen, payout, targets):
-                            await call_owner(targets, tls, partial(approve, payout.award_id))
-                        self.stats.approvals += 1
+                    screen = self.terminal_urls.get(payout.table_id)
+                    if screen is None or not await self._approve_at(screen, payout, targets):
+                        await call_owner(targets, tls, partial(approve, payout.award_id))
+                    self.stats.approvals += 1
 
     async def _approve_at(
         self, screen: str, payout: payout_pb2.Payout, targets: PayoutTargets
