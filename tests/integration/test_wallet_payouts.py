@@ -21,7 +21,7 @@ from jackpot.domain.errors import DomainError
 from jackpot.domain.payout import PayoutState
 from jackpot.payout.settings import PayoutSettings
 from jackpot.payout.wallet_payer import WalletPayer
-from jackpot.platform.bundles import awards_of, bundle_awards
+from jackpot.platform.bundles import awards_of, bundle_awards, ledger_entries
 from jackpot.platform.runtime import serve
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2, wallet_pb2, wallet_pb2_grpc
 from jackpot.v1.dead_letter_pb2 import DeadLetter
@@ -114,7 +114,9 @@ async def test_O9_studio_prizes_are_credited_once_and_paid_only_when_the_wallet_
     assert all(who.startswith("wallet tx-") for who in by)
     assert len(by) == STUDIO_PRIZES  # one transaction each
     records = await read_topic(kafka_bootstrap, settings.ledger_topic)
-    entries = [pot_pb2.LedgerEntry.FromString(r.value) for r in records]
+    entries = [e for r in records for e, _ in ledger_entries(r.value)]  # a round's: bundled
+    ordered = [e for e in entries if e.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_ORDERED]
+    assert {e.source_event_id for e in ordered} >= studio_ids
     paid = [e for e in entries if e.type == pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_PAID]
     assert sorted(e.source_event_id for e in paid) == sorted([*studio_ids, large.award_id])
     assert all(e.changed_by.startswith("wallet tx-") for e in paid)  # PAID on the ledger
@@ -123,6 +125,49 @@ async def test_O9_studio_prizes_are_credited_once_and_paid_only_when_the_wallet_
     assert len(reasons) == 2, reasons  # each broken bundle refused whole, with its reason
     assert "another-group" in reasons[0] + reasons[1]
     assert all(r.startswith("not ") for r in reasons), reasons
+
+
+async def test_O9_a_studio_prize_voided_while_it_waits_its_turn_is_never_credited(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    """A studio round's credits wait their turn (``wallet_credits_per_second``): 300 prizes
+    paced at 50 a second take six seconds. A supervisor voids the last two while they wait: the
+    wallet is never asked to credit them, they stay VOIDED, and every other prize is PAID."""
+    reference = ReferenceWallet(WalletFaults(latency_seconds=0.0))
+    server = grpc.aio.server()
+    reference.register(server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    base = await payout_settings(kafka_bootstrap, unique)
+    settings: PayoutSettings = base.replace(
+        wallet_target=f"127.0.0.1:{port}", wallet_credits_per_second=50
+    )
+    prizes = [studio_award(s) for s in range(1, 301)]
+    voided = [p.award_id for p in prizes[-2:]]
+    await publish_records(settings, bundle_awards(prizes))
+    try:
+        async with Running(settings) as running:
+            service = running.service
+            payer = asyncio.create_task(WalletPayer(service).run())
+            try:
+                await wait_until(lambda: 0 < len(reference.credits) < 100, within=30)
+                for award_id in voided:
+                    await service.void(award_id, "sara", "the player is barred")
+                others = [p.award_id for p in prizes[:-2]]
+                payouts = service.book.payouts
+
+                def all_paid() -> bool:
+                    return all(payouts[a].state is PayoutState.PAID for a in others)
+
+                await wait_until(all_paid, within=60)
+            finally:
+                payer.cancel()
+                await asyncio.gather(payer, return_exceptions=True)
+            assert {payouts[a].state for a in voided} == {PayoutState.VOIDED}
+    finally:
+        await server.stop(None)
+    assert not set(voided) & set(reference.credits)  # never credited
+    assert len(reference.credits) == len(prizes) - 2
 
 
 async def test_O9_jackpot_wallet_serves_the_reference_wallet_with_health_and_a_graceful_stop() -> (

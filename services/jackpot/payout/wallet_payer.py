@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from jackpot.clients.wallet import WalletRefused, credit_until_answered
-from jackpot.domain.payout import Payout
+from jackpot.domain.payout import PAYABLE, Payout
 from jackpot.payout import metrics
 from jackpot.payout.service import PayoutService
 from jackpot.platform.grpc_edge import Unavailable
@@ -103,8 +103,11 @@ class WalletPayer:
                 await asyncio.gather(*workers, return_exceptions=True)
 
     def _due(self) -> list[Payout]:
-        """The payable studio payouts not being credited; none to look at when neither the
-        book nor the in-flight ones changed since the last look (10,000 prizes in flight)."""
+        """The payable studio payouts not being credited; none to look at while the queue still
+        holds some (those found now would be credited after them anyway: a studio round's
+        10,000 take half a minute) or when neither the book nor the in-flight ones changed."""
+        if not self._due_payouts.empty():
+            return []
         if self._scanned == self.service.book.changes and not self._released:
             return []
         self._scanned, self._released = self.service.book.changes, False
@@ -117,12 +120,28 @@ class WalletPayer:
     async def _crediting(self, wallet: wallet_pb2_grpc.WalletServiceStub) -> None:
         """One of the workers: the due payouts credited one after the other, until cancelled."""
         while True:
-            payout = await self._due_payouts.get()
+            queued = await self._due_payouts.get()
             try:
                 await self._pace.turn()
-                await self._credit(wallet, payout)
+                payout = self._still_payable(queued)
+                if payout is not None:
+                    await self._credit(wallet, payout)
             except Exception:  # not retried (the payout stays in flight); the worker goes on
-                log.exception("wallet_credit_failed", award=payout.award_id)
+                log.exception("wallet_credit_failed", award=queued.award_id)
+
+    def _still_payable(self, queued: Payout) -> Payout | None:
+        """The queued payout as the book holds it at its turn, if a wallet may still be credited
+        it: one voided (or lost to another instance) while it waited is not credited (a studio
+        round's queue is half a minute long), and leaves the ones in flight."""
+        current = self.service.book.payouts.get(queued.award_id)
+        if current is not None and current.state in PAYABLE:
+            return current
+        self._in_flight.discard(queued.award_id)
+        self._released = True
+        log.info(
+            "wallet_credit_dropped", award=queued.award_id, state=current and current.state.value
+        )
+        return None
 
     async def _credit(self, wallet: wallet_pb2_grpc.WalletServiceStub, payout: Payout) -> None:
         request = wallet_pb2.CreditRequest(
