@@ -9,18 +9,11 @@ of another group, is refused.
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass
 
 import pytest
 from google.protobuf.message import DecodeError
 from loadtest.rounds import CONFIG
 
-from jackpot.domain.payout import Payout, pay_to_wallet
-from jackpot.payout.codec import ledger_entry
-from jackpot.payout.payout_book import PayoutBook
-from jackpot.payout.payout_partition import PayoutPartition
-from jackpot.payout.settings import PayoutSettings
 from jackpot.platform.bundles import (
     BUNDLE,
     BUNDLE_BYTES,
@@ -36,7 +29,6 @@ from jackpot.pot.batch_records import OutputTopics, batch_records
 from jackpot.pot.group_runtime import Outputs
 from jackpot.pot.ledger_audit import GroupAudit
 from jackpot.pot.pot_book import InputRecord, PotBook
-from jackpot.tools.report import written_by_the_pot
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
 from tests.book_pot import caribbean
 
@@ -188,76 +180,3 @@ def test_a_run_larger_than_a_bundle_is_cut_into_bundles_in_order() -> None:
     assert len(records) == math.ceil(sum(map(len, raws)) / BUNDLE_BYTES)
     assert [raw for _, value in records for _, raw in ledger_entries(value)] == raws
     assert all(group == GROUP for group, _ in records)
-
-
-@dataclass(frozen=True)
-class AwardRecord:
-    topic: str
-    partition: int
-    offset: int
-    value: bytes
-    key: bytes | None = None
-
-
-def studio_prize(seat: int) -> bytes:
-    return pot_pb2.Award(
-        award_id=f"{GROUP}/{STUDIO}/R1/{seat}/ROYAL_FLUSH",
-        pot_group_id=GROUP,
-        table_id=STUDIO,
-        round_id="R1",
-        seat=seat,
-        prize="ROYAL_FLUSH",
-        amount=4_347,
-        player=f"p{seat}",
-    ).SerializeToString()
-
-
-def land_prize(seat: int) -> bytes:
-    return pot_pb2.Award(
-        award_id=f"{GROUP}/T1/R9/{seat}/FLUSH",
-        pot_group_id=GROUP,
-        table_id="T1",
-        round_id="R9",
-        seat=seat,
-        prize="FLUSH",
-        amount=50_000,
-    ).SerializeToString()
-
-
-def wallet_paid(payout: Payout) -> Payout:
-    return pay_to_wallet(payout, "wallet tx-1", time.time_ns())
-
-
-def test_O4_O9_the_payout_services_entries_of_a_studio_round_are_bundled_and_read_back_each() -> (
-    None
-):
-    """The payout service's transaction ordering a studio round's 2,000 prizes, and the one
-    paying 1,500 of them by the wallets' answers, write their lifecycle entries in a few
-    bundles that read back as each entry in order; the bundles, like the entries, are not the
-    pot's (unsequenced: the report's ``written_by_the_pot``). A land round's two payouts are a
-    record each, as before."""
-    settings = PayoutSettings()
-    partition = PayoutPartition(0, settings, PayoutBook())
-    prizes = [studio_prize(seat) for seat in range(1, 2_001)]
-    ordered = partition.apply([AwardRecord(settings.awards_topic, 0, 0, v) for v in prizes])
-    partition.commit(ordered)
-    paid = partition.transitions(
-        {f"{GROUP}/{STUDIO}/R1/{s}/ROYAL_FLUSH": wallet_paid for s in range(1, 1_501)}
-    )
-    land = partition.apply(
-        [AwardRecord(settings.awards_topic, 0, 1, land_prize(seat)) for seat in (1, 2)]
-    )
-    for batch, count in ((ordered, 2_000), (paid, 1_500), (land, 2)):
-        values = [r.value for r in batch.records if r.topic == settings.ledger_topic]
-        entries = [raw for value in values for _, raw in ledger_entries(value or b"")]
-        assert entries == [ledger_entry(p).SerializeToString() for p in batch.payouts]
-        assert len(entries) == count
-        if count < BUNDLE_FROM:
-            assert values == entries  # one each
-        else:
-            assert len(values) <= math.ceil(sum(map(len, entries)) / BUNDLE_BYTES) + 1
-            assert {pot_pb2.LedgerEntry.FromString(v or b"").type for v in values} == {BUNDLE}
-        assert not any(written_by_the_pot(value or b"") for value in values)
-        assert {r.key for r in batch.records if r.topic == settings.ledger_topic} == {
-            GROUP.encode()
-        }

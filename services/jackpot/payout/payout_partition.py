@@ -27,7 +27,7 @@ from jackpot.payout import metrics
 from jackpot.payout.codec import from_proto, ledger_entry, payout_for_award, to_proto
 from jackpot.payout.payout_book import PayoutBook
 from jackpot.payout.settings import PayoutSettings
-from jackpot.platform.bundles import BundleError, awards_of, bundle_payout_entries
+from jackpot.platform.bundles import BundleError, awards_of
 from jackpot.platform.deadletter import dead_letter
 from jackpot.platform.kafka import KafkaConnection
 from jackpot.platform.partition_handler import OutputRecord
@@ -71,7 +71,6 @@ class PayoutBatch:
 
     payouts: list[Payout] = field(default_factory=list)
     records: list[OutputRecord] = field(default_factory=list)
-    ledger: list[pot_pb2.LedgerEntry] = field(default_factory=list)  # written by _finish
     duplicates: int = 0
     dropped: set[str] = field(default_factory=set)  # tombstoned on the open-payouts topic
     mark: payout_pb2.OpenPayoutsMark | None = None
@@ -435,21 +434,20 @@ class PayoutPartition:
             )
         )
         batch.records.append(self._open_record(payout.award_id, value if kept else None))
-        batch.ledger.append(ledger_entry(payout))
+        batch.records.append(
+            OutputRecord(
+                self.settings.ledger_topic,
+                ledger_entry(payout).SerializeToString(),
+                payout.pot_group_id.encode(),
+            )
+        )
 
     def _finish(self, batch: PayoutBatch, next_order: int | None = None) -> PayoutBatch:
-        """The catch-up's writes first (the batch's own records are newer), the ledger entries
-        (bundled: a studio round's, :func:`~jackpot.platform.bundles.bundle_payout_entries`),
-        the mark last."""
+        """The catch-up's writes first (the batch's own records are newer), the mark last."""
         if self._pending:
             pending = [self._open_record(a, v) for a, v in self._pending.items()]
             batch.records[:0] = pending
             batch.caught_up = True
-        ledger = self.settings.ledger_topic
-        batch.records += [
-            OutputRecord(ledger, raw, group_id.encode())
-            for group_id, raw in bundle_payout_entries(batch.ledger)
-        ]
         batch.mark = payout_pb2.OpenPayoutsMark(
             awards_offset=self._next_offset,
             next_order=max(self.next_order, next_order or 0),

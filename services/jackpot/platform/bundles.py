@@ -7,9 +7,7 @@ table of the group, for over a second (issue 39 item 6). So a run of :data:`BUND
 consecutive ledger entries (or awards) of one table event in one group is written as bundles: a
 ``LedgerEntry`` of type ``LEDGER_ENTRY_TYPE_BUNDLE`` (an ``Award`` with only the group and the
 source event set) whose ``bundled`` field holds each entry's (award's) own bytes, up to
-:data:`BUNDLE_BYTES` in a bundle, well under the producer's one-megabyte request. The payout
-service's entries of those 10,000 prizes, ordered and then paid, are bundled by group alike
-(:func:`bundle_payout_entries`).
+:data:`BUNDLE_BYTES` in a bundle, well under the producer's one-megabyte request.
 
 Nothing else changes. Every entry keeps its sequence and entry id, and the group's hash chain
 folds the very bytes it folded before (the bundle carries them, it does not rebuild them), so the
@@ -129,22 +127,6 @@ def bundle_awards(awards: Sequence[pot_pb2.Award]) -> list[tuple[str, bytes]]:
 
     keys = [(award.pot_group_id, award.source_event_id) for award in awards]
     return _bundled(keys, [award.SerializeToString() for award in awards], envelope)
-
-
-def bundle_payout_entries(entries: Sequence[pot_pb2.LedgerEntry]) -> list[tuple[str, bytes]]:
-    """The records that write the payout service's entries of one transaction (each a payout's
-    transition: its own event is its award), in order, each with its group: one each, but a
-    run of :data:`BUNDLE_FROM` or more of one group bundled (a studio round's prizes ordered,
-    or paid by the wallets' answers of one moment, O9). The bundle, like its entries, is not
-    sequenced (``ledger_sequence`` 0: not the pot's) and names no event."""
-
-    def envelope(group_id: str, source: str, chunk: list[bytes], last: int) -> bytes:
-        return pot_pb2.LedgerEntry(
-            pot_group_id=group_id, type=BUNDLE, bundled=chunk
-        ).SerializeToString()
-
-    keys = [(entry.pot_group_id, "") for entry in entries]
-    return _bundled(keys, [entry.SerializeToString() for entry in entries], envelope)
 
 
 Envelope = Callable[[str, str, list[bytes], int], bytes]  # group, event, elements, last index
