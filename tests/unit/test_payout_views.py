@@ -21,10 +21,11 @@ from jackpot.domain.payout import (
     order_payout,
     pay,
     pay_to_wallet,
+    payment_order,
     void,
     wallet_rounds,
 )
-from jackpot.payout.payout_book import PayoutBook, payment_order
+from jackpot.payout.payout_book import PayoutBook
 
 TABLES = ("T1", "T2", "S-1", "S-2")  # land, land, studio, studio
 

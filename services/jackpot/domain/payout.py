@@ -182,6 +182,11 @@ class WalletRound:
     order: int  # its first prize's payment order (S5), to list the rounds in order
 
 
+def payment_order(payout: Payout) -> tuple[int, str]:
+    """Rule S5's order of payouts: by their order, then their award id."""
+    return payout.order, payout.award_id
+
+
 def wallet_rounds(payouts: Iterable[Payout]) -> list[WalletRound]:
     """The studio prizes among ``payouts`` by round, in payment order (S5)."""
     rounds: dict[str, list[Payout]] = {}
@@ -190,7 +195,7 @@ def wallet_rounds(payouts: Iterable[Payout]) -> list[WalletRound]:
             rounds.setdefault(payout.round_id, []).append(payout)
     summaries = []
     for round_id, prizes in rounds.items():
-        prizes.sort(key=lambda p: (p.order, p.award_id))
+        prizes.sort(key=payment_order)
         paid = [p for p in prizes if p.state is PayoutState.PAID]
         summaries.append(
             WalletRound(

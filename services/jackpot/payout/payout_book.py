@@ -18,6 +18,7 @@ from jackpot.domain.payout import (
     Payout,
     PayoutState,
     WalletRound,
+    payment_order,
     wallet_rounds,
 )
 from jackpot.payout import metrics
@@ -31,9 +32,6 @@ class PayoutBook:
     def __init__(self) -> None:
         self.payouts: dict[str, Payout] = {}
         self.partition_of: dict[str, int] = {}
-        # the open ones among them: what the metrics and the terminals' lists read, so their
-        # cost is what is open, not what was paid within the keep time (a studio round's
-        # thousands of prizes, O9)
         # Views of the same payouts, kept by one pair (_index, _unindex), so that each reader
         # costs what it reads, not what is open (a studio round's thousands of prizes, O9):
         self._open: dict[str, Payout] = {}  # the metrics, ListPayouts' pending ones
@@ -167,7 +165,7 @@ class PayoutBook:
             else self.payouts.values()
         )
         if after is not None:
-            chosen = (p for p in chosen if (p.order, p.award_id) > after)
+            chosen = (p for p in chosen if payment_order(p) > after)
         if limit is None:
             return sorted(chosen, key=payment_order)
         return heapq.nsmallest(limit, chosen, key=payment_order)
@@ -195,8 +193,3 @@ class PayoutBook:
         """At a scrape: how long ago the oldest open payout was ordered (0 with none)."""
         oldest = min((p.ordered_at_ns for p in self._open.values()), default=None)
         return 0.0 if oldest is None else (time.time_ns() - oldest) / 1e9
-
-
-def payment_order(payout: Payout) -> tuple[int, str]:
-    """Rule S5's order: the payout's place (its order, then its award id)."""
-    return payout.order, payout.award_id
