@@ -57,7 +57,8 @@ issue 36: ``acknowledged_first_p50_ms``, ``..._p99_ms``, ``in_flight_baseline_p5
 ``seconds``, ``wallet_calls``, ``target_seconds``}, ``land`` {``land_rounds_per_second``,
 ``without_studio_p99_ms``, ``with_studio_p99_ms``, ``ratio``, ``target_ratio``,
 ``studio_rounds``, ``studio_lock_p99_ms``, ``every_15_s_p99_ms``, ``every_15_s_ratio``,
-``every_15_s_studio_rounds``}), ``bounds``. The older flat keys (the
+``every_15_s_studio_rounds``, ``seconds`` (of the pair), ``cores`` {service: [alone, beside]}}),
+``bounds``. The older flat keys (the
 printed row names) stay for comparison.
 """
 
