@@ -8,7 +8,7 @@ import pytest
 
 from jackpot.domain.cards import Game
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.table import Limits, Phase, Table
+from jackpot.domain.table import UNKNOWN_LIMITS, Limits, Phase, Table, limits_in_force
 from jackpot.domain.table_messages import (
     AddCredits,
     CancelBet,
@@ -322,3 +322,15 @@ def test_a_resent_round_form_input_is_answered_with_its_seats_again() -> None:
     assert again.duplicate
     assert again.seat_answers == first.seat_answers
     assert restored.accept(1, AddCredits(1, 5), repr(AddCredits(1, 5))).seat_answers == ()
+
+
+def test_E1_D5_a_table_takes_its_groups_limits_between_rounds_or_while_none_were_known() -> None:
+    """A land and a studio table alike (``limits_in_force``): the group's limits are taken
+    between rounds, or mid-round when the round opened before any were known (its bets were all
+    refused as closed); mid-round otherwise the round keeps the limits it opened with."""
+    old, new = Limits(1_000, 5_000, 1_000), Limits(2_000, 8_000, 1_000)
+    assert limits_in_force(old, new, between_rounds=True) == new
+    assert limits_in_force(old, new, between_rounds=False) == old
+    assert limits_in_force(UNKNOWN_LIMITS, new, between_rounds=False) == new
+    assert limits_in_force(old, None, between_rounds=True) == old  # not heard from yet
+    assert limits_in_force(UNKNOWN_LIMITS, None, between_rounds=True) == UNKNOWN_LIMITS

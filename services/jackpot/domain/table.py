@@ -95,6 +95,15 @@ class Limits:
 UNKNOWN_LIMITS = Limits(0, 0, 1)
 
 
+def limits_in_force(current: Limits, group: Limits | None, between_rounds: bool) -> Limits:
+    """A table's limits once its pot group's are heard (E1): the group's, taken between rounds,
+    or in a round opened before any were known (each of its bets was refused as closed, D5:
+    none was judged by other limits); else, mid-round, those the round opened with."""
+    if group is not None and (between_rounds or current == UNKNOWN_LIMITS):
+        return group
+    return current
+
+
 @dataclass(slots=True)
 class Table:
     table_id: str

@@ -28,7 +28,13 @@ from opentelemetry.trace import SpanKind
 
 from jackpot.domain.access import ANONYMOUS, Action, Principal, Role
 from jackpot.domain.errors import DomainError, Reason
-from jackpot.domain.table import REMEMBERED_OUTCOMES, UNKNOWN_LIMITS, Limits, Table
+from jackpot.domain.table import (
+    REMEMBERED_OUTCOMES,
+    UNKNOWN_LIMITS,
+    Limits,
+    Table,
+    limits_in_force,
+)
 from jackpot.domain.table_messages import (
     Outcome,
 )
@@ -364,11 +370,8 @@ class Gateway:
             reason = self._closed_reason(configured.pot_group_id, now)
             table = self.tables[configured.table_id]
             pot = self.pots.get(configured.pot_group_id)
-            # Between rounds (E1), or in a round opened before the limits were known: each of its
-            # bets was refused as closed (D5), none was judged by other limits.
-            between = not table.round_id or table.limits == UNKNOWN_LIMITS
-            if pot is not None and table.limits != pot.limits and between:
-                table.limits = pot.limits
+            group = pot.limits if pot is not None else None
+            table.limits = limits_in_force(table.limits, group, not table.round_id)
             is_open = not reason
             if is_open != table.progressive_open or reason != self.closed_reason.get(
                 table.table_id

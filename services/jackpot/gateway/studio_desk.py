@@ -28,7 +28,7 @@ import structlog
 from jackpot.domain.cards import Game
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.studio_table import BetAnswer, StudioBet, StudioChange, StudioTable
-from jackpot.domain.table import UNKNOWN_LIMITS, Limits, Phase
+from jackpot.domain.table import UNKNOWN_LIMITS, Limits, Phase, limits_in_force
 from jackpot.domain.table_messages import Fact, RoundLockedFact, RoundVoidedFact
 from jackpot.gateway import metrics
 from jackpot.gateway.event_records import published_record
@@ -162,10 +162,8 @@ class StudioDesk:
         closed = 0
         for configured in self.settings.studio_tables:
             table = self.tables[configured.table_id]
-            group_limits = limits(configured.pot_group_id)
-            unknown = table.limits == UNKNOWN_LIMITS
-            if group_limits is not None and (table.phase is Phase.IDLE or unknown):
-                table.limits = group_limits
+            group = limits(configured.pot_group_id)
+            table.limits = limits_in_force(table.limits, group, table.phase is Phase.IDLE)
             reason = closed_reason(configured.pot_group_id)
             if reason != self.closed_reason.get(table.table_id):
                 log.warning(
