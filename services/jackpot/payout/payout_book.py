@@ -39,7 +39,6 @@ class PayoutBook:
         self._at_terminals: dict[str, dict[str, Payout]] = {}  # by table: what its terminal acts on
         self._to_wallets: dict[str, dict[str, Payout]] = {}  # by studio table: its rounds' counts
         self._payable_to_wallets: dict[str, Payout] = {}  # what the wallet payer scans
-        self._owed: Counter[str] = Counter()  # open prizes a table's terminal pays, by table
         self._listeners: list[Listener] = []
         self._terminals: Counter[str] = Counter()  # connected dealer terminals by table
         self.changes = 0  # how many times the book changed: a reader rescans only after one
@@ -116,8 +115,6 @@ class PayoutBook:
         award_id, table_id, state = payout.award_id, payout.table_id, payout.state
         if state in OPEN:
             self._open[award_id] = payout
-            if not payout.to_wallet:
-                self._owed[table_id] += 1
             if not payout.to_wallet or state is PayoutState.AWAITING_APPROVAL:
                 self._at_terminals.setdefault(table_id, {})[award_id] = payout
         if state is PayoutState.AWAITING_APPROVAL:
@@ -135,10 +132,6 @@ class PayoutBook:
         self._open.pop(award_id, None)
         self._awaiting.pop(award_id, None)
         self._payable_to_wallets.pop(award_id, None)
-        if payout.state in OPEN and not payout.to_wallet:
-            self._owed[table_id] -= 1
-            if self._owed[table_id] <= 0:
-                del self._owed[table_id]
         for view in (self._at_terminals, self._to_wallets):
             prizes = view.get(table_id)
             if prizes is not None:
@@ -184,10 +177,15 @@ class PayoutBook:
         for table_id in tables:
             if table_id in self._terminals:
                 metrics.UNATTENDED.labels(table=table_id).set(0)
-            elif self._owed[table_id] > 0:
-                metrics.UNATTENDED.labels(table=table_id).set(self._owed[table_id])
+            elif owed := self._owed(table_id):
+                metrics.UNATTENDED.labels(table=table_id).set(owed)
             else:  # a series never set is no error to remove (prometheus-client >= 0.26)
                 metrics.UNATTENDED.remove(table_id)
+
+    def _owed(self, table_id: str) -> int:
+        """The open prizes a table's terminal pays: a studio prize is paid to its player's
+        wallet, at no terminal (O9), so it is never owed."""
+        return sum(not p.to_wallet for p in self._at_terminals.get(table_id, {}).values())
 
     def _oldest_pending_seconds(self) -> float:
         """At a scrape: how long ago the oldest open payout was ordered (0 with none)."""
