@@ -98,6 +98,7 @@ def collect_what_the_test_left(request: pytest.FixtureRequest) -> Iterator[None]
     test left to it is finalized within the test (module docstring)."""
     yield
     if request.node.get_closest_marker("unit") is None:
+        gc.unfreeze()  # what a takeover froze (jackpot.platform.heap) is the test's too
         gc.collect()
 
 

@@ -86,6 +86,9 @@ class Batch:
     value: int = 0
 
 
+ALONE = 1_000
+
+
 class Counter:
     """A handler whose state is one number: the sum of the values it committed."""
 
@@ -109,6 +112,10 @@ class Counter:
     def apply(self, records: Sequence[Any]) -> Batch:
         if any(r.value == b"bad" for r in records):
             raise ValueError("a bug in the handler")
+        # a value of ALONE or more is applied in a transaction of its own (as the pot's book
+        # does a studio round's): the batch stops before it
+        costly = [i for i, r in enumerate(records) if i and int(r.value) >= ALONE]
+        records = records[: costly[0]] if costly else records
         self.applied.append([r.offset for r in records])
         self.total += sum(int(r.value) for r in records)
         self._next = records[-1].offset + 1
@@ -1000,6 +1007,34 @@ async def test_what_arrives_during_a_transaction_goes_into_the_next_one() -> Non
     assert handler.applied == [[7], [8, 9, 10, 11]]  # one transaction for what waited
     assert a.calls == ["begin", OFFSETS_8, "commit", "begin", f"offsets { {TP0: 12} }", "commit"]
     assert handler.committed_total == 45
+
+
+async def test_what_the_handler_leaves_of_a_batch_goes_first_into_the_next_transaction() -> None:
+    """The pot's book stops a batch before a studio round's lock or result, so the records
+    fetched with it commit without waiting for its thousands of prizes: what it left is
+    neither lost nor applied twice, and comes before what arrived after it."""
+    eos, consumer = await owning_many(0)
+    a = gated(eos, 0)
+    handler = eos._owned[0].handler
+    async with running(eos):
+        consumer.feed(0, 7)
+        await in_flight(a)
+        consumer.feed(0, 8, 9)
+        consumer.feed(0, 10, value=b"1000")
+        consumer.feed(0, 11, 12)
+        await consumer.fetched()
+        a.gate.set()  # type: ignore[union-attr]
+        await a.commits_reach(3)
+        consumer.feed(0, 13)
+        await a.commits_reach(4)
+    assert handler.applied == [[7], [8, 9], [10, 11, 12], [13]]
+    assert handler.committed_total == 40 + 1 + (1 + 1) + (1_000 + 1 + 1) + 1
+    # each transaction's state, then its resume point: the offset after what it applied
+    assert a.sent == [
+        ("changelog", value)
+        for pair in ((b"41", b"8"), (b"43", b"10"), (b"1045", b"13"), (b"1046", b"14"))
+        for value in pair
+    ]
 
 
 async def test_a_partition_at_its_bound_is_not_fetched_until_its_worker_catches_up() -> None:

@@ -390,3 +390,68 @@ def test_O9_X2_a_mystery_prize_won_at_a_studio_seat_names_its_player() -> None:
     [land] = [e for e in events if isinstance(e, MysteryAwarded)]
     assert land.player == ""
     assert "player" not in land.to_dict()  # a land table's entry is as it was
+
+
+def test_O7_a_studio_round_locks_and_settles_after_what_came_before_it_committed() -> None:
+    """The pot's transactions (issue 39 item 6): a record that locks or settles a round of
+    OWN_TRANSACTION_FROM bets or more starts a transaction, so the land records fetched before
+    it commit without waiting for its 10,000 contributions or prizes; those after it go with it.
+    Cut so, the batches pay exactly what one batch of them all pays (S9's order kept)."""
+    book = opened_book(0)
+    bets = {seat: 1000 for seat in range(1, 10_001)}
+    royal = table_events_pb2.RoundResult(shared_hand=ROYAL)
+    land_royal = commands.result({4: ["TS", "JS", "QS", "KS", "AS"]})
+    events = [
+        book.table_event("L1", "L-1", round_locked=commands.locked({4: 1000})),
+        book.table_event("S1", "S-1", round_locked=commands.locked(bets)),
+        book.table_event("L1", "L-1", round_result=land_royal),
+        book.table_event("S1", "S-1", round_result=royal),
+        book.table_event("L1", "L-2", round_locked=commands.locked({2: 1000})),
+    ]
+    records = [
+        InputRecord(e.SerializeToString(), TOPIC, 0, book.offset + i, GROUP.encode())
+        for i, e in enumerate(events)
+    ]
+    whole = opened_book(0)
+    whole(*events)  # the same events in one batch, as before the cut
+    sizes = []
+    rest = records
+    while rest:
+        size = book.book.transaction_size(rest)
+        sizes.append(size)
+        batch = book.book.batch(rest[:size])
+        book.book.commit(batch.outputs)
+        book.ledger += batch.outputs.ledger
+        rest = rest[size:]
+    assert sizes == [1, 2, 2]  # L1's lock; S1's lock and L1's result; S1's result and L1's lock
+    def written(entry: pot_pb2.LedgerEntry) -> tuple[Any, ...]:
+        return (entry.ledger_sequence, entry.type, entry.table_id, entry.seat, entry.amount)
+
+    assert len(book.ledger) > 10_000
+    assert [written(e) for e in book.ledger] == [written(e) for e in whole.ledger]
+    assert book.book.groups[GROUP].group.balances == whole.book.groups[GROUP].group.balances
+    # a round locked in an earlier transaction: its result after a land record starts one too
+    book(book.table_event("S1", "S-2", round_locked=commands.locked(bets)))
+    later = [
+        book.table_event("L1", "L-2", round_result=commands.result({2: ROYAL})),
+        book.table_event("S1", "S-2", round_voided=table_events_pb2.RoundVoided()),
+    ]
+    records = [
+        InputRecord(e.SerializeToString(), TOPIC, 0, book.offset + i, GROUP.encode())
+        for i, e in enumerate(later)
+    ]
+    assert book.book.transaction_size(records) == 1
+    assert book.book.transaction_size(records[1:]) == 1
+    # a studio round of a few bets, or anything unreadable, is no reason to cut
+    small = [
+        book.table_event("S1", "S-3", round_locked=commands.locked({1: 1000, 2: 1000})),
+        book.table_event("L1", "L-3", round_locked=commands.locked({3: 1000})),
+    ]
+    records = [
+        InputRecord(b"\xff not a table event", TOPIC, 0, 0, GROUP.encode()),
+        *(
+            InputRecord(e.SerializeToString(), TOPIC, 0, 1 + i, GROUP.encode())
+            for i, e in enumerate(small)
+        ),
+    ]
+    assert book.book.transaction_size(records) == 3

@@ -62,7 +62,11 @@ class PartitionHandler(Protocol[B]):
         the beginning of the partition)."""
         ...
 
-    def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> B: ...
+    def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> B:
+        """The batch of a prefix of ``records``, at least the first: ``next_offset`` tells how
+        far it went; the processor gives the rest to the next transaction (a record that
+        costs much more than others may so have a transaction of its own)."""
+        ...
 
     def tick(self) -> B | None:
         """Periodic outputs without input (for example liveness), or None."""

@@ -172,13 +172,24 @@ class PartitionTask(Generic[H]):
             records = self.pending[:size]
             del self.pending[:size]
             self.host.taken()  # under its bound again: fetched for
-            await self._process(records)
+            if await self._process(records):
+                self._put_back(records)
 
-    async def _process(self, records: list[ConsumerRecord[bytes, bytes]]) -> None:
+    def _put_back(self, records: list[ConsumerRecord[bytes, bytes]]) -> None:
+        """What the handler left of a committed batch (it applies a prefix, at least one
+        record: one it wants in a transaction of its own stops it) goes first in the next."""
+        left = [r for r in records if r.offset >= self.handler.next_offset]
+        if left:
+            self.pending[:0] = left
+            self.wake.set()
+
+    async def _process(self, records: list[ConsumerRecord[bytes, bytes]]) -> bool:
+        """Apply the records the handler has not applied yet and write them in a transaction;
+        whether it committed."""
         handler = self.handler
         fresh = [r for r in records if r.offset >= handler.next_offset]  # older: before a re-seek
         if not fresh:
-            return
+            return False
         name = self.host.name
         with batch_span(
             f"{name}.process",
@@ -192,8 +203,8 @@ class PartitionTask(Generic[H]):
                 # A bug (for example rule M2 broken): never commit it, stop this partition loudly.
                 handler.rollback()
                 self.halt("processing_failed", error)
-                return
-            await self.transact(batch, "batch")
+                return False
+            return await self.transact(batch, "batch")
 
     async def _commit_group(self) -> None:
         """The consumer group's offsets alone, once input stopped coming for a while."""

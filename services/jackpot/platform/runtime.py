@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from jackpot.platform import heap
 from jackpot.platform.kafka import wait_for_brokers
 from jackpot.platform.logging import configure_logging
 from jackpot.platform.metrics import serve_metrics
@@ -186,6 +187,7 @@ async def serve(service: str, compose: Compose, stop: asyncio.Event) -> int:
     except Exception as error:
         await supervisor.fail("start", error)
         return 1
+    heap.settle()  # what the service holds for good, out of the full collections' scans
     return await supervisor.run(stop)
 
 
@@ -255,6 +257,7 @@ def service_main(
     ``needs_brokers`` to start). The exit status."""
     configure_logging(settings.log_level, settings.log_json)
     serve_metrics(settings.metrics_port, settings.metrics_host)
+    heap.measure_pauses()
     brokers = settings.kafka_options() if needs_brokers else None
     return run_service(service, compose, settings.tracing, settings.runtime, brokers)
 

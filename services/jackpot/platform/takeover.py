@@ -14,6 +14,7 @@ from typing import Generic
 
 from aiokafka import AIOKafkaProducer, TopicPartition
 
+from jackpot.platform import heap
 from jackpot.platform.aiokafka_private import retire_producer
 from jackpot.platform.changelog import resume_point, verify_restored
 from jackpot.platform.partition_handler import H
@@ -78,6 +79,7 @@ async def take_over(
         # Every partition's check at once: each reads its own ledger partition, and one after
         # another they added seconds to a takeover (the pot's kill -9 recovery).
         refusals = await asyncio.gather(*(verify_restored(h) for h in handlers))
+        heap.settle()  # the restored state lives until the next takeover
     except BaseException:
         for producer in producers:
             await retire_producer(producer)

@@ -263,7 +263,7 @@ class PotPartition:
         return books
 
     def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> PotBatch:
-        return self.book.batch(records)
+        return self.book.batch(records[: self.book.transaction_size(records)])
 
     def tick(self) -> PotBatch | None:
         return self.book.tick(self.settings.heartbeat_interval_ms / 1000)
