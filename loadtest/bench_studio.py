@@ -22,7 +22,8 @@ target.
   at 30 rounds a minute, one step of 60 s) without a studio table, then with one of 10,000
   players in the land tables' group, a round every 15 s, every round a made hand (10,000 winners,
   10,000 wallet credits): the land tables' p99 lock-to-sign of each run, and their ratio (target
-  <= 1.10, "not worse by more than 10 %"), with the studio's rounds and lock p99.
+  <= 1.10, "not worse by more than 10 %"), with the studio's rounds and lock p99, and each
+  service's cores and seconds in full garbage collections alone and beside.
 """
 
 from __future__ import annotations
@@ -465,7 +466,16 @@ def _land_run(name: str, extra: list[str], seconds: int = LAND_SECONDS) -> dict[
         env={**os.environ, **threshold},
     )
     report: dict[str, Any] = json.loads((out / "report.json").read_text())
-    return dict(report["steps"][0])
+    return {**report["steps"][0], "full_gc_seconds": _full_gc_seconds(report["timeline"])}
+
+
+def _full_gc_seconds(timeline: list[dict[str, Any]]) -> dict[str, float]:
+    """Each service's seconds in full garbage collections during the step (what it stood still
+    for, ``jackpot.platform.heap``): its last sample's less its first."""
+    samples = [s["full_gc_seconds"] for s in timeline if s.get("step") == 1]
+    if not samples:
+        return {}
+    return {name: round(samples[-1][name] - samples[0].get(name, 0.0), 3) for name in samples[-1]}
 
 
 def land_beside_studio() -> dict[str, Any]:
@@ -494,6 +504,10 @@ def land_beside_studio() -> dict[str, Any]:
         "cores": {  # each service's, alone and beside: where the studio's work lands
             name: [alone["cost"].get(name, {}).get("cores"), cost["cores"]]
             for name, cost in beside["cost"].items()
+        },
+        "full_gc_seconds": {  # each service's event loop stopped by full collections, the same
+            name: [alone["full_gc_seconds"].get(name), seconds]
+            for name, seconds in beside["full_gc_seconds"].items()
         },
     }
 
@@ -552,3 +566,7 @@ def print_studio(figures: dict[str, Any]) -> None:
         f"every 15 s ({land['every_15_s_studio_rounds']} rounds, no target): "
         f"{land['every_15_s_p99_ms']:.1f} ms, {land['every_15_s_ratio']:.2f}x"
     )
+    cores = ", ".join(f"{name} {a}/{b}" for name, (a, b) in land.get("cores", {}).items())
+    print(f"  cores alone/beside: {cores}")
+    stood = ", ".join(f"{n} {a}/{b}" for n, (a, b) in land.get("full_gc_seconds", {}).items())
+    print(f"  seconds in full garbage collections alone/beside: {stood}")

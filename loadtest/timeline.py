@@ -5,7 +5,8 @@ Each sample (a dict, kept in report.json's ``timeline``) is the rolling window o
 device events and refusals per second over that window (what the counters rose by in it, divided
 by its length), the lock-to-sign p50/p95/p99 of the rounds whose sign moved in it (null only when
 no sign moved in the whole window), and, as read at ``t`` from the services' /metrics endpoints,
-the gateways' spool depth and the pot's and payout's consumer lag (summed over their partitions).
+the gateways' spool depth, the pot's and payout's consumer lag (summed over their partitions) and
+each service's seconds in full garbage collections since it started.
 A window never reaches back before its step's first sample: the first seconds of a step are
 averaged over the seconds the step has played.
 
@@ -35,6 +36,8 @@ SPOOL = "jackpot_gateway_spool_depth_records"
 DEVICE_EVENTS = "jackpot_gateway_device_events_total"
 ROUNDS = 'jackpot_gateway_device_events_total{type="hand_results"}'
 REJECTS = "jackpot_gateway_rejects_total"
+# the seconds each service's event loop stood still in full garbage collections (platform/heap.py)
+FULL_GC = 'jackpot_gc_pause_seconds_sum{generation="2"}'
 # Tables that start together finish their rounds together, so at one-second resolution a second
 # holds one batch of rounds or two (a saw-tooth of 40 and 80 at a steady 60 rounds/s), and a
 # second in which few signs moved has no lock-to-sign at all. Five seconds holds at least two
@@ -167,6 +170,10 @@ class Timeline:
                     "consumer_lag_records": {
                         name: metric_sum(by_service.get(name, ""), LAG)
                         for name in ("pot", "payout")
+                    },
+                    "full_gc_seconds": {  # since each service started
+                        name: round(metric_sum(page, FULL_GC), 4)
+                        for name, page in by_service.items()
                     },
                 }
             )
