@@ -22,6 +22,7 @@ from jackpot.pot import commands
 from jackpot.pot.ledger_restore import ledger_event
 from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.pot.records import linked_tables
+from jackpot.pot.transaction_cut import transaction_size
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
 from tests.unit.test_engine_rules import LIMITS
 from tests.unit.test_engine_rules import config as engine_config
@@ -417,13 +418,14 @@ def test_O7_a_studio_round_locks_and_settles_after_what_came_before_it_committed
     sizes = []
     rest = records
     while rest:
-        size = book.book.transaction_size(rest)
+        size = transaction_size(rest, book.book.groups)
         sizes.append(size)
         batch = book.book.batch(rest[:size])
         book.book.commit(batch.outputs)
         book.ledger += batch.outputs.ledger
         rest = rest[size:]
     assert sizes == [1, 2, 2]  # L1's lock; S1's lock and L1's result; S1's result and L1's lock
+
     def written(entry: pot_pb2.LedgerEntry) -> tuple[Any, ...]:
         return (entry.ledger_sequence, entry.type, entry.table_id, entry.seat, entry.amount)
 
@@ -440,8 +442,8 @@ def test_O7_a_studio_round_locks_and_settles_after_what_came_before_it_committed
         InputRecord(e.SerializeToString(), TOPIC, 0, book.offset + i, GROUP.encode())
         for i, e in enumerate(later)
     ]
-    assert book.book.transaction_size(records) == 1
-    assert book.book.transaction_size(records[1:]) == 1
+    assert transaction_size(records, book.book.groups) == 1
+    assert transaction_size(records[1:], book.book.groups) == 1
     # a studio round of a few bets, or anything unreadable, is no reason to cut
     small = [
         book.table_event("S1", "S-3", round_locked=commands.locked({1: 1000, 2: 1000})),
@@ -454,4 +456,4 @@ def test_O7_a_studio_round_locks_and_settles_after_what_came_before_it_committed
             for i, e in enumerate(small)
         ),
     ]
-    assert book.book.transaction_size(records) == 3
+    assert transaction_size(records, book.book.groups) == 3

@@ -172,20 +172,10 @@ class PartitionTask(Generic[H]):
             records = self.pending[:size]
             del self.pending[:size]
             self.host.taken()  # under its bound again: fetched for
-            if await self._process(records):
-                self._put_back(records)
-
-    def _put_back(self, records: list[ConsumerRecord[bytes, bytes]]) -> None:
-        """What the handler left of a committed batch (it applies a prefix, at least one
-        record: one it wants in a transaction of its own stops it) goes first in the next."""
-        left = [r for r in records if r.offset >= self.handler.next_offset]
-        if left:
-            self.pending[:0] = left
-            self.wake.set()
+            if await self._process(records):  # the handler may leave some: first in the next
+                self.pending[:0] = [r for r in records if r.offset >= self.handler.next_offset]
 
     async def _process(self, records: list[ConsumerRecord[bytes, bytes]]) -> bool:
-        """Apply the records the handler has not applied yet and write them in a transaction;
-        whether it committed."""
         handler = self.handler
         fresh = [r for r in records if r.offset >= handler.next_offset]  # older: before a re-seek
         if not fresh:

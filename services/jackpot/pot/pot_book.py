@@ -62,10 +62,6 @@ log = structlog.get_logger("jackpot.pot.book")
 STANDARD_TOPICS = OutputTopics(
     POT_UPDATES.name, AWARDS.name, LEDGER.name, DEAD_LETTER.name, POT_STATE.name
 )
-# A round of this many bets or more is locked and settled in a transaction of its own: its
-# hundreds of milliseconds of contributions or prizes do not hold the records fetched before it.
-# A land table's round is a few seats; a studio round thousands (O1).
-OWN_TRANSACTION_FROM = 1_000
 
 
 class IgnoreReason(Enum):
@@ -306,37 +302,6 @@ class PotBook:
         return age_ns >= self.checkpoint_seconds * 1e9
 
     # ---------------------------------------------------------------------- one record
-
-    def transaction_size(self, records: Sequence[ConsumedRecord]) -> int:
-        """How many of ``records`` (at least one) the next transaction applies: all, but none
-        from a record that locks or settles a round of :data:`OWN_TRANSACTION_FROM` bets or
-        more (a studio round, O1) on, so the records fetched before it commit without waiting
-        for its thousands of contributions or prizes (issue 39 item 6). The records after it
-        go with it: they have waited for it anyway."""
-        costly_rounds: set[tuple[str, str]] = set()  # (group, table) locked costly in ``records``
-        for index, record in enumerate(records):
-            try:
-                event = reading.decode(record)
-            except DomainError:
-                continue  # its refusal is cheap
-            key = (event.pot_group_id, event.table_id)
-            payload = event.WhichOneof("payload")
-            if payload == "round_locked":
-                costly = len(event.round_locked.bets) >= OWN_TRANSACTION_FROM
-                if costly:
-                    costly_rounds.add(key)
-            elif payload in ("round_result", "round_voided"):
-                costly = key in costly_rounds or self._locked_bets(*key) >= OWN_TRANSACTION_FROM
-            else:
-                costly = False
-            if costly and index:
-                return index
-        return len(records)
-
-    def _locked_bets(self, group_id: str, table_id: str) -> int:
-        runtime = self._groups.get(group_id)
-        locked = runtime.group.locked.get(table_id) if runtime is not None else None
-        return len(locked.bets) if locked is not None else 0
 
     def _apply_one(self, record: ConsumedRecord, outputs: Outputs) -> str | None:
         """Apply, ignore or refuse one record; the id of the group it changed, if any."""

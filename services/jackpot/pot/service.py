@@ -42,6 +42,7 @@ from jackpot.pot.pot_book import PotBook
 from jackpot.pot.records import pot_levels
 from jackpot.pot.settings import PotSettings
 from jackpot.pot.state_repair import RUN, RUNBOOK, Verdict, judge, refusal, repair
+from jackpot.pot.transaction_cut import transaction_size
 from jackpot.topics import SEQUENCE_MARK_PREFIX
 from jackpot.v1 import pot_pb2
 
@@ -263,7 +264,7 @@ class PotPartition:
         return books
 
     def apply(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> PotBatch:
-        return self.book.batch(records[: self.book.transaction_size(records)])
+        return self.book.batch(records[: transaction_size(records, self.book.groups)])
 
     def tick(self) -> PotBatch | None:
         return self.book.tick(self.settings.heartbeat_interval_ms / 1000)
