@@ -25,12 +25,21 @@ import grpc
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-from loadtest.rounds import CONFIG, ROYAL_FLUSH, interleaved_rounds, simulated_tables
+from loadtest.rounds import (
+    CONFIG,
+    CREDIT_VALUE,
+    MAX_BET,
+    MIN_BET,
+    ROYAL_FLUSH,
+    interleaved_rounds,
+    simulated_tables,
+)
 
 from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
 from jackpot.platform import codec
 from jackpot.platform.authz import AccessSettings
+from jackpot.platform.bundles import awards_of, ledger_entries
 from jackpot.platform.exactly_once_settings import ExactlyOnceSettings
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, idempotent_producer
 from jackpot.pot import commands
@@ -296,8 +305,10 @@ async def assert_exactly_once(
 ) -> list[GroupAudit]:
     """Kafka's ledger equals the oracle's, each award once, and the audit passes."""
     expected_ledger, expected_awards = oracle(events, partitions)
-    entries = [
-        pot_pb2.LedgerEntry.FromString(v) for v in await read_topic(settings, settings.ledger_topic)
+    entries = [  # a studio round's prizes in bundles (platform.bundles), each entry as written
+        entry
+        for value in await read_topic(settings, settings.ledger_topic)
+        for entry, _ in ledger_entries(value)
     ]
     by_group: dict[str, list[pot_pb2.LedgerEntry]] = {}
     checkpoints: Counter[str] = Counter()
@@ -317,7 +328,7 @@ async def assert_exactly_once(
         assert [comparable(e) for e in got] == [comparable(e) for e in expected]
 
     awards = [
-        pot_pb2.Award.FromString(v) for v in await read_topic(settings, settings.awards_topic)
+        award for v in await read_topic(settings, settings.awards_topic) for award in awards_of(v)
     ]
     counts = Counter(a.award_id for a in awards)
     assert all(n == 1 for n in counts.values()), [a for a, n in counts.items() if n > 1]
@@ -433,6 +444,106 @@ async def test_service_cancelled_mid_stream_and_restarted_loses_and_repeats_noth
     async with running(PotService(settings, PotMetrics())):
         await wait_processed(settings)
     await assert_exactly_once(settings, events, partitions=2)
+
+
+def with_studio_rounds(
+    events: list[table_events_pb2.TableEvent], group_id: str, seed: int, bets: int = 1_500
+) -> tuple[list[table_events_pb2.TableEvent], list[int]]:
+    """``events`` (one group's land rounds) with a studio table of ``bets`` players linked to
+    the group and its rounds woven in, every other one a shared royal flush (O4); the new
+    stream, and the offsets of the studio rounds' locks and results in it."""
+    rng = random.Random(seed)
+    link = table_events_pb2.LinkTable(
+        table_id="S1",
+        game=common_pb2.GAME_CARIBBEAN,
+        site="studio",
+        studio_seats=bets,
+        min_bet=MIN_BET,
+        max_bet=MAX_BET,
+        credit_value=CREDIT_VALUE,
+    )
+    woven = [*events[:4], commands.link_table(group_id, link)]
+    costly: list[int] = []
+    land = events[4:]
+    step = len(land) // 6
+    cursor = 0
+    for number in range(6):
+        end, half = cursor + step, cursor + step // 2
+        between = half + rng.randint(0, 3)  # land records between the lock and the result
+        woven.extend(land[cursor:half])
+        for sequence, payload, after in (
+            (2 * number + 1, {"round_locked": commands.locked(dict.fromkeys(
+                range(1, bets + 1), MIN_BET))}, land[half:between]),
+            (2 * number + 2, {"round_result": table_events_pb2.RoundResult(
+                shared_hand=STUDIO_HANDS[number % 2])}, land[between:end]),
+        ):  # fmt: skip
+            costly.append(len(woven))
+            woven.append(
+                commands.table_event(
+                    group_id, "S1", f"S-{number}", sequence, common_pb2.GAME_CARIBBEAN, **payload
+                )
+            )
+            woven.extend(after)
+        cursor = end
+    woven.extend(land[cursor:])
+    return woven, costly
+
+
+# a shared royal flush (every bet shares the top prize, O4), and a hand that wins nothing
+STUDIO_HANDS = (list(ROYAL_FLUSH), ["2S", "7D", "9H", "JC", "KD"])
+
+
+async def resume_offsets(settings: PotSettings, partition: int) -> set[int]:
+    """Where each committed transaction of a partition left its input: the resume records
+    the pot wrote on its changelog (the state topic), read before any compaction."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap_servers, isolation_level="read_committed"
+    )
+    tp = TopicPartition(settings.state_topic, partition)
+    await consumer.start()
+    try:
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        end = (await consumer.end_offsets([tp]))[tp]
+        offsets: set[int] = set()
+        while await consumer.position(tp) < end:
+            for records in (await consumer.getmany(tp, timeout_ms=1000)).values():
+                offsets |= {int(r.value) for r in records if r.key == CHANGELOG_OFFSET_KEY}
+        return offsets
+    finally:
+        await consumer.stop()
+
+
+async def test_a_studio_rounds_lock_and_result_each_start_a_transaction_through_restarts(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    """Issue 39 item 6 (pot.transaction_cut): a lock or result of a round of 1,500 bets fetched
+    after land records starts a transaction, so those commit without waiting for it; the
+    processor gives what the book left to the next transaction. Through two abrupt stops,
+    nothing is lost or applied twice (the ledger and the awards are an uninterrupted in-memory
+    run's), and every committed transaction ends before each studio lock and result: the
+    input is all in the topic before the pot starts, so its fetches hold hundreds of records
+    and only the cut ends a transaction there."""
+    settings = pot_settings(kafka_bootstrap, unique, partitions=1)
+    await create_topics(settings)
+    land = scripted_events(["cut-main"], rounds_per_table=60, seed=5)
+    events, costly = with_studio_rounds(land, "cut-main", seed=5)
+    await produce(settings, events)
+    rng = random.Random(unique)
+    for stop_at in sorted(rng.uniform(0.2, 0.8) for _ in range(2)):
+        service = PotService(settings, PotMetrics())
+        task = asyncio.create_task(service.run())
+        await wait_processed(settings, stop_at)
+        task.cancel()  # abrupt: the open transaction stays open until fenced
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    async with running(PotService(settings, PotMetrics())):
+        await wait_processed(settings)
+    groups = await assert_exactly_once(settings, events, partitions=1)
+    assert groups[0].hits, "the studio's royal flushes were paid"
+    ends = await resume_offsets(settings, 0)
+    assert set(costly) <= ends, sorted(set(costly) - ends)
+    assert len(ends) < len(events) / 4, "the land records still share transactions"
 
 
 async def test_a_takeover_reads_the_ledger_since_the_last_checkpoints_not_its_history(
