@@ -43,16 +43,22 @@ _OUTBOX: Any = None  # in a simulator process: the queue its lock-to-sign sample
 
 
 def shares(config: FloorConfig, processes: int) -> list[FloorConfig]:
-    """The tables dealt round-robin over ``processes`` configs; only the first approves and
-    plays the studio tables."""
+    """The land tables dealt round-robin over ``processes`` configs (only the first approves);
+    the studio tables in one more of their own. A studio's platform builds and sends a round's
+    10,000 bets at once: in a process with land tables it held their event loop, whose clock
+    times their lock-to-sign, and the harness's own work read as the system's latency."""
+    if not config.tables:
+        return [config]
     count = max(1, min(processes, len(config.tables)))
     out = []
     for n in range(count):
         seed = None if config.seed is None else config.seed + 1000 * n
-        studios = config.studios if n == 0 else []
         out.append(
-            dataclasses.replace(config, tables=config.tables[n::count], seed=seed, studios=studios)
+            dataclasses.replace(config, tables=config.tables[n::count], seed=seed, studios=[])
         )
+    if config.studios:
+        seed = None if config.seed is None else config.seed + 1000 * count
+        out.append(dataclasses.replace(config, tables=[], seed=seed, studios=config.studios))
     return out
 
 

@@ -9,6 +9,7 @@ from jackpot.domain.cards import Game
 from jackpot.sim.floor import FloorConfig, SimTable
 from jackpot.sim.floor_stats import FloorStats
 from jackpot.sim.hops import END_TO_END, HOPS_ORDER, Hops
+from jackpot.sim.studio_platform import SimStudio
 from jackpot.v1 import common_pb2
 
 MS = 1_000_000  # nanoseconds
@@ -91,6 +92,19 @@ def test_the_tables_are_dealt_over_the_processes_each_exactly_once() -> None:
     )
     assert len({config.seed for config in dealt}) == 3  # each process its own random stream
     assert len(shares(FloorConfig(tables=tables[:2]), 8)) == 2  # never a process without tables
+
+
+def test_the_studio_tables_play_in_a_process_of_their_own() -> None:
+    """A studio's platform sends a round's 10,000 bets at once: never in the event loop that
+    times a land table's lock-to-sign."""
+    tables = [SimTable(f"T{n}", Game.CARIBBEAN, "g", "host:1", "secret") for n in range(4)]
+    studios = [SimStudio("S-LIVE-1", "g", "host:1", "studio-1", 10_000, 10_000)]
+    dealt = shares(FloorConfig(tables=tables, seed=3, studios=studios), 2)
+    assert [(len(c.tables), len(c.studios)) for c in dealt] == [(2, 0), (2, 0), (0, 1)]
+    assert len({config.seed for config in dealt}) == 3
+    assert shares(FloorConfig(tables=[], studios=studios), 2) == [
+        FloorConfig(tables=[], studios=studios)
+    ]
 
 
 def test_the_statistics_of_the_processes_add_up() -> None:
