@@ -72,7 +72,7 @@ from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.topics import TopicSpec
 from jackpot.v1 import common_pb2, pot_pb2, studio_pb2, studio_pb2_grpc, table_events_pb2
 from jackpot.wallet.reference import ReferenceWallet, WalletFaults
-from loadtest.rounds import CONFIG, CREDIT_VALUE, MAX_BET, MIN_BET
+from loadtest.rounds import CONFIG, CREDIT_VALUE, MAX_BET, MIN_BET, table_link
 
 BETS = 10_000
 CHUNK = 2_000
@@ -88,15 +88,7 @@ GROUP, TABLE = "bench-studio", "S-BENCH"
 def _locked_book() -> tuple[PotBook, int]:
     """A book whose studio table has a round of ``BETS`` bets locked; the next offset."""
     book = PotBook(0, source="pot:bench")
-    link = table_events_pb2.LinkTable(
-        table_id=TABLE,
-        game=common_pb2.GAME_CARIBBEAN,
-        site="studio",
-        studio_seats=BETS,
-        min_bet=MIN_BET,
-        max_bet=MAX_BET,
-        credit_value=CREDIT_VALUE,
-    )
+    link = table_link(TABLE, site="studio", studio_seats=BETS)
     lock = commands.table_event(
         GROUP,
         TABLE,

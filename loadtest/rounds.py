@@ -54,17 +54,7 @@ class SimulatedTable:
     events: list[table_events_pb2.TableEvent] = field(default_factory=list)
 
     def link_command(self) -> table_events_pb2.TableEvent:
-        return commands.link_table(
-            self.pot_group_id,
-            table_events_pb2.LinkTable(
-                table_id=self.table_id,
-                game=game_to_proto(self.game),
-                site="SIM",
-                min_bet=MIN_BET,
-                max_bet=MAX_BET,
-                credit_value=CREDIT_VALUE,
-            ),
-        )
+        return commands.link_table(self.pot_group_id, table_link(self.table_id, self.game))
 
     def _event(self, round_id: str, **payload: Any) -> table_events_pb2.TableEvent:
         self.sequence += 1
@@ -139,3 +129,18 @@ def interleaved_rounds(
         if not pending[table_id]:
             del pending[table_id]
     return events
+
+
+def table_link(
+    table_id: str, game: Game = Game.CARIBBEAN, site: str = "SIM", studio_seats: int = 0
+) -> table_events_pb2.LinkTable:
+    """A table linked with :data:`CONFIG`'s limits (E1); ``studio_seats``: a studio table's (O1)."""
+    return table_events_pb2.LinkTable(
+        table_id=table_id,
+        game=game_to_proto(game),
+        site=site,
+        studio_seats=studio_seats,
+        min_bet=MIN_BET,
+        max_bet=MAX_BET,
+        credit_value=CREDIT_VALUE,
+    )

@@ -27,12 +27,11 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from loadtest.rounds import (
     CONFIG,
-    CREDIT_VALUE,
-    MAX_BET,
     MIN_BET,
     ROYAL_FLUSH,
     interleaved_rounds,
     simulated_tables,
+    table_link,
 )
 
 from jackpot.domain.access import Role
@@ -364,6 +363,21 @@ async def running(service: PotService) -> AsyncIterator[asyncio.Task[None]]:
             await asyncio.wait_for(task, 30)
 
 
+async def stopped_abruptly(
+    settings: PotSettings, rng: random.Random, stops: int, between: tuple[float, float]
+) -> None:
+    """The pot run and cancelled ``stops`` times, each once it processed a random fraction of
+    the input ``between`` those: whatever transaction is open stays open until fenced."""
+    for stop_at in sorted(rng.uniform(*between) for _ in range(stops)):
+        service = PotService(settings, PotMetrics())
+        task = asyncio.create_task(service.run())
+        await wait_processed(settings, stop_at)
+        await asyncio.sleep(rng.uniform(0, 0.05))
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def create_topics(settings: PotSettings) -> None:
     await ensure_topics(settings.bootstrap_servers, settings.topic_specs())
 
@@ -432,15 +446,7 @@ async def test_service_cancelled_mid_stream_and_restarted_loses_and_repeats_noth
     await create_topics(settings)
     events = scripted_events(group_names(2, 2), rounds_per_table=150, seed=2)
     await produce(settings, events)
-    rng = random.Random(unique)
-    for stop_at in sorted(rng.uniform(0.1, 0.9) for _ in range(3)):
-        service = PotService(settings, PotMetrics())
-        task = asyncio.create_task(service.run())
-        await wait_processed(settings, stop_at)
-        await asyncio.sleep(rng.uniform(0, 0.05))
-        task.cancel()  # abrupt: whatever transaction is open stays open until fenced
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    await stopped_abruptly(settings, random.Random(unique), stops=3, between=(0.1, 0.9))
     async with running(PotService(settings, PotMetrics())):
         await wait_processed(settings)
     await assert_exactly_once(settings, events, partitions=2)
@@ -453,15 +459,7 @@ def with_studio_rounds(
     the group and its rounds woven in, every other one a shared royal flush (O4); the new
     stream, and the offsets of the studio rounds' locks and results in it."""
     rng = random.Random(seed)
-    link = table_events_pb2.LinkTable(
-        table_id="S1",
-        game=common_pb2.GAME_CARIBBEAN,
-        site="studio",
-        studio_seats=bets,
-        min_bet=MIN_BET,
-        max_bet=MAX_BET,
-        credit_value=CREDIT_VALUE,
-    )
+    link = table_link("S1", site="studio", studio_seats=bets)
     woven = [*events[:4], commands.link_table(group_id, link)]
     costly: list[int] = []
     land = events[4:]
@@ -529,14 +527,7 @@ async def test_a_studio_rounds_lock_and_result_each_start_a_transaction_through_
     land = scripted_events(["cut-main"], rounds_per_table=60, seed=5)
     events, costly = with_studio_rounds(land, "cut-main", seed=5)
     await produce(settings, events)
-    rng = random.Random(unique)
-    for stop_at in sorted(rng.uniform(0.2, 0.8) for _ in range(2)):
-        service = PotService(settings, PotMetrics())
-        task = asyncio.create_task(service.run())
-        await wait_processed(settings, stop_at)
-        task.cancel()  # abrupt: the open transaction stays open until fenced
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    await stopped_abruptly(settings, random.Random(unique), stops=2, between=(0.2, 0.8))
     async with running(PotService(settings, PotMetrics())):
         await wait_processed(settings)
     groups = await assert_exactly_once(settings, events, partitions=1)
