@@ -458,7 +458,25 @@ def _land_run(name: str, extra: list[str], seconds: int = LAND_SECONDS) -> dict[
         env={**os.environ, **threshold},
     )
     report: dict[str, Any] = json.loads((out / "report.json").read_text())
-    return {**report["steps"][0], "full_gc_seconds": _full_gc_seconds(report["timeline"])}
+    timeline = report["timeline"]
+    return {
+        **report["steps"][0],
+        "full_gc_seconds": _full_gc_seconds(timeline),
+        "window_p99_ms": _window_p99s(timeline),
+    }
+
+
+def _window_p99s(timeline: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The land p99 of the timeline's 5-s windows: their median (the floor between studio
+    hits) and their worst (a hit's stall)."""
+    p99s = [
+        s["lock_to_sign"]["p99_ms"]
+        for s in timeline
+        if s.get("step") == 1 and (s.get("lock_to_sign") or {}).get("p99_ms") is not None
+    ]
+    if not p99s:
+        return {"median": None, "worst": None}
+    return {"median": statistics.median(p99s), "worst": max(p99s)}
 
 
 def _full_gc_seconds(timeline: list[dict[str, Any]]) -> dict[str, float]:
@@ -481,6 +499,7 @@ def land_beside_studio() -> dict[str, Any]:
     beside_p99 = beside["latency"]["lock_to_sign"]["p99_ms"]
     stress_p99 = stress["latency"]["lock_to_sign"]["p99_ms"]
     studio = beside["latency"].get("studio_lock", {})
+    windows = beside["window_p99_ms"]
     return {
         "land_rounds_per_second": alone["rounds_per_second"],
         "without_studio_p99_ms": alone_p99,
@@ -501,6 +520,9 @@ def land_beside_studio() -> dict[str, Any]:
             name: [alone["full_gc_seconds"].get(name), seconds]
             for name, seconds in beside["full_gc_seconds"].items()
         },
+        # the 5-s windows' land p99, alone and beside: between the hits, and at the worst hit
+        "window_p99_median_ms": [alone["window_p99_ms"]["median"], windows["median"]],
+        "window_p99_worst_ms": [alone["window_p99_ms"]["worst"], windows["worst"]],
     }
 
 
@@ -562,3 +584,9 @@ def print_studio(figures: dict[str, Any]) -> None:
     print(f"  cores alone/beside: {cores}")
     stood = ", ".join(f"{n} {a}/{b}" for n, (a, b) in land.get("full_gc_seconds", {}).items())
     print(f"  seconds in full garbage collections alone/beside: {stood}")
+    median, worst = land.get("window_p99_median_ms"), land.get("window_p99_worst_ms")
+    if median and worst:
+        print(
+            f"  the 5-s windows' land p99 alone/beside: median {median[0]}/{median[1]} ms "
+            f"(between the hits), worst {worst[0]}/{worst[1]} ms (a hit's stall)"
+        )

@@ -5,6 +5,7 @@
                            [--device-protocol round|per-event]
                            [--studio-tables 0] [--studio-players 2000]
                            [--studio-round-seconds 20] [--studio-rig-rate 0.1]
+                           [--studio-decision-seconds 0]
 
 Starts Kafka (unless KAFKA_BOOTSTRAP_SERVERS is set) and every service as in `jackpot demo`, then
 plays steps of `--step-seconds` with every table at `rate` rounds per minute, multiplying the rate
@@ -66,6 +67,7 @@ async def run(args: argparse.Namespace) -> int:
         POKER_GROUP,
         args.studio_round_seconds,
         args.studio_rig_rate,
+        args.studio_decision_seconds,
     )
     add_studios(demo, studios)
     out = Path(args.out)
@@ -180,6 +182,13 @@ def main() -> None:
         type=float,
         default=0.1,
         help="share of studio rounds dealt a made hand, won by every bet (default 0.1)",
+    )
+    parser.add_argument(
+        "--studio-decision-seconds",
+        type=float,
+        default=0.0,
+        help="a studio round stays locked this long while its players decide, before the folds "
+        "and the shared hand (default 0: at once; a real studio takes 15-30 s)",
     )
     parser.add_argument("--out", default="build/loadtest")
     parser.add_argument(

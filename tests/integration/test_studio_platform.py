@@ -319,13 +319,22 @@ async def test_O1_O5_the_simulated_platform_plays_a_round_into_the_floors_books(
     kafka_bootstrap: str,
 ) -> None:
     """`jackpot demo`'s operator platform (jackpot.sim.studio_platform) on the real gateway: a
-    round of 3,000 players, a made hand, a tenth folded; the floor's books hold each bet the
-    gateway accepted and the round as dealt (what the books' judges and the oracle read), and
-    the pot's input holds the one lock of those bets."""
+    round of 3,000 players, a made hand, a tenth folded after the players' decision time; the
+    floor's books hold each bet the gateway accepted and the round as dealt (what the books'
+    judges and the oracle read), and the pot's input holds the one lock of those bets, the
+    round locked that long before its hand."""
     gateway, platform = studio
     stats = FloorStats()
     sim = SimStudio(
-        STUDIO, GROUP, gateway.target, "s-a", 3_000, 20_000, rig_rate=1.0, fold_rate=0.1
+        STUDIO,
+        GROUP,
+        gateway.target,
+        "s-a",
+        3_000,
+        20_000,
+        rig_rate=1.0,
+        fold_rate=0.1,
+        decision_seconds=0.5,
     )
     await StudioPlatform(sim, stats, seed=7).play_round(platform, "R-sim")
     key = (GROUP, STUDIO, "R-sim")
@@ -342,3 +351,9 @@ async def test_O1_O5_the_simulated_platform_plays_a_round_into_the_floors_books(
     events = [table_events_pb2.TableEvent.FromString(r.value) for r in records]
     locks = [e for e in events if e.round_id == "R-sim" and e.HasField("round_locked")]
     assert [{b.seat: b.bet for b in e.round_locked.bets} for e in locks] == [bets]
+    at = {
+        e.WhichOneof("payload"): r.timestamp
+        for r, e in zip(records, events, strict=True)
+        if e.round_id == "R-sim"
+    }
+    assert at["round_result"] - at["round_locked"] >= 500  # ms: the players decided meanwhile

@@ -55,6 +55,7 @@ class SimStudio:
     players: int  # bets each round: seats 1 to players
     seats: int  # the table's seats, as its gateway and its link say (O1)
     round_seconds: float = 20.0  # a round starts this often
+    decision_seconds: float = 0.0  # the round stays locked while players decide, then folds
     min_bet: int = 1000
     max_bet: int = 5000
     credit_value: int = 1000
@@ -121,6 +122,8 @@ class StudioPlatform:
             return
         self.stats.latencies.add("studio_lock", time.perf_counter() - started)
         self._locked(round_id, accepted, locked.bets)
+        if self.studio.decision_seconds:  # the cards are out; the players raise or fold
+            await asyncio.sleep(self.studio.decision_seconds)
         folded = await self._folds(platform, round_id, accepted)
         await self._deal(platform, round_id, accepted, folded)
 

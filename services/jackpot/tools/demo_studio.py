@@ -126,6 +126,7 @@ def sim_studios(demo: Demo) -> list[SimStudio]:
             s.round_seconds,
             **LIMITS,
             rig_rate=s.rig_rate,
+            decision_seconds=s.decision_seconds,
         )
         for s in demo.studio_tables
     ]

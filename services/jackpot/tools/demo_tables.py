@@ -129,6 +129,7 @@ class DemoStudio:
     studio: str = "studio-live"
     round_seconds: float = 20.0  # a round starts this often
     rig_rate: float = 0.1  # share of rounds dealt a made hand (every bet wins it)
+    decision_seconds: float = 0.0  # the round locked while players decide (a real studio: 15-30)
 
     @property
     def seats(self) -> int:
@@ -137,12 +138,22 @@ class DemoStudio:
 
 
 def studio_tables(
-    count: int, players: int, group: str, round_seconds: float = 20.0, rig_rate: float = 0.1
+    count: int,
+    players: int,
+    group: str,
+    round_seconds: float = 20.0,
+    rig_rate: float = 0.1,
+    decision_seconds: float = 0.0,
 ) -> list[DemoStudio]:
     """``count`` studio tables of ``players`` each in ``group``, at site A."""
     return [
         DemoStudio(
-            f"S-LIVE-{n + 1}", group, players, round_seconds=round_seconds, rig_rate=rig_rate
+            f"S-LIVE-{n + 1}",
+            group,
+            players,
+            round_seconds=round_seconds,
+            rig_rate=rig_rate,
+            decision_seconds=decision_seconds,
         )
         for n in range(count)
     ]
