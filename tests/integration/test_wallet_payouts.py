@@ -170,6 +170,47 @@ async def test_O9_a_studio_prize_voided_while_it_waits_its_turn_is_never_credite
     assert len(reference.credits) == len(prizes) - 2
 
 
+async def test_O9_a_studio_prize_being_credited_cannot_be_voided_and_ends_paid_once(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    """The wallet answers a credit in 1.5 s. A supervisor voids the prize while its credit is
+    in flight: refused (the wallet may credit it: before, the void was written and the wallet
+    credited a VOIDED prize). Once the wallet answered, the prize is PAID, credited once; a
+    void then is refused as PAID."""
+    reference = ReferenceWallet(WalletFaults(latency_seconds=1.5))
+    server = grpc.aio.server()
+    reference.register(server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    settings = (await payout_settings(kafka_bootstrap, unique)).replace(
+        wallet_target=f"127.0.0.1:{port}"
+    )
+    prize = studio_award(7)
+    await publish(settings, prize)
+    try:
+        async with Running(settings) as running:
+            service = running.service
+            payer = asyncio.create_task(WalletPayer(service).run())
+            try:
+                await wait_until(lambda: reference.calls == 1, within=30)
+                assert not reference.credits  # the wallet has the call, not yet answered
+                with pytest.raises(DomainError, match="being credited to its player's wallet"):
+                    await service.void(prize.award_id, "sara", "dealer error")
+                payouts = service.book.payouts
+                await wait_until(lambda: payouts[prize.award_id].state is PayoutState.PAID, 30)
+                with pytest.raises(DomainError, match="PAID: it cannot be voided"):
+                    await service.void(prize.award_id, "sara", "dealer error")
+            finally:
+                payer.cancel()
+                await asyncio.gather(payer, return_exceptions=True)
+            assert not service.crediting
+            assert not service.voiding
+    finally:
+        await server.stop(None)
+    assert list(reference.credits) == [prize.award_id]
+    assert reference.calls == 1
+
+
 async def test_O9_jackpot_wallet_serves_the_reference_wallet_with_health_and_a_graceful_stop() -> (
     None
 ):

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import grpc
 import pytest
 
 from jackpot.clients.wallet import WalletRefused, credit_until_answered
-from jackpot.payout.wallet_payer import Pacer
+from jackpot.domain.payout import order_payout
+from jackpot.payout.payout_book import PayoutBook
+from jackpot.payout.wallet_payer import Pacer, WalletPayer
 from jackpot.v1 import wallet_pb2, wallet_pb2_grpc
 from jackpot.wallet.reference import ReferenceWallet, WalletFaults
 from tests.polling import eventually
@@ -145,3 +149,43 @@ async def test_O9_the_payers_credits_start_at_most_their_rate_and_an_idle_spell_
     for _ in range(100):
         await unlimited.turn()
     assert slept == []
+
+
+def test_O9_a_prize_whose_void_is_being_written_is_not_credited_and_one_crediting_is_marked() -> (
+    None
+):
+    """The void's half of the exclusion (its other half, a void refused while a credit is in
+    flight, is on the real broker: test_wallet_payouts.py). At its turn a payable prize whose
+    void is being written (decided, its transaction not committed: the book still says
+    payable) is dropped, not credited; one credited is marked, so a void is refused."""
+    book = PayoutBook()
+    prizes = [
+        replace(
+            order_payout(
+                award_id=f"g/S-1/R1/{seat}/ROYAL_FLUSH",
+                pot_group_id="g",
+                table_id="S-1",
+                round_id="R1",
+                seat=seat,
+                prize="ROYAL_FLUSH",
+                amount=1_010,
+                cards=("AH", "KH", "QH", "JH", "TH"),
+                order=seat,
+                approval_threshold=1_000_000,
+                at_ns=1,
+            ),
+            player=f"p{seat}",
+        )
+        for seat in (1, 2)
+    ]
+    book.put_many(0, prizes)
+    service = SimpleNamespace(
+        book=book,
+        settings=SimpleNamespace(wallet_credits_per_second=0),
+        crediting=set(),
+        voiding={prizes[0].award_id},
+    )
+    payer = WalletPayer(service)  # type: ignore[arg-type]
+    assert payer._still_payable(prizes[0]) is None
+    assert payer._still_payable(prizes[1]) == prizes[1]
+    assert service.crediting == {prizes[1].award_id}

@@ -86,6 +86,12 @@ class PayoutService:
     ) -> None:
         self.settings = settings
         self.book = book or PayoutBook()
+        # O9: a studio prize's wallet credit and its void exclude each other. The award ids whose
+        # credit is being made (or answered and not PAID yet: jackpot.payout.wallet_payer), and
+        # those whose void is being written; each is decided on the event loop, without a wait
+        # between the look at the other set and its own mark.
+        self.crediting: set[str] = set()
+        self.voiding: set[str] = set()
         self.assignor = SingleOwnerAssignor(settings.advertised_address or settings.grpc_address)
         self.serving_flag = ServingFlag()
         self.processor: ExactlyOnceProcessor[PayoutPartition] = ExactlyOnceProcessor(
@@ -216,9 +222,23 @@ class PayoutService:
         )
 
     async def void(self, award_id: str, supervisor: str, reason: str) -> Payout:
-        return await self._transition(
-            award_id, lambda p: void(p, supervisor, reason, time.time_ns())
-        )
+        """A supervisor's void; refused while the player's wallet is being credited the prize
+        (it may be credited already: it ends PAID, or payable again if the wallet refuses)."""
+
+        def voided(payout: Payout) -> Payout:
+            if award_id in self.crediting:
+                raise DomainError(
+                    Reason.INVALID_STATE,
+                    f"payout {award_id} is being credited to its player's wallet now: it will "
+                    "be PAID, or payable again if the wallet refuses it (rule O9)",
+                )
+            self.voiding.add(award_id)  # the wallet payer leaves it until this is written
+            return void(payout, supervisor, reason, time.time_ns())
+
+        try:
+            return await self._transition(award_id, voided)
+        finally:
+            self.voiding.discard(award_id)
 
     async def paid(self, table_id: str, award_id: str, dealer: str) -> Payout:
         """The table's dealer terminal confirmed the payment (D3)."""

@@ -10,10 +10,12 @@ could not be written (the instance lost the payouts meanwhile, the transaction f
 again, here or by whoever owns the payouts next, under the same key: the wallet answers it as a
 duplicate and nothing is credited twice. A credit the wallet refuses (another amount under the
 key, an invalid player) is not retried: the payout stays open for a supervisor, and the log and
-``jackpot_payout_wallet_credits_total`` say so. Credits start at most
-``wallet_credits_per_second`` a second (:class:`Pacer`): a studio round's 10,000 prizes at once
-would flood the operator's wallet and, on a shared machine, take the cores from the land tables
-for as long as the burst lasts.
+``jackpot_payout_wallet_credits_total`` say so. A prize being credited cannot be voided (the
+wallet may have credited it already), and one whose void is being written is not credited
+(``PayoutService.crediting`` and ``voiding``): a void never leaves a credited prize VOIDED.
+Credits start at most ``wallet_credits_per_second`` a second (:class:`Pacer`): a studio round's
+10,000 prizes at once would flood the operator's wallet and, on a shared machine, take the cores
+from the land tables for as long as the burst lasts.
 """
 
 from __future__ import annotations
@@ -126,15 +128,19 @@ class WalletPayer:
                 payout = self._still_payable(queued)
                 if payout is not None:
                     await self._credit(wallet, payout)
-            except Exception:  # not retried (the payout stays in flight); the worker goes on
+            except Exception:  # not retried (the payout stays in flight, its void refused: the
+                # wallet may have credited it); the worker goes on
                 log.exception("wallet_credit_failed", award=queued.award_id)
 
     def _still_payable(self, queued: Payout) -> Payout | None:
         """The queued payout as the book holds it at its turn, if a wallet may still be credited
         it: one voided (or lost to another instance) while it waited is not credited (a studio
-        round's queue is half a minute long), and leaves the ones in flight."""
+        round's queue is half a minute long), nor one whose void is being written, and leaves
+        the ones in flight. One it returns is *crediting*: its void is refused from now on."""
         current = self.service.book.payouts.get(queued.award_id)
-        if current is not None and current.state in PAYABLE:
+        voiding = queued.award_id in self.service.voiding
+        if current is not None and current.state in PAYABLE and not voiding:
+            self.service.crediting.add(queued.award_id)
             return current
         self._in_flight.discard(queued.award_id)
         self._released = True
@@ -160,6 +166,7 @@ class WalletPayer:
         except WalletRefused as refused:
             self._refused.add(payout.award_id)
             self._in_flight.discard(payout.award_id)
+            self.service.crediting.discard(payout.award_id)
             self._released = True
             metrics.WALLET_CREDITS.labels("refused").inc()
             log.error("wallet_refused", award=payout.award_id, why=str(refused))
@@ -174,7 +181,9 @@ class WalletPayer:
         try:
             paid = await self.service.paid_to_wallets(answered)
             log.info("wallet_payouts_paid", paid=len(paid), answered=len(answered))
+            self.service.crediting.difference_update(answered)
         except (Unavailable, NotCommitted) as failed:
+            # credited, not PAID: their voids stay refused until they are (credited again)
             log.warning("wallet_payouts_not_written", answered=len(answered), why=str(failed))
         finally:
             self._in_flight.difference_update(answered)
