@@ -24,7 +24,7 @@ from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Histogram
 
-PAUSE_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+from jackpot.platform.metrics import gc_pauses
 
 
 def settle() -> None:
@@ -38,14 +38,7 @@ class _PauseProbe:
     """A ``gc.callbacks`` entry timing each collection into a histogram."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.pauses = Histogram(
-            "jackpot_gc_pause_seconds",
-            "The event loop stopped by the cyclic garbage collector, per collection, by the "
-            "generation collected (2: the full collection of everything not frozen)",
-            ["generation"],
-            buckets=PAUSE_BUCKETS,
-            registry=registry,
-        )
+        self.pauses = gc_pauses(registry)
         self._started = 0.0
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:

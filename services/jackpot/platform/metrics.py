@@ -8,6 +8,19 @@ import contextlib
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 TRANSACTION_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+GC_PAUSE_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+
+
+def gc_pauses(registry: CollectorRegistry) -> Histogram:
+    """Every service's garbage collections, timed by ``jackpot.platform.heap``."""
+    return Histogram(
+        "jackpot_gc_pause_seconds",
+        "The event loop stopped by the cyclic garbage collector, per collection, by the "
+        "generation collected (2: the full collection of everything not frozen)",
+        ["generation"],
+        buckets=GC_PAUSE_BUCKETS,
+        registry=registry,
+    )
 
 
 def serve_metrics(port: int, host: str = "127.0.0.1") -> None:
