@@ -3,7 +3,8 @@ reproduces it, each judged by what a casino would lose (issue 36 item 6).
 
     python -m loadtest.campaign [--runs 30] [--seed S] [--out build/chaos-campaign]
                                 [--tables 5] [--rounds-per-minute 150] [--rig-rate 0.05]
-                                [--outage 3:25] [--settle-seconds 5] [--keep-topics]
+                                [--studio-players 1500] [--outage 3:25] [--settle-seconds 5]
+                                [--keep-topics]
 
 Run ``k`` (from 0) of a campaign has the seed ``S + k`` (``--seed`` defaults to a random one,
 printed); ``--runs 1 --seed X`` runs again the run whose seed was X: the same floor (tables,
@@ -15,9 +16,10 @@ Each run is a short floor on the local three-broker cluster (RF 3, min ISR 2; st
 the whole campaign and kept up; each run has its own topics, as `jackpot demo` has per run id,
 deleted after a run that passed): ``--tables`` tables at ``--rounds-per-minute`` each and a
 share ``--rig-rate`` of rigged winning rounds, so that the pot and the payout service transact
-without pause. While it plays, one fault after another, each ``FAULT_GAP_SECONDS`` (1-5 s, at
-random: a random point of the pot's and the payout's transactions) after the floor was whole
-again from the previous one, in a random order:
+without pause, and a studio table of ``--studio-players`` players in the same group (its prizes
+credited to the reference wallet; 0: none). While it plays, one fault after another, each
+``FAULT_GAP_SECONDS`` (1-5 s, at random: a random point of the pot's and the payout's
+transactions) after the floor was whole again from the previous one, in a random order:
 
 - ``broker_kill_9``: a broker (two, one after the other, in a quarter of the runs) ``kill -9``
   ed and started again 3 s later;
@@ -77,6 +79,7 @@ from jackpot.sim.books import finish_floor, judge
 from jackpot.sim.floor import Floor
 from jackpot.tools.demo_floor import sim_config
 from jackpot.tools.demo_report import report as demo_report
+from jackpot.tools.demo_tables import POKER_GROUP, studio_tables
 from jackpot.topics import ALL_TOPICS
 from loadtest.chaos import (
     CLUSTER,
@@ -101,6 +104,11 @@ NODES = (1, 2, 3)
 RUN_TIMEOUT_SECONDS = 900.0  # a run that hangs is cut off and counted a run_error
 ERROR_CHARS = 600  # of a run's own error in the report (the run's logs have the rest)
 PORTS_WAIT_SECONDS = 120.0  # for another floor on this machine to stop using the ports
+# The studio table beside the land floor (--studio-players): a round every 20 s, its players
+# deciding 5 s while it is locked, a third of its rounds a made hand every bet wins, so that
+# its locks and splits (transactions of their own, its bets written apart from the group's
+# snapshot: jackpot.pot.transaction_cut, state_records) and its wallet credits meet the faults
+STUDIO_ROUND_SECONDS, STUDIO_DECISION_SECONDS, STUDIO_RIG_RATE = 20.0, 5.0, 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +244,17 @@ async def play(
     """One run's floor, its faults and its judgement into ``result``."""
     run_id = f"{seed}-{uuid.uuid4().hex[:4]}"
     result["run"] = run_id
-    demo = await open_floor(ChaosDemo, run_id, args.tables, cluster=True, runs="chaos-campaign")
+    studios = studio_tables(
+        1 if args.studio_players else 0,
+        args.studio_players,
+        POKER_GROUP,
+        STUDIO_ROUND_SECONDS,
+        STUDIO_RIG_RATE,
+        STUDIO_DECISION_SECONDS,
+    )
+    demo = await open_floor(
+        ChaosDemo, run_id, args.tables, cluster=True, runs="chaos-campaign", studios=studios
+    )
     result["state"] = str(demo.state)
     w = Watches(demo)
     floor: Floor | None = None
@@ -407,7 +425,14 @@ async def campaign(args: argparse.Namespace) -> int:
         "python -m loadtest.campaign " + " ".join(sys.argv[1:]),
         f"campaign seed {seed}: runs {args.runs} (seeds {seed}..{seed + args.runs - 1}), "
         f"{args.tables} tables at {args.rounds_per_minute:g} rounds a minute, rigged "
-        f"{args.rig_rate:g}, whole-cluster outages {args.outage[0]:g}-{args.outage[1]:g} s",
+        f"{args.rig_rate:g}, whole-cluster outages {args.outage[0]:g}-{args.outage[1]:g} s, "
+        + (
+            f"a studio table of {args.studio_players:,} players (a round every "
+            f"{STUDIO_ROUND_SECONDS:g} s, {STUDIO_DECISION_SECONDS:g} s deciding, rigged "
+            f"{STUDIO_RIG_RATE:g})"
+            if args.studio_players
+            else "no studio table"
+        ),
         f"code under test: {Path(sys.modules['jackpot'].__file__ or '').parent}",
     ]
     print("\n".join(header), flush=True)
@@ -472,6 +497,12 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=5)
     parser.add_argument("--rounds-per-minute", type=float, default=150)
     parser.add_argument("--rig-rate", type=float, default=0.05)
+    parser.add_argument(
+        "--studio-players",
+        type=int,
+        default=1_500,
+        help="players of the studio table in the land tables' group (0: no studio table)",
+    )
     parser.add_argument(
         "--outage",
         type=outage_range,

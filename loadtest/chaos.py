@@ -119,9 +119,11 @@ from jackpot.tools.demo_floor import (
 )
 from jackpot.tools.demo_report import report as demo_report
 from jackpot.tools.demo_status import OK, HealthProbe, probe_health
+from jackpot.tools.demo_studio import add_studios
 from jackpot.tools.demo_tables import (
     BLACKJACK_GROUP,
     POKER_GROUP,
+    DemoStudio,
     DemoTable,
 )
 from jackpot.v1 import payout_pb2, payout_pb2_grpc, pot_pb2
@@ -765,14 +767,21 @@ async def stop_cluster(
 
 
 async def open_floor(
-    kind: type[D], run_id: str, tables: int, cluster: bool, runs: str = "chaos"
+    kind: type[D],
+    run_id: str,
+    tables: int,
+    cluster: bool,
+    runs: str = "chaos",
+    studios: Sequence[DemoStudio] = (),
 ) -> D:
     """A floor of ``kind`` (state in .run/<runs>/<run>): the brokers (the local three-broker
-    cluster with ``cluster``, else the local broker), the run's topics, its services started."""
+    cluster with ``cluster``, else the local broker), the run's topics, its services started;
+    ``studios``: its studio tables (and the reference wallet their prizes are credited to)."""
     if cluster:
         await asyncio.to_thread(kafka_sh, "cluster-up")
         os.environ["KAFKA_BOOTSTRAP_SERVERS"] = CLUSTER
     demo = kind(tables, REPO / ".run" / runs / run_id, run_id, 3 if cluster else 1)
+    add_studios(demo, list(studios))
     demo.start_kafka()
     await demo.create_topics()
     demo.start_services()

@@ -81,14 +81,19 @@ CHANGELOG_OFFSET_KEY = b"\xfeinput-offset"
 # On POT_STATE, the prefix of a group's update-sequence mark (jackpot.pot.pot_book): 0xFF never
 # occurs in UTF-8, so it cannot collide with a group id's key.
 SEQUENCE_MARK_PREFIX = b"\xff"
+# On POT_STATE, the prefix of a large locked round written apart from its group's snapshot
+# (jackpot.pot.state_records): not a group's snapshot, so 0xFE as the offset record's key
+LOCKED_ROUND_PREFIX = b"\xfelocked-round:"
 
 
 def is_bookkeeping_key(key: bytes | None) -> bool:
     """A changelog record of the writers' own bookkeeping (the processor's offset record, a pot
-    group's update-sequence mark), not of an entity: its key starts with a byte no UTF-8 text
-    starts with (0xFE, 0xFF), so no pot group's or award's key is one, whatever its name. Every
-    reader of POT_STATE and OPEN_PAYOUTS passes over these. OPEN_PAYOUTS_MARK_KEY is UTF-8 and
-    not one of them: its readers read the mark."""
+    group's update-sequence mark, a locked round its snapshot was written without), not a pot
+    group's snapshot or an award: its key starts with a byte no UTF-8 text starts with (0xFE,
+    0xFF), so no pot group's or award's key is one, whatever its name. Every reader of POT_STATE
+    and OPEN_PAYOUTS passes over these, but for the ones it reads (the pot's own restore, the pot
+    view's locked rounds). OPEN_PAYOUTS_MARK_KEY is UTF-8 and not one of them: its readers read
+    the mark."""
     return key is not None and key[:1] >= b"\xfe"
 
 

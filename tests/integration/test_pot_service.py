@@ -48,6 +48,8 @@ from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.pot.service import PotService
 from jackpot.pot.settings import PotSettings
+from jackpot.pot.state_records import locked_round_key, state_key
+from jackpot.pot.view import PotStateView
 from jackpot.tools import partitions
 from jackpot.tools.audit import AuditState, audit
 from jackpot.topics import CHANGELOG_OFFSET_KEY
@@ -491,9 +493,9 @@ def with_studio_rounds(
 STUDIO_HANDS = (list(ROYAL_FLUSH), ["2S", "7D", "9H", "JC", "KD"])
 
 
-async def resume_offsets(settings: PotSettings, partition: int) -> set[int]:
-    """Where each committed transaction of a partition left its input: the resume records
-    the pot wrote on its changelog (the state topic), read before any compaction."""
+async def changelog(settings: PotSettings, partition: int) -> list[tuple[bytes, bytes | None]]:
+    """Every committed record of a partition of the pot's changelog (the state topic), key and
+    value, in order, read before any compaction."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=settings.bootstrap_servers, isolation_level="read_committed"
     )
@@ -503,13 +505,20 @@ async def resume_offsets(settings: PotSettings, partition: int) -> set[int]:
         consumer.assign([tp])
         await consumer.seek_to_beginning(tp)
         end = (await consumer.end_offsets([tp]))[tp]
-        offsets: set[int] = set()
+        written: list[tuple[bytes, bytes | None]] = []
         while await consumer.position(tp) < end:
             for records in (await consumer.getmany(tp, timeout_ms=1000)).values():
-                offsets |= {int(r.value) for r in records if r.key == CHANGELOG_OFFSET_KEY}
-        return offsets
+                written += [(r.key, r.value) for r in records if r.key is not None]
+        return written
     finally:
         await consumer.stop()
+
+
+async def resume_offsets(settings: PotSettings, partition: int) -> set[int]:
+    """Where each committed transaction of a partition left its input: the resume records
+    the pot wrote on its changelog."""
+    records = await changelog(settings, partition)
+    return {int(value) for key, value in records if key == CHANGELOG_OFFSET_KEY and value}
 
 
 async def test_a_studio_rounds_lock_and_result_each_start_a_transaction_through_restarts(
@@ -535,6 +544,73 @@ async def test_a_studio_rounds_lock_and_result_each_start_a_transaction_through_
     ends = await resume_offsets(settings, 0)
     assert set(costly) <= ends, sorted(set(costly) - ends)
     assert len(ends) < len(events) / 4, "the land records still share transactions"
+
+
+async def test_a_studio_round_locked_across_a_restart_is_restored_from_its_record_apart(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    """Issue 39 item 6 (pot.state_records): while a studio round of 1,500 bets is locked, its
+    players deciding, the land tables' transactions write the group's snapshot without its bets
+    and players: those are on a record of their own, written once. The pot stopped abruptly
+    then takes the group back whole from both (its takeover check against the ledger passes,
+    nothing repaired, R14); the round's folds and shared royal flush settle it as if the pot
+    never stopped, and its record is tombstoned."""
+    settings = pot_settings(kafka_bootstrap, unique, partitions=1)
+    await create_topics(settings)
+    group = "apart-main"
+    land = scripted_events([group], rounds_per_table=60, seed=9)
+    bets = dict.fromkeys(range(1, 1_501), MIN_BET)
+    link = commands.link_table(group, table_link("S1", site="studio", studio_seats=len(bets)))
+
+    def studio(sequence: int, **payload: object) -> table_events_pb2.TableEvent:
+        caribbean = common_pb2.GAME_CARIBBEAN
+        return commands.table_event(group, "S1", "S-1", sequence, caribbean, **payload)
+
+    half = len(land) // 2
+    fold = table_events_pb2.SeatForfeited(seat=3, reason=table_events_pb2.FORFEIT_REASON_FOLD)
+    deciding = [
+        *land[:4], link, *land[4:half], studio(1, round_locked=commands.locked(bets)),
+        *land[half:-40], studio(2, seat_forfeited=fold),
+    ]  # fmt: skip
+    await produce(settings, deciding)
+    await stopped_abruptly(settings, random.Random(unique), stops=1, between=(0.9, 1.0))
+    await stopped_abruptly(settings, random.Random(unique), stops=1, between=(1.0, 1.0))
+    written = await changelog(settings, 0)
+    key = locked_round_key(group, "S1")
+    apart = [i for i, (k, v) in enumerate(written) if k == key]
+    assert apart, "the locked round was written apart"
+    assert all(written[i][1] is not None for i in apart)  # not settled yet: no tombstone
+    records = {pot_pb2.LockedRoundState.FromString(written[i][1] or b"").round_id for i in apart}
+    assert records == {"S-1"}
+    after = [v for k, v in written[apart[0] + 1 :] if k == state_key(group) and v]
+    assert after, "the land tables' transactions after the lock wrote the group's snapshot"
+    for value in after:  # a few kilobytes each, the round named, its bets not in them
+        engine = json.loads(pot_pb2.PotGroupState.FromString(value).engine_snapshot)
+        assert engine["locked"]["S1"]["apart"] is True
+        assert "bets" not in engine["locked"]["S1"]
+        assert len(value) < 20_000, len(value)
+    view = PotStateView(settings)  # the pot API's (GetPotGroup, the studio's shares)
+    await view.start()
+    try:
+        found = view.group(group)
+    finally:
+        await view.stop()
+    assert found is not None
+    locked = found[1].locked["S1"]
+    assert (len(locked.bets), locked.forfeited) == (len(bets), {3: "FOLD"})
+    result = table_events_pb2.RoundResult(shared_hand=list(ROYAL_FLUSH))
+    settled = [*land[-40:], studio(3, round_result=result)]
+    await produce(settings, settled)
+    metrics = PotMetrics()
+    async with running(PotService(settings, metrics)):
+        await wait_processed(settings)
+    assert not metrics.registry.get_sample_value(
+        "jackpot_pot_states_repaired_total", {"pot_group": group}
+    )
+    groups = await assert_exactly_once(settings, [*deciding, *settled], partitions=1)
+    assert groups[0].hits, "the studio's royal flush was paid"
+    last = [v for k, v in await changelog(settings, 0) if k == key][-1]
+    assert last is None, "the settled round's record is tombstoned"
 
 
 async def test_a_takeover_reads_the_ledger_since_the_last_checkpoints_not_its_history(

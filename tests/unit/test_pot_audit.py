@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from loadtest.rounds import CONFIG, interleaved_rounds, simulated_tables
 
@@ -16,13 +17,15 @@ from jackpot.v1 import common_pb2, pot_pb2
 GROUP = "audit-group"
 
 
-def ledger_and_update() -> tuple[list[pot_pb2.LedgerEntry], pot_pb2.PotUpdate]:
+def ledger_and_update(
+    config: dict[str, Any] = CONFIG,
+) -> tuple[list[pot_pb2.LedgerEntry], pot_pb2.PotUpdate]:
     rng = random.Random(5)
     tables = simulated_tables(GROUP, [Game.CARIBBEAN, Game.GO_POKER], rng)
     for table in tables:
         table.royal_rate = 0.03
     events = [
-        commands.create_group(GROUP, CONFIG),
+        commands.create_group(GROUP, config),
         *(t.link_command() for t in tables),
         *interleaved_rounds(tables, 50, rng),
     ]
@@ -63,6 +66,15 @@ def test_a_clean_ledger_passes_and_prints_meters() -> None:
     table = render([group])
     assert f"pot group {GROUP}: OK" in table
     assert "1 pot groups audited, 0 with mismatches" in table
+
+
+def test_C2_a_group_without_commission_writes_no_empty_transfer_and_audits() -> None:
+    """A commission of 0 % is a valid configuration (C2): its locks move nothing to the
+    commission, and the ledger holds no transfer of nothing (the audit refuses one, and with it
+    the takeover of the group's partition)."""
+    entries, update = ledger_and_update({**CONFIG, "commission_percent": "0"})
+    assert audited(entries, update).problems == []
+    assert all(t.source != "bets" or t.target != "commission" for e in entries for t in e.transfers)
 
 
 def test_a_repeated_entry_is_a_duplicate() -> None:

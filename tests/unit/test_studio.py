@@ -275,8 +275,8 @@ class Book:
         )
 
 
-def opened_book(main_pesos: int) -> Book:
-    book = Book()
+def opened_book(main_pesos: int, book: Book | None = None) -> Book:
+    book = book or Book()
     data = {**json.loads(json.dumps(config().to_config())), "base": 100_000}
     book(commands.create_group(GROUP, data))
     for table, seats in (("S1", 10_000), ("L1", 0)):
@@ -395,7 +395,7 @@ def test_O9_X2_a_mystery_prize_won_at_a_studio_seat_names_its_player() -> None:
 
 def test_O7_a_studio_round_locks_and_settles_after_what_came_before_it_committed() -> None:
     """The pot's transactions (issue 39 item 6): a record that locks or settles a round of
-    OWN_TRANSACTION_FROM bets or more starts a transaction, so the land records fetched before
+    LARGE_ROUND_BETS bets or more starts a transaction, so the land records fetched before
     it commit without waiting for its 10,000 contributions or prizes; those after it go with it.
     Cut so, the batches pay exactly what one batch of them all pays (S9's order kept)."""
     book = opened_book(0)

@@ -17,7 +17,7 @@ rules give.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from jackpot.domain import contributions, group_persistence, round_resolution
@@ -128,14 +128,20 @@ class PotGroup:
         group.check_conservation()
         return group, events
 
-    def snapshot(self, *, public: bool = False) -> bytes:
+    def snapshot(self, *, public: bool = False, apart: Collection[str] = ()) -> bytes:
         """The whole state as canonical JSON bytes; :meth:`from_snapshot` restores it exactly
-        (``public``: without the hidden mystery trigger, X2). See :mod:`.group_persistence`."""
-        return group_persistence.snapshot(self, public=public)
+        (``public``: without the hidden mystery trigger, X2; ``apart``: tables whose locked
+        round is written apart). See :mod:`.group_persistence`."""
+        return group_persistence.snapshot(self, public=public, apart=apart)
 
     @classmethod
-    def from_snapshot(cls, data: bytes, trigger_source: TriggerSource = secure_trigger) -> PotGroup:
-        return group_persistence.from_snapshot(cls, data, trigger_source)
+    def from_snapshot(
+        cls,
+        data: bytes,
+        trigger_source: TriggerSource = secure_trigger,
+        apart: Mapping[str, bytes] | None = None,
+    ) -> PotGroup:
+        return group_persistence.from_snapshot(cls, data, trigger_source, apart)
 
     @classmethod
     def from_ledger(
@@ -263,7 +269,8 @@ class PotGroup:
             return [BetsCollected(self.group_id, table_id, round_id, (), 0, 0, (), (), ())]
 
         commission = total * self.config.commission_ppm * PPM
-        transfers: list[Transfer] = [("bets", "commission", commission)]
+        # a commission of 0 % (C2) moves nothing: no transfer of nothing on the ledger (L1)
+        transfers: list[Transfer] = [("bets", "commission", commission)] if commission else []
         overflow: list[tuple[str, str, int]] = []
         increments, mystery_winner = contributions.contribute(self, total, ordered, overflow)
         transfers += [("bets", f"pot:{pot}", amount) for pot, amount in increments]

@@ -5,12 +5,17 @@ from the ledger (R14, D4) when that state is lost or behind.
 persisted and replayed, reached through ``PotGroup.snapshot``, ``PotGroup.from_snapshot`` and
 ``PotGroup.from_ledger``. The snapshot is canonical JSON (its bytes are hashed and compared), in
 format :data:`SNAPSHOT_FORMAT`; a snapshot of another format is refused (R4).
+
+A locked round may be written apart (:func:`locked_round_record`): the snapshot then keeps only
+its round id and forfeits, and :func:`from_snapshot` takes its bets and players from that record.
+A studio round's 10,000 bets and players (O1) do not change while it is locked, and the pot writes
+its group's snapshot after every batch that changes the group (``jackpot.pot.state_records``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 from jackpot.domain.canonical import canonical_json
@@ -36,11 +41,12 @@ G = TypeVar("G", bound=Group)
 NewGroup = Callable[[str, PotGroupConfig, TriggerSource], G]
 
 
-def snapshot(group: Group, *, public: bool = False) -> bytes:
+def snapshot(group: Group, *, public: bool = False, apart: Collection[str] = ()) -> bytes:
     """The whole state as canonical JSON bytes; :func:`from_snapshot` restores it exactly.
 
     ``public``: without the hidden mystery trigger (X2), as a ledger checkpoint may hold it;
-    :func:`from_ledger` starts from such a snapshot and draws a new trigger.
+    :func:`from_ledger` starts from such a snapshot and draws a new trigger. ``apart``: tables
+    whose locked round's bets and players are in a :func:`locked_round_record` instead.
     """
     state = {
         "format": SNAPSHOT_FORMAT,
@@ -55,12 +61,7 @@ def snapshot(group: Group, *, public: bool = False) -> bytes:
         "overflow": group.overflow,
         "tables": {t.table_id: _table_entry(t) for t in group.tables.values()},
         "locked": {
-            table: {
-                "round_id": r.round_id,
-                "bets": [[s, b] for s, b in r.bets.items()],
-                "forfeited": [[s, why] for s, why in r.forfeited.items()],
-                **({"players": [[s, p] for s, p in r.players.items()]} if r.players else {}),
-            }
+            table: _locked_entry(r) if table not in apart else _apart_entry(r)
             for table, r in group.locked.items()
         },
         "settled": group.settled,
@@ -74,6 +75,39 @@ def snapshot(group: Group, *, public: bool = False) -> bytes:
     return canonical_json(state).encode()
 
 
+def _locked_entry(locked: LockedRound) -> dict[str, Any]:
+    return {
+        "round_id": locked.round_id,
+        "bets": [[s, b] for s, b in locked.bets.items()],
+        "forfeited": [[s, why] for s, why in locked.forfeited.items()],
+        **({"players": [[s, p] for s, p in locked.players.items()]} if locked.players else {}),
+    }
+
+
+def _apart_entry(locked: LockedRound) -> dict[str, Any]:
+    """What the snapshot keeps of a round written apart: what changes while it is locked."""
+    return {
+        "round_id": locked.round_id,
+        "apart": True,
+        "forfeited": [[s, why] for s, why in locked.forfeited.items()],
+    }
+
+
+def locked_round_record(group: Group, table_id: str) -> bytes:
+    """A locked round's bets and players as canonical JSON, for a snapshot written with the
+    table ``apart``: what :func:`from_snapshot` is given back for it."""
+    locked = group.locked[table_id]
+    record = {
+        "format": SNAPSHOT_FORMAT,
+        "group_id": group.group_id,
+        "table_id": table_id,
+        "round_id": locked.round_id,
+        "bets": [[s, b] for s, b in locked.bets.items()],
+        "players": [[s, p] for s, p in locked.players.items()],
+    }
+    return canonical_json(record).encode()
+
+
 def _table_entry(table: LinkedTable) -> list[Any]:
     """A linked table in the snapshot: [game, site], and a studio table's seats after (O1), so
     a land table's entry is as it was before studio tables."""
@@ -81,8 +115,15 @@ def _table_entry(table: LinkedTable) -> list[Any]:
     return [*entry, table.studio_seats] if table.studio_seats else entry
 
 
-def from_snapshot(cls: NewGroup[G], data: bytes, trigger_source: TriggerSource) -> G:
-    """The group a :func:`snapshot` wrote, exactly (M2 checked)."""
+def from_snapshot(
+    cls: NewGroup[G],
+    data: bytes,
+    trigger_source: TriggerSource,
+    apart: Mapping[str, bytes] | None = None,
+) -> G:
+    """The group a :func:`snapshot` wrote, exactly (M2 checked); ``apart``: by table, the
+    :func:`locked_round_record` of each round the snapshot was written without (MALFORMED when
+    one is missing, or of another round or group)."""
     state = json.loads(data)
     if state.get("format") != SNAPSHOT_FORMAT:
         raise DomainError(Reason.MALFORMED, f"unknown snapshot format {state.get('format')!r}")
@@ -96,12 +137,7 @@ def from_snapshot(cls: NewGroup[G], data: bytes, trigger_source: TriggerSource) 
         for t, entry in state["tables"].items()
     }
     group.locked = {
-        table: LockedRound(
-            r["round_id"],
-            {int(s): int(b) for s, b in r["bets"]},
-            {int(s): str(why) for s, why in r["forfeited"]},
-            {int(s): str(p) for s, p in r.get("players", ())},
-        )
+        table: _locked_round(r if not r.get("apart") else _merged(group, table, r, apart or {}))
         for table, r in state["locked"].items()
     }
     group.settled = {t: list(rounds) for t, rounds in state.get("settled", {}).items()}
@@ -113,6 +149,37 @@ def from_snapshot(cls: NewGroup[G], data: bytes, trigger_source: TriggerSource) 
         group.mystery = MysteryState(int(trigger), bytes.fromhex(salt), published)
     group.check_conservation()
     return group
+
+
+def _locked_round(entry: Mapping[str, Any]) -> LockedRound:
+    return LockedRound(
+        entry["round_id"],
+        {int(s): int(b) for s, b in entry["bets"]},
+        {int(s): str(why) for s, why in entry["forfeited"]},
+        {int(s): str(p) for s, p in entry.get("players", ())},
+    )
+
+
+def _merged(
+    group: Group, table_id: str, entry: Mapping[str, Any], apart: Mapping[str, bytes]
+) -> dict[str, Any]:
+    """A locked round written apart: its record's bets and players, the snapshot's forfeits."""
+    where = f"table {table_id}'s locked round {entry['round_id']} of {group.group_id}"
+    data = apart.get(table_id)
+    if data is None:
+        raise DomainError(Reason.MALFORMED, f"{where} was written apart and its record is missing")
+    record = json.loads(data)
+    found = (record.get("format"), record.get("group_id"), record.get("table_id"))
+    if found != (SNAPSHOT_FORMAT, group.group_id, table_id) or (
+        record.get("round_id") != entry["round_id"]
+    ):
+        raise DomainError(
+            Reason.MALFORMED,
+            f"{where} was written apart, and the record found holds round "
+            f"{record.get('round_id')!r} of {record.get('group_id')!r} table "
+            f"{record.get('table_id')!r} (format {record.get('format')!r})",
+        )
+    return {**record, "forfeited": entry["forfeited"]}
 
 
 def from_ledger(

@@ -4,8 +4,11 @@ The pot's book (:mod:`jackpot.pot.pot_book`) hands the exactly-once processor a
 :class:`PotBatch`: what the batch changed (:class:`~jackpot.pot.group_runtime.Outputs`, which the
 book commits or rolls back) and the producer's records for it. Pot updates, awards and ledger
 entries are keyed by pot group (the ledger and the updates keep a group's order); dead letters by
-their source; state snapshots and update-sequence marks are pinned to the input partition's
-number (the state topic is partitioned as the table events, so a takeover reads one partition).
+their source; state snapshots, update-sequence marks and locked rounds written apart are pinned
+to the input partition's number (the state topic is partitioned as the table events, so a takeover
+reads one partition). A locked round's record goes before the snapshot that names it, its
+tombstone after the one that no longer does, so that a reader between two fetches never holds a
+snapshot without its round.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass, field
 from jackpot.platform.bundles import bundle_awards, bundle_ledger
 from jackpot.platform.partition_handler import OutputRecord
 from jackpot.pot.group_runtime import Outputs
-from jackpot.pot.state_records import sequence_mark_key, state_key
+from jackpot.pot.state_records import locked_round_key, sequence_mark_key, state_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +61,20 @@ def batch_records(outputs: Outputs, topics: OutputTopics, partition: int) -> Pot
         OutputRecord(topics.dead_letters, d.SerializeToString(), d.source.encode())
         for d in outputs.dead_letters
     ]
+    apart = outputs.locked_rounds
+    records += [
+        OutputRecord(topics.state, record, locked_round_key(*key), partition)
+        for key, record in apart.items()
+        if record is not None
+    ]
     records += [
         OutputRecord(topics.state, snapshot, state_key(g), partition)
         for g, snapshot in outputs.snapshots.items()
+    ]
+    records += [
+        OutputRecord(topics.state, None, locked_round_key(*key), partition)
+        for key, record in apart.items()
+        if record is None
     ]
     records += [
         OutputRecord(topics.state, mark, sequence_mark_key(g), partition)

@@ -18,6 +18,11 @@ from jackpot.domain.engine import PotGroup
 from jackpot.pot.ledger_audit import GENESIS
 from jackpot.v1 import common_pb2, dead_letter_pb2, pot_pb2
 
+# A round of this many bets or more is a studio round's size (O1; a land table's has a few seats):
+# it is locked and settled in a pot transaction of its own (jackpot.pot.transaction_cut), and
+# written apart from its group's snapshot while it is locked (jackpot.pot.state_records)
+LARGE_ROUND_BETS = 1_000
+
 
 @dataclass(slots=True)
 class Outputs:
@@ -30,6 +35,8 @@ class Outputs:
     snapshots: dict[str, bytes] = field(default_factory=dict)  # pot group id -> PotGroupState
     # pot group id -> PotGroupState holding only update_sequence (heartbeats)
     sequence_marks: dict[str, bytes] = field(default_factory=dict)
+    # (pot group id, table id) -> its large locked round's LockedRoundState, None: its tombstone
+    locked_rounds: dict[tuple[str, str], bytes | None] = field(default_factory=dict)
     applied: int = 0
     ignored: Counter[str] = field(default_factory=Counter)
     rejected: Counter[str] = field(default_factory=Counter)
@@ -48,6 +55,7 @@ class Outputs:
             or self.dead_letters
             or self.snapshots
             or self.sequence_marks
+            or self.locked_rounds
         )
 
 
@@ -72,6 +80,9 @@ class GroupRuntime:
     checkpoint_sequence: int = 0  # the group's last checkpoint entry (0: none yet)
     checkpoint_at_ns: int = 0
     last_update_monotonic: float = 0.0  # not snapshotted: a restored group beats at once
+    # table -> round id of each locked round whose record is on the state topic, written apart
+    # from the snapshot (jackpot.pot.state_records.apart_records); not snapshotted: read back
+    apart: dict[str, str] = field(default_factory=dict)
 
     def remember(self, event_id: str, window: int) -> None:
         self.recent_event_ids[event_id] = None

@@ -44,15 +44,14 @@ import structlog
 from jackpot.domain.engine import PotGroup
 from jackpot.domain.errors import DomainError, Reason
 from jackpot.domain.events import Event
-from jackpot.domain.level_figures import level_sign_values
 from jackpot.domain.mystery import TriggerSource, secure_trigger
-from jackpot.platform import codec
 from jackpot.platform.deadletter import dead_letter
-from jackpot.pot import records, state_records
+from jackpot.pot import state_records
 from jackpot.pot import table_event_reading as reading
 from jackpot.pot.batch_records import OutputTopics, PotBatch, batch_records
 from jackpot.pot.group_runtime import EventContext, GroupRuntime, Outputs
 from jackpot.pot.ledger_writer import LedgerWriter
+from jackpot.pot.pot_updates import pot_update
 from jackpot.pot.table_event_reading import ConsumedRecord
 from jackpot.topics import AWARDS, DEAD_LETTER, LEDGER, POT_STATE, POT_UPDATES
 from jackpot.v1 import common_pb2, pot_pb2, table_events_pb2
@@ -111,6 +110,8 @@ class PotBook:
         self._trigger_source = trigger_source
         self._groups: dict[str, GroupRuntime] = {}
         self._committed: dict[str, bytes] = {}
+        # pot group id -> table id -> its locked round's record written apart, as committed
+        self._committed_apart: dict[str, dict[str, bytes]] = {}
         self._committed_sequences: dict[str, int] = {}
         self._dirty: set[str] = set()
         # pot group id -> the ledger entries its repair caused (R14), until its snapshot is written
@@ -126,18 +127,27 @@ class PotBook:
         return self._groups
 
     def restore(
-        self, states: Iterable[bytes], next_offset: int, sequence_marks: Iterable[bytes] = ()
+        self,
+        states: Iterable[bytes],
+        next_offset: int,
+        sequence_marks: Iterable[bytes] = (),
+        locked_rounds: Iterable[bytes] = (),
     ) -> None:
         """Rebuild the partition's groups from their latest snapshots on the state topic.
 
         ``sequence_marks`` are the groups' latest update-sequence marks (written by heartbeats);
         a group continues from the higher of its snapshot's and its mark's update_sequence.
+        ``locked_rounds``: the locked rounds written apart from the snapshots (LockedRoundState).
         """
         self._groups.clear()
         self._committed.clear()
+        self._committed_apart.clear()
         self._committed_sequences.clear()
         self._dirty.clear()
         self._repaired.clear()
+        for data in locked_rounds:
+            record = state_records.decode_locked_round(data)
+            self._committed_apart.setdefault(record.pot_group_id, {})[record.table_id] = data
         for data in sequence_marks:
             mark = pot_pb2.PotGroupState.FromString(data)
             self._committed_sequences[mark.pot_group_id] = mark.update_sequence
@@ -166,12 +176,23 @@ class PotBook:
     def _runtime_from_state(self, data: bytes) -> GroupRuntime:
         group_id = pot_pb2.PotGroupState.FromString(data).pot_group_id
         marked = self._committed_sequences.get(group_id, 0)
-        return state_records.runtime_from_state(data, self._trigger_source, marked)
+        apart = self._committed_apart.get(group_id)
+        return state_records.runtime_from_state(data, self._trigger_source, marked, apart)
 
     def snapshot(self, group_id: str) -> bytes:
-        """The group's whole state, as the state topic stores it."""
+        """The group's whole state, its locked rounds in it (what a repair starts from)."""
         now = self._clock_ns()
         return state_records.snapshot(self._groups[group_id], self.partition, self.next_offset, now)
+
+    def _write_state(self, group_id: str, outputs: Outputs) -> None:
+        """The group's state into the batch's records: its snapshot, and its large locked
+        rounds' records apart from it when they changed (:mod:`jackpot.pot.state_records`)."""
+        now = self._clock_ns()
+        runtime = self._groups[group_id]
+        state_records.apart_records(runtime, self.partition, now, outputs)
+        outputs.snapshots[group_id] = state_records.snapshot(
+            runtime, self.partition, self.next_offset, now, runtime.apart
+        )
 
     def sequence_mark(self, group_id: str) -> bytes:
         """A state record holding only the group's update_sequence (keyed apart)."""
@@ -182,6 +203,12 @@ class PotBook:
     def commit(self, outputs: Outputs) -> None:
         """The batch's transaction committed: its snapshots are the new rollback point."""
         self._committed.update(outputs.snapshots)
+        for (group_id, table_id), record in outputs.locked_rounds.items():
+            written = self._committed_apart.setdefault(group_id, {})
+            if record is None:
+                written.pop(table_id, None)
+            else:
+                written[table_id] = record
         for group_id in outputs.snapshots:
             self._repaired.pop(group_id, None)
         for group_id in (*outputs.snapshots, *outputs.sequence_marks):
@@ -238,7 +265,7 @@ class PotBook:
         now = self._monotonic()
         for group_id in changed:
             runtime = self._groups[group_id]
-            update = self._pot_update(runtime, heartbeat=False)
+            update = pot_update(runtime, self._clock_ns(), heartbeat=False)
             traces = outputs.lock_traces.get(group_id, [])
             for trace in traces:
                 trace.pot_applied_unix_nanos = update.produced_at.ToNanoseconds()
@@ -246,7 +273,7 @@ class PotBook:
             outputs.pot_updates.append(update)
             runtime.last_update_monotonic = now
         for group_id in changed:
-            outputs.snapshots[group_id] = self.snapshot(group_id)
+            self._write_state(group_id, outputs)
         return outputs
 
     def heartbeat_due(self, interval_seconds: float) -> list[str]:
@@ -264,7 +291,7 @@ class PotBook:
         now = self._monotonic()
         for group_id in group_ids:
             runtime = self._groups[group_id]
-            outputs.pot_updates.append(self._pot_update(runtime, heartbeat=True))
+            outputs.pot_updates.append(pot_update(runtime, self._clock_ns(), heartbeat=True))
             runtime.last_update_monotonic = now
             self._dirty.add(group_id)
             outputs.sequence_marks[group_id] = self.sequence_mark(group_id)
@@ -289,7 +316,7 @@ class PotBook:
             self._dirty.add(group_id)
             outputs.ledger.extend(self._repaired.get(group_id, ()))  # what its repair caused
             outputs.ledger.append(self._writer.checkpoint(self._groups[group_id]))
-            outputs.snapshots[group_id] = self.snapshot(group_id)
+            self._write_state(group_id, outputs)
             outputs.sequence_marks.pop(group_id, None)  # the snapshot holds the sequence
         return outputs
 
@@ -453,56 +480,12 @@ class PotBook:
         outputs.applied += 1
         self._writer.ledger(runtime, domain_events, context, outputs)
 
-    def _pot_update(self, runtime: GroupRuntime, heartbeat: bool) -> pot_pb2.PotUpdate:
-        group = runtime.group
-        sign_value = group.sign_value
-        if not heartbeat:
-            runtime.last_increment = sign_value - runtime.last_sign_value
-            runtime.last_sign_value = sign_value
-        runtime.update_sequence += 1
-        config = group.config
-        levels = _level_values(runtime, heartbeat)
-        return pot_pb2.PotUpdate(
-            pot_group_id=group.group_id,
-            sign_value=sign_value,
-            increment=runtime.last_increment,
-            pots=records.pot_balances(group),
-            min_bet=config.min_bet,
-            max_bet=config.max_bet,
-            credit_value=config.credit_value,
-            config_version=config.version,
-            table_ids=sorted(group.tables),
-            heartbeat=heartbeat,
-            produced_at=codec.timestamp_ns(self._clock_ns()),
-            update_sequence=runtime.update_sequence,
-            levels=levels,
-            studio_rounds=records.studio_round_shares(group),
-        )
-
 
 def _bound(event: table_events_pb2.TableEvent | None) -> Any:
     """The module logger with the event's pot group, table and round bound (only when logging)."""
     if event is None:
         return log
     return log.bind(pot_group=event.pot_group_id, table=event.table_id, round=event.round_id)
-
-
-def _level_values(runtime: GroupRuntime, heartbeat: bool) -> list[pot_pb2.LevelValue]:
-    """L4, D2: each level's sign value and its rise since the group's previous update with
-    a change (heartbeats repeat it), as the main sign's; none for a one-level group."""
-    group = runtime.group
-    if not group.config.has_levels:
-        runtime.last_level_sign_values.clear()  # a configuration without levels took effect
-        runtime.last_level_increments.clear()
-        return []
-    values = level_sign_values(group)
-    if not heartbeat:
-        last = runtime.last_level_sign_values
-        runtime.last_level_increments = {
-            name: value - last.get(name, value) for name, value in values.items()
-        }
-        runtime.last_level_sign_values = dict(values)
-    return records.level_values(group, runtime.last_level_increments)
 
 
 def _config_versions(group: PotGroup) -> tuple[int, tuple[int, ...]]:

@@ -43,7 +43,7 @@ from jackpot.pot.records import pot_levels
 from jackpot.pot.settings import PotSettings
 from jackpot.pot.state_repair import RUN, RUNBOOK, Verdict, judge, refusal, repair
 from jackpot.pot.transaction_cut import transaction_size
-from jackpot.topics import SEQUENCE_MARK_PREFIX
+from jackpot.topics import LOCKED_ROUND_PREFIX, SEQUENCE_MARK_PREFIX
 from jackpot.v1 import pot_pb2
 
 log = structlog.get_logger("jackpot.pot.service")
@@ -91,7 +91,11 @@ class PotPartition:
         committed offset, or from a snapshot's if the state is ahead of it."""
         snapshots: list[tuple[pot_pb2.PotGroupState, bytes]] = []
         marks: list[bytes] = []
+        apart: list[bytes] = []
         for key, data in changelog.items():
+            if key.startswith(LOCKED_ROUND_PREFIX):
+                apart.append(data)  # the book checks each against its group's snapshot
+                continue
             state = pot_pb2.PotGroupState.FromString(data)
             if state.input_partition != self.partition:
                 self._log.warning(
@@ -111,7 +115,9 @@ class PotPartition:
                 committed=committed,
                 state_offset=max(restored_offsets),
             )
-        self.book.restore((data for _, data in snapshots), next_offset, sequence_marks=marks)
+        self.book.restore(
+            (data for _, data in snapshots), next_offset, sequence_marks=marks, locked_rounds=apart
+        )
         for group_id in self.book.groups:
             self._set_balances(group_id)
         if committed is None and not restored_offsets:

@@ -16,17 +16,13 @@ from collections.abc import Mapping, Sequence
 
 from jackpot.domain.errors import DomainError
 from jackpot.pot import table_event_reading as reading
-from jackpot.pot.group_runtime import GroupRuntime
+from jackpot.pot.group_runtime import LARGE_ROUND_BETS, GroupRuntime
 from jackpot.pot.table_event_reading import ConsumedRecord
-
-# A round of this many bets or more is locked and settled in a transaction of its own: a land
-# table's round is a few seats, a studio round thousands (O1).
-OWN_TRANSACTION_FROM = 1_000
 
 
 def transaction_size(records: Sequence[ConsumedRecord], groups: Mapping[str, GroupRuntime]) -> int:
     """How many of ``records`` (at least one) the next transaction applies: all, but none from
-    a record that locks or settles a round of :data:`OWN_TRANSACTION_FROM` bets or more on
+    a record that locks or settles a round of :data:`LARGE_ROUND_BETS` bets or more on
     (``groups``: the partition's, as the records before it leave them or a lock among them)."""
     costly_rounds: set[tuple[str, str]] = set()  # (group, table) locked costly in ``records``
     for index, record in enumerate(records):
@@ -37,11 +33,11 @@ def transaction_size(records: Sequence[ConsumedRecord], groups: Mapping[str, Gro
         key = (event.pot_group_id, event.table_id)
         payload = event.WhichOneof("payload")
         if payload == "round_locked":
-            costly = len(event.round_locked.bets) >= OWN_TRANSACTION_FROM
+            costly = len(event.round_locked.bets) >= LARGE_ROUND_BETS
             if costly:
                 costly_rounds.add(key)
         elif payload in ("round_result", "round_voided"):
-            costly = key in costly_rounds or _locked_bets(groups, *key) >= OWN_TRANSACTION_FROM
+            costly = key in costly_rounds or _locked_bets(groups, *key) >= LARGE_ROUND_BETS
         else:
             costly = False
         if costly and index:

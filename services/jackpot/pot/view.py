@@ -30,7 +30,7 @@ from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, KafkaConnection, 
 from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.settings import PotSettings
 from jackpot.pot.state_records import decode_state
-from jackpot.topics import is_bookkeeping_key
+from jackpot.topics import LOCKED_ROUND_PREFIX, is_bookkeeping_key
 from jackpot.v1 import dead_letter_pb2, pot_pb2, table_events_pb2
 
 log = structlog.get_logger("jackpot.pot.view")
@@ -79,6 +79,8 @@ class PotStateView:
         self.settings = settings
         self._states: dict[str, bytes] = {}
         self._parsed: dict[str, tuple[pot_pb2.PotGroupState, PotGroup]] = {}
+        # pot group id -> table id -> its large locked round's record, written apart
+        self._apart: dict[str, dict[str, bytes]] = {}
         self._latest_updates: dict[str, pot_pb2.PotUpdate] = {}
         self._subscriptions: list[Subscription] = []
         self._waiters: dict[str, _Waiter] = {}
@@ -155,14 +157,16 @@ class PotStateView:
         settings = self.settings
         for tp, records in batch.items():
             for record in records:
-                if record.value is None or record.key is None:
-                    continue
                 key = record.key
-                if is_bookkeeping_key(key):
-                    continue  # a heartbeat's update-sequence mark, the processor's offset
+                if key is None:
+                    continue
                 try:
-                    if tp.topic == settings.state_topic:
-                        self._on_state(record.key.decode(), record.value)
+                    if tp.topic == settings.state_topic and key.startswith(LOCKED_ROUND_PREFIX):
+                        self._on_locked_round(key, record.value)  # its tombstone too
+                    elif record.value is None or is_bookkeeping_key(key):
+                        continue  # a heartbeat's update-sequence mark, the processor's offset
+                    elif tp.topic == settings.state_topic:
+                        self._on_state(key.decode(), record.value)
                     elif tp.topic == settings.pot_updates_topic:
                         self._on_update(pot_pb2.PotUpdate.FromString(record.value))
                     elif tp.topic == settings.dead_letter_topic:
@@ -188,6 +192,15 @@ class PotStateView:
             waiter = self._waiters.get(event_id)
             if waiter is not None and not waiter.future.done():
                 waiter.future.set_result(CommandOutcome(event_id, applied=True))
+
+    def _on_locked_round(self, key: bytes, data: bytes | None) -> None:
+        """A locked round written apart (``jackpot.pot.state_records``), or its tombstone."""
+        group_id, _, table_id = key.removeprefix(LOCKED_ROUND_PREFIX).decode().partition("\x00")
+        if data is None:
+            self._apart.get(group_id, {}).pop(table_id, None)
+        else:
+            self._apart.setdefault(group_id, {})[table_id] = data
+        self._parsed.pop(group_id, None)
 
     def _on_update(self, update: pot_pb2.PotUpdate) -> None:
         previous = self._latest_updates.get(update.pot_group_id)
@@ -228,7 +241,7 @@ class PotStateView:
             data = self._states.get(group_id)
             if data is None:
                 return None
-            parsed = decode_state(data)
+            parsed = decode_state(data, self._apart.get(group_id))
             self._parsed[group_id] = parsed
         return parsed
 
