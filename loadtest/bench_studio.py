@@ -67,7 +67,7 @@ from jackpot.platform.kafka import (
     idempotent_producer,
     stop_client,
 )
-from jackpot.pot import commands
+from jackpot.pot import commands, state_records
 from jackpot.pot.pot_book import InputRecord, PotBook
 from jackpot.topics import TopicSpec
 from jackpot.v1 import common_pb2, pot_pb2, studio_pb2, studio_pb2_grpc, table_events_pb2
@@ -141,6 +141,23 @@ def split_in_the_pot(repeats: int = 5) -> dict[str, Any]:
         "peak_mb": peak / 1e6,
         "target_ms": SPLIT_TARGET_MS,
     }
+
+
+def locked_state_per_batch(repeats: int = 30) -> dict[str, Any]:
+    """The group's state as every batch of its partition writes it while a studio round of
+    ``BETS`` bets is locked: with the round in it (before issue 39's record apart) and with the
+    round written apart (``pot.state_records``); bytes and median ms to build each."""
+    book, _ = _locked_book()
+    runtime = book.groups[GROUP]
+    figures: dict[str, Any] = {}
+    for name, apart in (("whole", None), ("apart", runtime.apart)):
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            state = state_records.snapshot(runtime, 0, 0, 0, apart)
+            times.append((time.perf_counter() - started) * 1000)
+        figures[f"{name}_bytes"], figures[f"{name}_ms"] = len(state), statistics.median(times)
+    return figures
 
 
 # ------------------------------------------------------------------- the spool per chunk
@@ -536,6 +553,7 @@ def studio_figures(bootstrap: str, quick: bool = False) -> dict[str, Any]:
         "lock": lock,
         "spool": spool_bytes_per_chunk(),
         "split": split_in_the_pot(),
+        "locked_state": locked_state_per_batch(),
         "wallet": wallet,
     }
     if not quick:
@@ -563,6 +581,13 @@ def print_studio(figures: dict[str, Any]) -> None:
     _row("7 top prize split among 10,000 winners in the pot ms", split["median_ms"],
          split["target_ms"])  # fmt: skip
     print(f"  its peak Python memory: {split['peak_mb']:.1f} MB")
+    held = figures["locked_state"]
+    print(
+        f"  the group's state each batch writes while the round is locked: "
+        f"{held['apart_bytes']:,} bytes in {held['apart_ms']:.2f} ms, the round apart\n"
+        f"    (with the round in it, as before: {held['whole_bytes']:,} bytes in "
+        f"{held['whole_ms']:.2f} ms)"
+    )
     _row(f"7 {wallet['prizes']:,} wallet credits at 20 ms, all PAID s", wallet["seconds"],
          wallet["target_seconds"])  # fmt: skip
     print(f"  the wallet's calls: {wallet['wallet_calls']:,}")
