@@ -479,6 +479,7 @@ def _land_run(name: str, extra: list[str], seconds: int = LAND_SECONDS) -> dict[
     return {
         **report["steps"][0],
         "full_gc_seconds": _full_gc_seconds(timeline),
+        "pot_transactions": _pot_transactions(timeline),
         "window_p99_ms": _window_p99s(timeline),
     }
 
@@ -503,6 +504,15 @@ def _full_gc_seconds(timeline: list[dict[str, Any]]) -> dict[str, float]:
     if not samples:
         return {}
     return {name: round(samples[-1][name] - samples[0].get(name, 0.0), 3) for name in samples[-1]}
+
+
+def _pot_transactions(timeline: list[dict[str, Any]]) -> dict[str, float]:
+    """The pot's batch transactions during the step: how many, their seconds, those over
+    0.2 s (``loadtest.timeline``): a hit's stall in the transaction shows there."""
+    samples = [s["transactions"]["pot"] for s in timeline if s.get("step") == 1]
+    if not samples:
+        return {}
+    return {name: round(samples[-1][name] - samples[0][name], 3) for name in samples[-1]}
 
 
 def land_beside_studio() -> dict[str, Any]:
@@ -537,6 +547,7 @@ def land_beside_studio() -> dict[str, Any]:
             name: [alone["full_gc_seconds"].get(name), seconds]
             for name, seconds in beside["full_gc_seconds"].items()
         },
+        "pot_transactions": [alone["pot_transactions"], beside["pot_transactions"]],
         # the 5-s windows' land p99, alone and beside: between the hits, and at the worst hit
         "window_p99_median_ms": [alone["window_p99_ms"]["median"], windows["median"]],
         "window_p99_worst_ms": [alone["window_p99_ms"]["worst"], windows["worst"]],
@@ -609,6 +620,15 @@ def print_studio(figures: dict[str, Any]) -> None:
     print(f"  cores alone/beside: {cores}")
     stood = ", ".join(f"{n} {a}/{b}" for n, (a, b) in land.get("full_gc_seconds", {}).items())
     print(f"  seconds in full garbage collections alone/beside: {stood}")
+    transactions = land.get("pot_transactions")
+    if transactions:
+        print(
+            "  the pot's batch transactions alone/beside: "
+            + ", ".join(
+                f"{name} {transactions[0].get(name)}/{transactions[1].get(name)}"
+                for name in ("count", "seconds", "over_200_ms")
+            )
+        )
     median, worst = land.get("window_p99_median_ms"), land.get("window_p99_worst_ms")
     if median and worst:
         print(

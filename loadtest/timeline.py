@@ -5,8 +5,9 @@ Each sample (a dict, kept in report.json's ``timeline``) is the rolling window o
 device events and refusals per second over that window (what the counters rose by in it, divided
 by its length), the lock-to-sign p50/p95/p99 of the rounds whose sign moved in it (null only when
 no sign moved in the whole window), and, as read at ``t`` from the services' /metrics endpoints,
-the gateways' spool depth, the pot's and payout's consumer lag (summed over their partitions) and
-each service's seconds in full garbage collections since it started.
+the gateways' spool depth, the pot's and payout's consumer lag (summed over their partitions),
+each service's seconds in full garbage collections since it started, and the pot's and the
+payout's batch transactions since they started (how many, their seconds, those over 0.2 s).
 A window never reaches back before its step's first sample: the first seconds of a step are
 averaged over the seconds the step has played.
 
@@ -38,6 +39,11 @@ ROUNDS = 'jackpot_gateway_device_events_total{type="hand_results"}'
 REJECTS = "jackpot_gateway_rejects_total"
 # the seconds each service's event loop stood still in full garbage collections (platform/heap.py)
 FULL_GC = 'jackpot_gc_pause_seconds_sum{generation="2"}'
+# the exactly-once processors' batch transactions (produce, offsets, commit), and those of them
+# over 0.2 s: where a window's stall is the pot's transaction and where it is not
+TRANSACTIONS = 'jackpot_transaction_seconds_count{kind="batch"}'
+TRANSACTIONS_SECONDS = 'jackpot_transaction_seconds_sum{kind="batch"}'
+TRANSACTIONS_FAST = 'jackpot_transaction_seconds_bucket{kind="batch",le="0.2"}'
 # Tables that start together finish their rounds together, so at one-second resolution a second
 # holds one batch of rounds or two (a saw-tooth of 40 and 80 at a steady 60 rounds/s), and a
 # second in which few signs moved has no lock-to-sign at all. Five seconds holds at least two
@@ -56,6 +62,16 @@ def metric_sum(text: str, name: str) -> float:
         if line.startswith(name) and line[len(name) : len(name) + 1] in (" ", "{"):
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+def _transactions(page: str) -> dict[str, float]:
+    """A processor's batch transactions so far: how many, their seconds, those over 0.2 s."""
+    count = metric_sum(page, TRANSACTIONS)
+    return {
+        "count": count,
+        "seconds": round(metric_sum(page, TRANSACTIONS_SECONDS), 4),
+        "over_200_ms": count - metric_sum(page, TRANSACTIONS_FAST),
+    }
 
 
 def scrape(port: int) -> str:
@@ -174,6 +190,9 @@ class Timeline:
                     "full_gc_seconds": {  # since each service started
                         name: round(metric_sum(page, FULL_GC), 4)
                         for name, page in by_service.items()
+                    },
+                    "transactions": {  # since each processor started
+                        name: _transactions(by_service.get(name, "")) for name in ("pot", "payout")
                     },
                 }
             )

@@ -7,9 +7,17 @@ import queue
 
 import pytest
 from loadtest.multifloor import MultiFloor, _send_new
-from loadtest.timeline import WINDOW_SECONDS, StepWindow, percentiles_ms, window_ticks
+from loadtest.timeline import (
+    WINDOW_SECONDS,
+    StepWindow,
+    _transactions,
+    percentiles_ms,
+    window_ticks,
+)
+from prometheus_client import CollectorRegistry, generate_latest
 
 from jackpot.domain.cards import Game
+from jackpot.platform.metrics import ProcessorMetrics
 from jackpot.sim.floor import FloorConfig, SimTable
 from jackpot.sim.floor_stats import FloorStats
 
@@ -142,3 +150,16 @@ def test_the_floor_hands_over_each_lock_once(followed: MultiFloor) -> None:
         (101.4, 0.060),
     ]
     assert followed.lock_to_sign() == []
+
+
+def test_a_processors_transactions_are_read_from_its_metrics_page() -> None:
+    """The timeline's count of a processor's batch transactions, their seconds and those over
+    0.2 s, from the exposition its /metrics serves (a tick's transaction is not a batch's)."""
+    registry = CollectorRegistry()
+    metrics = ProcessorMetrics(registry)
+    for seconds in (0.05, 0.15, 0.3, 1.2):
+        metrics.transaction_seconds.labels(kind="batch").observe(seconds)
+    metrics.transaction_seconds.labels(kind="tick").observe(0.9)
+    page = generate_latest(registry).decode()
+    assert _transactions(page) == {"count": 4.0, "seconds": 1.7, "over_200_ms": 2.0}
+    assert _transactions("") == {"count": 0.0, "seconds": 0.0, "over_200_ms": 0.0}
