@@ -21,9 +21,9 @@ from jackpot.pot.metrics import PotMetrics
 from jackpot.pot.pot_book import InputRecord
 from jackpot.pot.service import PotPartition
 from jackpot.pot.settings import PotSettings
-from jackpot.pot.state_records import locked_round_key, state_key
+from jackpot.pot.state_records import locked_round_key, locked_round_of, state_key
 from jackpot.pot.state_repair import RUN
-from jackpot.topics import LOCKED_ROUND_PREFIX
+from jackpot.topics import LOCKED_ROUND_PREFIX, is_bookkeeping_key
 from jackpot.v1 import pot_pb2, table_events_pb2
 from tests.unit.test_studio import GROUP, NOTHING, ROYAL, TOPIC, Book, identity_holds, opened_book
 
@@ -196,3 +196,12 @@ def test_R14_a_record_no_snapshot_names_is_tombstoned_and_a_whole_round_written_
     assert written[KEY] is not None
     restored = book.taken_over().book.groups[GROUP].group
     assert restored.snapshot() == book.book.groups[GROUP].group.snapshot()
+
+
+def test_a_locked_round_key_names_its_group_and_table_and_no_group_reads_it_as_its_own() -> None:
+    """Readers of the state topic that do not read locked rounds pass over it as bookkeeping
+    (``jackpot.topics.is_bookkeeping_key``): no pot group's key starts as it does."""
+    key = locked_round_key("scl-poker", "S-LIVE-1")
+    assert locked_round_of(key) == ("scl-poker", "S-LIVE-1")
+    assert is_bookkeeping_key(key)
+    assert not is_bookkeeping_key(state_key("scl-poker"))

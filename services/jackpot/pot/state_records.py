@@ -46,6 +46,12 @@ def locked_round_key(group_id: str, table_id: str) -> bytes:
     return LOCKED_ROUND_PREFIX + group_id.encode() + b"\x00" + table_id.encode()
 
 
+def locked_round_of(key: bytes) -> tuple[str, str]:
+    """The group and the table a :func:`locked_round_key` names."""
+    group_id, _, table_id = key.removeprefix(LOCKED_ROUND_PREFIX).decode().partition("\x00")
+    return group_id, table_id
+
+
 def decode_locked_round(data: bytes) -> pot_pb2.LockedRoundState:
     """A stored LockedRoundState; ValueError when of another format."""
     record = pot_pb2.LockedRoundState.FromString(data)

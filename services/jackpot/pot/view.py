@@ -29,7 +29,7 @@ from jackpot.platform.bundles import ledger_entries
 from jackpot.platform.kafka import STARTUP_TOPIC_WAIT_SECONDS, KafkaConnection, stop_client
 from jackpot.pot.partitions import key_partition, topic_partitions
 from jackpot.pot.settings import PotSettings
-from jackpot.pot.state_records import decode_state
+from jackpot.pot.state_records import decode_state, locked_round_of
 from jackpot.topics import LOCKED_ROUND_PREFIX, is_bookkeeping_key
 from jackpot.v1 import dead_letter_pb2, pot_pb2, table_events_pb2
 
@@ -195,7 +195,7 @@ class PotStateView:
 
     def _on_locked_round(self, key: bytes, data: bytes | None) -> None:
         """A locked round written apart (``jackpot.pot.state_records``), or its tombstone."""
-        group_id, _, table_id = key.removeprefix(LOCKED_ROUND_PREFIX).decode().partition("\x00")
+        group_id, table_id = locked_round_of(key)
         if data is None:
             self._apart.get(group_id, {}).pop(table_id, None)
         else:
