@@ -36,6 +36,7 @@ from loadtest.rounds import (
 
 from jackpot.domain.access import Role
 from jackpot.domain.cards import Game
+from jackpot.domain.engine import PotGroup
 from jackpot.platform import codec
 from jackpot.platform.authz import AccessSettings
 from jackpot.platform.bundles import awards_of, ledger_entries
@@ -589,14 +590,8 @@ async def test_a_studio_round_locked_across_a_restart_is_restored_from_its_recor
         assert engine["locked"]["S1"]["apart"] is True
         assert "bets" not in engine["locked"]["S1"]
         assert len(value) < 20_000, len(value)
-    view = PotStateView(settings)  # the pot API's (GetPotGroup, the studio's shares)
-    await view.start()
-    try:
-        found = view.group(group)
-    finally:
-        await view.stop()
-    assert found is not None
-    locked = found[1].locked["S1"]
+    found = await viewed(settings, group)  # the pot API's (GetPotGroup, the studio's shares)
+    locked = found.locked["S1"]
     assert (len(locked.bets), locked.forfeited) == (len(bets), {3: "FOLD"})
     result = table_events_pb2.RoundResult(shared_hand=list(ROYAL_FLUSH))
     settled = [*land[-40:], studio(3, round_result=result)]
@@ -611,6 +606,20 @@ async def test_a_studio_round_locked_across_a_restart_is_restored_from_its_recor
     assert groups[0].hits, "the studio's royal flush was paid"
     last = [v for k, v in await changelog(settings, 0) if k == key][-1]
     assert last is None, "the settled round's record is tombstoned"
+    assert "S1" not in (await viewed(settings, group)).locked
+
+
+async def viewed(settings: PotSettings, group_id: str) -> PotGroup:
+    """The group as the pot's API reads it: its state topic followed by a pot view."""
+    view = PotStateView(settings)
+    await view.start()
+    try:
+        found = view.group(group_id)
+        known = view.group_ids()
+    finally:
+        await view.stop()
+    assert found is not None, known
+    return found[1]
 
 
 async def test_a_takeover_reads_the_ledger_since_the_last_checkpoints_not_its_history(

@@ -44,7 +44,7 @@ from jackpot.sim.books import (
 from jackpot.sim.ledger_oracle import LedgerOracle
 from jackpot.sim.oracle import Dealt, RoundKey, read_config
 from jackpot.v1 import pot_pb2, table_events_pb2
-from tests.unit.test_restore import GROUP, Floor, played
+from tests.unit.test_restore import GROUP, MYSTERY_CONFIG, Floor, played
 
 GOLDEN = sorted((Path(__file__).parents[1] / "golden").glob("*.json"))
 DECK = sorted(CARD_CODES)
@@ -967,3 +967,83 @@ def test_L2_L3_L4_V1_V2_V3_the_oracle_refuses_a_levels_ledger_that_is_not_the_ru
     assert report["ok"] is False
     assert kind in report["by_kind"], report
     assert books_ok(tampered, told)[1] is False
+
+
+def _studio_past_two_triggers() -> tuple[Ledger, dict[RoundKey, Dealt]]:
+    """X2, O1: a studio lock of 2,000 bets takes the mystery pot past its trigger and past the
+    next ones too; at most one prize a lock, so the pot stands above the new trigger. A land
+    lock without a bet follows (no seat to pay), then locks with a bet, whose first bet wins it
+    while the pot stands above (the campaign's seed 1004789013 met this)."""
+    studio = table_events_pb2.LinkTable(
+        table_id="S01",
+        game=game_to_proto(Game.CARIBBEAN),
+        site="studio",
+        studio_seats=5_000,
+        min_bet=MIN_BET,
+        max_bet=MAX_BET,
+        credit_value=CREDIT_VALUE,
+    )
+    land = replace_link(studio, table_id=TABLE, site="SCL", studio_seats=0)
+    sequences = {"S01": iter(range(1, 100)), TABLE: iter(range(1, 100))}
+
+    def event(table: str, round_id: str, **payload: Any) -> table_events_pb2.TableEvent:
+        caribbean = game_to_proto(Game.CARIBBEAN)
+        return commands.table_event(GROUP, table, round_id, next(sequences[table]), caribbean,
+                                    **payload)  # fmt: skip
+
+    def land_round(round_id: str, bets: dict[int, int]) -> list[table_events_pb2.TableEvent]:
+        hands = iter((["2C", "7D", "9S", "JC", "4H"], ["3C", "8D", "TS", "QC", "5H"]))
+        nothing = {seat: next(hands) for seat in bets}  # no prize: only the mystery pays
+        return [
+            event(TABLE, round_id, round_locked=commands.locked(bets)),
+            event(TABLE, round_id, round_result=commands.result(nothing)),
+        ]
+
+    played_floor = Floor()
+    played_floor.play(
+        [
+            commands.create_group(GROUP, MYSTERY_CONFIG, requested_by="ana", reason="open"),
+            commands.link_table(GROUP, studio),
+            commands.link_table(GROUP, land),
+            event(
+                "S01", "S1", round_locked=commands.locked(dict.fromkeys(range(1, 2001), MIN_BET))
+            ),
+            event(
+                "S01",
+                "S1",
+                round_result=table_events_pb2.RoundResult(shared_hand=[*STRAIGHT_FLUSH[:4], "2C"]),
+            ),
+            *land_round("L1", {}),
+            *land_round("L2", {3: MIN_BET, 5: MIN_BET}),
+            *land_round("L3", {2: MIN_BET}),
+        ]
+    )
+    return played_floor.ledger, dealt_of(played_floor.events)
+
+
+def replace_link(link: table_events_pb2.LinkTable, **fields: Any) -> table_events_pb2.LinkTable:
+    changed = table_events_pb2.LinkTable()
+    changed.CopyFrom(link)
+    for name, value in fields.items():
+        setattr(changed, name, value)
+    return changed
+
+
+def test_X2_O1_a_lock_past_two_triggers_pays_one_and_the_next_lock_with_a_bet_the_other() -> None:
+    ledger, dealt = _studio_past_two_triggers()
+    paid = _entries(ledger, pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED)
+    won = [(e.table_id, e.round_id, e.seat) for e in paid]
+    assert won == [("S01", "S1", 458), (TABLE, "L2", 3), (TABLE, "L3", 2)]
+    report = judged(ledger, dealt)
+    assert report["ok"] is True, report
+    assert report["mystery_checked"] == 3
+    # the oracle still refuses a lock with a bet that left the pot past its trigger unpaid:
+    # L2's prize taken out, as if its bets had not won it
+    mystery = (
+        pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_AWARDED,
+        pot_pb2.LEDGER_ENTRY_TYPE_MYSTERY_COMMITTED,
+    )
+    tampered = [e for e in copied(ledger) if e.round_id != "L2" or e.type not in mystery]
+    report = judged(tampered, dealt)
+    assert report["ok"] is False
+    assert any("an earlier lock took the pot" in text for text in report["examples"]["mystery"])

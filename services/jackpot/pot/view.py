@@ -96,8 +96,11 @@ class PotStateView:
     async def start(self) -> None:
         """Connect and position: state from the beginning, updates and dead letters from now."""
         settings = self.settings
+        # earliest: a partition assigned is positioned by the fetcher as soon as it is assigned,
+        # and a seek_to_beginning after that was seen to leave the state partition at its end
+        # (aiokafka; the view then held no group): the tails are positioned by an explicit seek
         consumer = KafkaConnection.of(settings).consumer(
-            client_id=f"{settings.processor.instance_id}-view"
+            client_id=f"{settings.processor.instance_id}-view", auto_offset_reset="earliest"
         )
         await consumer.start()
         self._consumer = consumer

@@ -133,7 +133,7 @@ class GroupInLedger:
     config: Config | None = None
     pending: list[Config] = field(default_factory=list)
     commitment: str = ""  # X2: the commitment of the hidden trigger in force
-    locked_in_cycle: bool = False  # a lock was collected since that commitment
+    locked_in_cycle: bool = False  # the last lock since that commitment had a bet
     cycle_peak: Fraction | None = None  # the mystery pot after the cycle's locks that paid nothing
     lock: tuple[dict[str, Fraction], dict[int, int]] | None = None  # the last lock: before, bets
     rounds: dict[RoundKey, RoundInLedger] = field(default_factory=dict)
@@ -255,7 +255,10 @@ class LedgerOracle:
         if mystery is not None and group.locked_in_cycle:  # X2: the previous lock paid nothing
             peak = before.get(f"pot:{mystery[0]}", Fraction(0))
             group.cycle_peak = max(peak, group.cycle_peak or peak)
-        group.locked_in_cycle = True
+        # a lock without a bet has no seat to pay (X2); one that paid may leave the pot past
+        # the next trigger (a studio lock's thousands of bets: one prize a lock), and the next
+        # lock with a bet pays it at its first
+        group.locked_in_cycle = bool(bets)
         pots = group.pots()
         group.lock = (pots, bets)
         model = dict(pots)
