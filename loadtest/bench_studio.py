@@ -12,6 +12,10 @@ target.
   ``jackpot.platform.bundles``); the median of
   ``repeats`` (target <= 200 ms) and the peak of Python memory it allocates (tracemalloc).
 
+- *the banner in the display*: the display applies that split's 10,000 prizes, as the pot writes
+  them, onto the sign's banner (one count and total, rule O4): the median ms, against the same
+  prizes as single records (no target; the land signs wait behind it).
+
 - *wallet credits*: 10,000 studio prizes (published in bundles, as the pot writes one round's
   prizes) paid by the real payout service into the reference
   wallet at 20 ms a call (``jackpot.payout.wallet_payer``): seconds from the first award owned to
@@ -47,6 +51,9 @@ from typing import Any
 import grpc
 from aiokafka import AIOKafkaConsumer
 
+from jackpot.display.board import Board
+from jackpot.display.feed import apply_record
+from jackpot.display.settings import DisplaySettings
 from jackpot.domain.money import pesos
 from jackpot.domain.payout import PayoutState
 from jackpot.domain.studio_table import StudioBet
@@ -141,6 +148,46 @@ def split_in_the_pot(repeats: int = 5) -> dict[str, Any]:
         "peak_mb": peak / 1e6,
         "target_ms": SPLIT_TARGET_MS,
     }
+
+
+def banner_in_the_display(repeats: int = 5) -> dict[str, Any]:
+    """The display applying a studio hit's ``BETS`` prizes, as the pot writes them (a few
+    bundles), onto the sign's banner: the median ms of ``repeats``; against the same prizes as
+    single records, each a change of the board (as the bundles were applied until this
+    measurement: the land tables' pot updates waited behind them, issue 39 item 6)."""
+    settings = DisplaySettings()
+    awards = [_studio_prize(seat) for seat in range(1, BETS + 1)]
+    bundled = [value for _, value in bundle_awards(awards)]
+    single = [award.SerializeToString() for award in awards]
+
+    def applied(values: list[bytes]) -> float:
+        board = Board(stale_after=5.0, winner_seconds=5.0)
+        started = time.perf_counter()
+        for value in values:
+            apply_record(board, settings.awards_topic, value, settings)
+        elapsed = (time.perf_counter() - started) * 1000
+        assert board.signs[GROUP].winner.studio_winners == BETS  # every prize counted
+        return elapsed
+
+    return {
+        "winners": BETS,
+        "bundles": len(bundled),
+        "median_ms": statistics.median(applied(bundled) for _ in range(repeats)),
+        "single_records_median_ms": statistics.median(applied(single) for _ in range(repeats)),
+    }
+
+
+def _studio_prize(seat: int) -> pot_pb2.Award:
+    return pot_pb2.Award(
+        award_id=f"bench-{seat}",
+        pot_group_id=GROUP,
+        table_id=TABLE,
+        round_id="R1",
+        seat=seat,
+        prize="ROYAL_FLUSH",
+        amount=100,
+        player=f"player-{seat}",
+    )
 
 
 def locked_state_per_batch(repeats: int = 30) -> dict[str, Any]:
@@ -564,6 +611,7 @@ def studio_figures(bootstrap: str, quick: bool = False) -> dict[str, Any]:
         "lock": lock,
         "spool": spool_bytes_per_chunk(),
         "split": split_in_the_pot(),
+        "banner": banner_in_the_display(),
         "locked_state": locked_state_per_batch(),
         "wallet": wallet,
     }
@@ -592,6 +640,13 @@ def print_studio(figures: dict[str, Any]) -> None:
     _row("7 top prize split among 10,000 winners in the pot ms", split["median_ms"],
          split["target_ms"])  # fmt: skip
     print(f"  its peak Python memory: {split['peak_mb']:.1f} MB")
+    banner = figures["banner"]
+    print(
+        f"  the display counting its {banner['winners']:,} prizes onto the sign's banner: "
+        f"{banner['median_ms']:.1f} ms from {banner['bundles']} bundles\n    (the same prizes "
+        "as single records, each a change of the board: "
+        f"{banner['single_records_median_ms']:.1f} ms)"
+    )
     held = figures["locked_state"]
     print(
         f"  the group's state each batch writes while the round is locked: "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from jackpot.display.board import Board, Sign
-from jackpot.display.feed import apply_record
+from jackpot.display.feed import apply_record, counted_awards
 from jackpot.display.grpc_api import to_proto
 from jackpot.display.settings import DisplaySettings
 from jackpot.platform.bundles import bundle_awards
@@ -229,3 +229,59 @@ def test_O4_a_bundle_of_a_studio_round_s_prizes_is_one_banner_change_with_every_
     assert banners[0] == banners[1]
     assert (banners[1]["studio_winners"], banners[1]["studio_total"]) == (2001, 2_001_000)
     assert pushes == [2001, 1]
+
+
+def studio_award(seat: int, prize: str = "ROYAL_FLUSH", round_id: str = "R1") -> pot_pb2.Award:
+    return pot_pb2.Award(
+        award_id=f"{round_id}-{seat}-{prize}",
+        pot_group_id=GROUP,
+        table_id=STUDIO,
+        round_id=round_id,
+        seat=seat,
+        prize=prize,
+        amount=1000 + seat,
+        player=f"player-{seat}",
+    )
+
+
+def test_O4_a_bundles_prizes_are_counted_run_by_run_as_one_by_one_and_a_malformed_one_refused() -> (
+    None
+):
+    """The display counts a run of one studio round's prizes of one hand at once (its bundle
+    holds 10,000: one change of the board, not 10,000, issue 39 item 6); the runs end where the
+    round, the hand or the kind of prize changes, a malformed award in a run is refused alone, and
+    every banner is what the prizes applied one by one make of it."""
+    malformed = studio_award(9)
+    malformed.amount = -1
+    awards = [
+        *(studio_award(seat) for seat in (3, 4, 5)),
+        malformed,
+        *(studio_award(seat) for seat in (6, 7)),
+        studio_award(3, prize="MYSTERY"),
+        studio_award(8, round_id="R2"),
+        land_award(),
+        studio_award(2, round_id="R2"),
+    ]
+    runs = [(a.seat, a.prize, a.round_id, studio) for a, studio in counted_awards(awards, "t")]
+    assert runs == [
+        (3, "ROYAL_FLUSH", "R1", (5, 5000 + 3 + 4 + 5 + 6 + 7)),
+        (3, "MYSTERY", "R1", (1, 1003)),
+        (8, "ROYAL_FLUSH", "R2", (1, 1008)),
+        (1, "FLUSH", "R1", None),
+        (2, "ROYAL_FLUSH", "R2", (1, 1002)),
+    ]
+    settings = DisplaySettings()
+    banners = []
+    for cut in range(1, len(awards) + 1):  # every prefix: the banner after each prize
+        bundled, one_by_one = Board(5.0, 5.0), Board(5.0, 5.0)
+        value = pot_pb2.Award(
+            pot_group_id=GROUP, bundled=[a.SerializeToString() for a in awards[:cut]]
+        ).SerializeToString()  # one bundle of them all, as jackpot.platform.bundles writes one
+        apply_record(bundled, settings.awards_topic, value, settings)
+        for award in awards[:cut]:
+            apply_record(one_by_one, settings.awards_topic, award.SerializeToString(), settings)
+        assert bundled.signs[GROUP].to_json() == one_by_one.signs[GROUP].to_json()
+        banners.append(bundled.signs[GROUP].to_json()["winner"])
+    assert (banners[2]["studio_winners"], banners[2]["studio_total"]) == (3, 3012)
+    assert (banners[5]["studio_winners"], banners[5]["studio_total"]) == (5, 5025)  # -1 refused
+    assert (banners[-1]["round_id"], banners[-1]["studio_winners"]) == ("R2", 1)

@@ -295,6 +295,21 @@ STRAIGHT_FLUSH = ["5D", "6D", "7D", "8D", "9D"]
 SPLIT_ROUND = "R-split"
 
 
+def table_link(
+    table_id: str, game: Game, site: str, studio_seats: int = 0
+) -> table_events_pb2.LinkTable:
+    """A table of the group at its bet limits (a studio table when ``studio_seats``)."""
+    return table_events_pb2.LinkTable(
+        table_id=table_id,
+        game=game_to_proto(game),
+        site=site,
+        studio_seats=studio_seats,
+        min_bet=MIN_BET,
+        max_bet=MAX_BET,
+        credit_value=CREDIT_VALUE,
+    )
+
+
 @dataclass
 class Table:
     """One table of the group, numbering its events as a gateway does."""
@@ -304,15 +319,7 @@ class Table:
     sequence: int = 0
 
     def link(self) -> table_events_pb2.TableEvent:
-        link = table_events_pb2.LinkTable(
-            table_id=self.table_id,
-            game=game_to_proto(self.game),
-            site="SIM",
-            min_bet=MIN_BET,
-            max_bet=MAX_BET,
-            credit_value=CREDIT_VALUE,
-        )
-        return commands.link_table(GROUP, link)
+        return commands.link_table(GROUP, table_link(self.table_id, self.game, site="SIM"))
 
     def _event(self, round_id: str, **payload: Any) -> table_events_pb2.TableEvent:
         self.sequence += 1
@@ -449,15 +456,7 @@ def test_O2_O4_the_oracle_agrees_with_a_studio_rounds_ledger_and_refuses_a_retou
     """2,000 bets of a studio round, ten of them folded, hold the shared straight flush: the
     oracle predicts every one of the 1,990 awards from the cards alone; one peso moved between
     two of them is refused by it though money is conserved (O4, S3)."""
-    link = table_events_pb2.LinkTable(
-        table_id="S01",
-        game=game_to_proto(Game.CARIBBEAN),
-        site="studio",
-        studio_seats=5_000,
-        min_bet=MIN_BET,
-        max_bet=MAX_BET,
-        credit_value=CREDIT_VALUE,
-    )
+    link = table_link("S01", Game.CARIBBEAN, site="studio", studio_seats=5_000)
     sequence = iter(range(1, 100))
 
     def event(**payload: Any) -> table_events_pb2.TableEvent:
@@ -974,16 +973,8 @@ def _studio_past_two_triggers() -> tuple[Ledger, dict[RoundKey, Dealt]]:
     next ones too; at most one prize a lock, so the pot stands above the new trigger. A land
     lock without a bet follows (no seat to pay), then locks with a bet, whose first bet wins it
     while the pot stands above (the campaign's seed 1004789013 met this)."""
-    studio = table_events_pb2.LinkTable(
-        table_id="S01",
-        game=game_to_proto(Game.CARIBBEAN),
-        site="studio",
-        studio_seats=5_000,
-        min_bet=MIN_BET,
-        max_bet=MAX_BET,
-        credit_value=CREDIT_VALUE,
-    )
-    land = replace_link(studio, table_id=TABLE, site="SCL", studio_seats=0)
+    studio = table_link("S01", Game.CARIBBEAN, site="studio", studio_seats=5_000)
+    land = table_link(TABLE, Game.CARIBBEAN, site="SCL")
     sequences = {"S01": iter(range(1, 100)), TABLE: iter(range(1, 100))}
 
     def event(table: str, round_id: str, **payload: Any) -> table_events_pb2.TableEvent:
@@ -1019,14 +1010,6 @@ def _studio_past_two_triggers() -> tuple[Ledger, dict[RoundKey, Dealt]]:
         ]
     )
     return played_floor.ledger, dealt_of(played_floor.events)
-
-
-def replace_link(link: table_events_pb2.LinkTable, **fields: Any) -> table_events_pb2.LinkTable:
-    changed = table_events_pb2.LinkTable()
-    changed.CopyFrom(link)
-    for name, value in fields.items():
-        setattr(changed, name, value)
-    return changed
 
 
 def test_X2_O1_a_lock_past_two_triggers_pays_one_and_the_next_lock_with_a_bet_the_other() -> None:

@@ -41,6 +41,8 @@ HEARD_REFRESH_SECONDS = 1.0
 
 
 EnvyHit = tuple[str, str, int]  # the hit an envy bonus is paid for: (table, round, seat)
+# O4: a run of one studio round's prizes of one hand, counted at once: (how many, their total)
+StudioCount = tuple[int, int]
 ENVY_PREFIX = "ENVY_"
 
 
@@ -78,17 +80,19 @@ class Winner:
     def hit(self) -> EnvyHit:
         return (self.table_id, self.round_id, self.seat)
 
-    def counted(self, shown: Winner | None) -> Winner:
-        """This prize of a studio round counted into ``shown``, the banner of the same round
-        and prize (or, when the banner is another's, a new banner of its own)."""
+    def counted(self, shown: Winner | None, winners: int = 1, total: int | None = None) -> Winner:
+        """This prize of a studio round, and the ``winners - 1`` like it that follow it (their
+        ``total`` with its own), counted into ``shown``, the banner of the same round and prize
+        (or, when the banner is another's, a new banner of its own, this prize's seat first)."""
+        total = self.amount if total is None else total
         if shown is None or not shown.studio_winners or shown.prize != self.prize:
-            return replace(self, studio_winners=1, studio_total=self.amount)
+            return replace(self, studio_winners=winners, studio_total=total)
         if (shown.table_id, shown.round_id) != (self.table_id, self.round_id):
-            return replace(self, studio_winners=1, studio_total=self.amount)
+            return replace(self, studio_winners=winners, studio_total=total)
         return replace(
             shown,
-            studio_winners=shown.studio_winners + 1,
-            studio_total=shown.studio_total + self.amount,
+            studio_winners=shown.studio_winners + winners,
+            studio_total=shown.studio_total + total,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -333,18 +337,19 @@ class Board:
         now: float,
         level: str = "",
         envy_of: EnvyHit | None = None,
-        studio: bool = False,
+        studio: StudioCount | None = None,
     ) -> None:
         """A prize onto the banner (D2), named by its level's label (L4). An envy bonus (V1,
         ``envy_of`` its hit) joins its hit's banner; one that comes before its hit (V3: a
         percentage prize is paid after the bonuses) puts the hit up first, without an amount,
         and the hit's own award then fills it in. A studio round's prize (O3, O4) is counted
-        into its round's banner: how many bets won it and their total."""
+        into its round's banner: how many bets won it and their total (``studio``: this
+        prize's count and total with those of the same round and hand that follow it)."""
         old = self.signs.get(pot_group_id, Sign(pot_group_id))
         label = old.level_label(level) if level else ""
         shown = old.winner
-        if studio:
-            shown = replace(winner, level_label=label).counted(shown)
+        if studio is not None:
+            shown = replace(winner, level_label=label).counted(shown, *studio)
         elif envy_of is not None:
             bonus = EnvyPrize(
                 winner.award_id, winner.table_id, winner.seat, winner.prize, winner.amount

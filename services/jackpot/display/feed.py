@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import structlog
@@ -24,6 +24,7 @@ from jackpot.display.board import (
     Board,
     LevelReading,
     SignReading,
+    StudioCount,
     StudioReading,
     StudioRound,
     Winner,
@@ -69,20 +70,55 @@ def apply_record(
             board.pot_update(sign_reading(update), now, wall)
         elif topic == settings.awards_topic:
             with board.announced_once():  # a bundle: a studio round's winners (O4)
-                for award in awards_of(value):
-                    apply_award(board, award, now, topic)
+                for award, studio in counted_awards(awards_of(value), topic):
+                    apply_award(board, award, now, studio)
         elif topic == settings.payouts_topic:
             apply_payout(board, payout_pb2.Payout.FromString(value))
     except DecodeError:
         log.warning("display_record_malformed", topic=topic)
 
 
-def apply_award(board: Board, award: pot_pb2.Award, now: float, topic: str = "") -> None:
-    """An award onto its group's banner (D2), with its level (L4) and the hit of an envy bonus
-    (V1)."""
-    if not (award.pot_group_id and award.award_id) or award.amount < 0:
-        log.warning("display_record_refused", topic=topic)
-        return
+def counted_awards(
+    awards: Iterable[pot_pb2.Award], topic: str
+) -> Iterator[tuple[pot_pb2.Award, StudioCount | None]]:
+    """The well-formed awards of a record, in order; a run of one studio round's prizes of one
+    hand (O4: its bundle holds thousands) as the run's first with how many and their total, which
+    the banner counts as it would one by one: one change of the board, not thousands (the land
+    tables' pot updates waited behind them, issue 39 item 6)."""
+    run: tuple[pot_pb2.Award, int, int] | None = None
+    for award in awards:
+        if not (award.pot_group_id and award.award_id) or award.amount < 0:
+            log.warning("display_record_refused", topic=topic)
+            continue
+        if run is not None and _same_banner(run[0], award):
+            run = (run[0], run[1] + 1, run[2] + award.amount)
+            continue
+        if run is not None:
+            yield run[0], run[1:]
+            run = None
+        if award.player:  # O9: only a studio round's prizes name their player
+            run = (award, 1, award.amount)
+        else:
+            yield award, None
+    if run is not None:
+        yield run[0], run[1:]
+
+
+def _same_banner(first: pot_pb2.Award, award: pot_pb2.Award) -> bool:
+    return bool(award.player) and (
+        award.pot_group_id,
+        award.table_id,
+        award.round_id,
+        award.prize,
+        award.level,
+    ) == (first.pot_group_id, first.table_id, first.round_id, first.prize, first.level)
+
+
+def apply_award(
+    board: Board, award: pot_pb2.Award, now: float, studio: StudioCount | None = None
+) -> None:
+    """A well-formed award onto its group's banner (D2), with its level (L4) and the hit of an
+    envy bonus (V1); ``studio``: a studio round's prizes counted from it (O4)."""
     hit = award.envy_of
     board.award(
         award.pot_group_id,
@@ -98,7 +134,7 @@ def apply_award(board: Board, award: pot_pb2.Award, now: float, topic: str = "")
         now,
         level=award.level,
         envy_of=(hit.table_id, hit.round_id, hit.seat) if award.HasField("envy_of") else None,
-        studio=bool(award.player),  # O9: only a studio round's prizes name their player
+        studio=studio,
     )
 
 
