@@ -14,7 +14,7 @@ DEJAVU := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 PYTEST := $(BIN)/python -m pytest
 SCENARIOS ?= tests/golden
 
-.PHONY: help setup browser monitoring-tools monitor proto demo-report test-e2e loadtest chaos chaos-campaign soak wan toxiproxy proto-lint proto-breaking proto-test lint test test-unit test-integration test-cluster bench bench-history \
+.PHONY: help setup browser monitoring-tools monitor proto demo-report test-e2e loadtest chaos chaos-campaign soak wan toxiproxy proto-lint proto-breaking proto-test lint test test-unit test-integration test-cluster bench bench-land-pairs bench-history \
         demo kafka-up kafka-down kafka-cluster-up kafka-cluster-down kafka-secure-cluster-up \
         kafka-secure-cluster-down clean
 
@@ -100,6 +100,9 @@ test: lint k8s-tools image kafka-image toxiproxy ## lint + unit (in a random ord
 bench: setup ## every benchmark in one run on a fresh broker of its own, one table of figures and ratios (about 10 minutes)
 	@mkdir -p build
 	$(BIN)/python -m loadtest.bench --json build/bench.json
+
+bench-land-pairs: setup ## row 7's land floor alone and beside a studio hit every minute, 3 pairs alternated, 300 s each: the ratio of the medians against 1.10 (about 35 minutes; PAIRS=5)
+	$(BIN)/python -m loadtest.bench_studio --pairs $${PAIRS:-3}
 
 bench-history: setup ## pot takeover, start-up, audit, report, restore on 0, 1 and 7 days of 300 tables (HISTORY_ARGS='--days 30'; build/bench.json history.*)
 	@[ -n "$${KAFKA_BOOTSTRAP_SERVERS:-}" ] || $(KAFKA) up
