@@ -178,15 +178,19 @@ def banner_in_the_display(repeats: int = 5) -> dict[str, Any]:
 
 
 def _studio_prize(seat: int) -> pot_pb2.Award:
+    """A studio round's royal flush at ``seat``, as the pot writes one (O4, O9)."""
     return pot_pb2.Award(
-        award_id=f"bench-{seat}",
+        award_id=f"{GROUP}/{TABLE}/R1/{seat}/ROYAL_FLUSH",
         pot_group_id=GROUP,
         table_id=TABLE,
         round_id="R1",
         seat=seat,
         prize="ROYAL_FLUSH",
-        amount=100,
-        player=f"player-{seat}",
+        bet=MIN_BET,
+        amount=1_010,
+        cards=ROYAL,
+        player=f"p{seat}",
+        source_event_id="bench-result",
     )
 
 
@@ -466,22 +470,7 @@ def _paid(service: PayoutService, award_id: str) -> bool:
 
 async def _publish_awards(settings: PayoutSettings, prizes: int) -> list[str]:
     """One round's ``prizes`` studio awards, in bundles as the pot writes them."""
-    awards = [
-        pot_pb2.Award(
-            award_id=f"{GROUP}/{TABLE}/R1/{seat}/ROYAL_FLUSH",
-            pot_group_id=GROUP,
-            table_id=TABLE,
-            round_id="R1",
-            seat=seat,
-            prize="ROYAL_FLUSH",
-            bet=MIN_BET,
-            amount=1_010,
-            cards=ROYAL,
-            player=f"p{seat}",
-            source_event_id="bench-result",
-        )
-        for seat in range(1, prizes + 1)
-    ]
+    awards = [_studio_prize(seat) for seat in range(1, prizes + 1)]
     producer = idempotent_producer(settings.bootstrap_servers)
     await producer.start()
     try:

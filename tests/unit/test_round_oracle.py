@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loadtest.rounds import CONFIG, CREDIT_VALUE, MAX_BET, MIN_BET
+from loadtest.rounds import CONFIG, MIN_BET, table_link
 
 from jackpot.domain.cards import CARD_CODES, Game
 from jackpot.domain.hands import categorise
@@ -295,21 +295,6 @@ STRAIGHT_FLUSH = ["5D", "6D", "7D", "8D", "9D"]
 SPLIT_ROUND = "R-split"
 
 
-def table_link(
-    table_id: str, game: Game, site: str, studio_seats: int = 0
-) -> table_events_pb2.LinkTable:
-    """A table of the group at its bet limits (a studio table when ``studio_seats``)."""
-    return table_events_pb2.LinkTable(
-        table_id=table_id,
-        game=game_to_proto(game),
-        site=site,
-        studio_seats=studio_seats,
-        min_bet=MIN_BET,
-        max_bet=MAX_BET,
-        credit_value=CREDIT_VALUE,
-    )
-
-
 @dataclass
 class Table:
     """One table of the group, numbering its events as a gateway does."""
@@ -319,7 +304,7 @@ class Table:
     sequence: int = 0
 
     def link(self) -> table_events_pb2.TableEvent:
-        return commands.link_table(GROUP, table_link(self.table_id, self.game, site="SIM"))
+        return commands.link_table(GROUP, table_link(self.table_id, self.game))
 
     def _event(self, round_id: str, **payload: Any) -> table_events_pb2.TableEvent:
         self.sequence += 1
