@@ -21,6 +21,7 @@ import pytest
 
 from jackpot.tools.report_document import (
     TITLE_PT,
+    DocumentError,
     ReportSettings,
     find_browser,
     print_pdf,
@@ -173,3 +174,35 @@ def test_L1_V1_a_levels_groups_pdf_has_its_levels_table_and_chart_whole_on_the_p
     assert "Royal Flush (royal)" in whole
     assert "$99.825" in whole  # the sf level refilled by the house
     assert title_scale(pdf) >= 1.0
+
+
+def _fake_browser(tmp_path: Path, deaths: int) -> Path:
+    """A browser that dies of SIGSEGV its first ``deaths`` times, then prints a one-line PDF."""
+    browser = tmp_path / "chromium"
+    count = tmp_path / "runs"
+    browser.write_text(
+        "#!/bin/sh\n"
+        f'echo run >> "{count}"\n'
+        f'if [ "$(wc -l < "{count}")" -le {deaths} ]; then kill -SEGV $$; fi\n'
+        'for a in "$@"; do case "$a" in\n'
+        '  --print-to-pdf=*) echo "%PDF-1.4" > "${a#*=}";;\n'
+        "esac; done\n"
+    )
+    browser.chmod(0o755)
+    return browser
+
+
+def test_a_browser_killed_while_printing_prints_again_once_and_a_second_death_is_refused(
+    tmp_path: Path,
+) -> None:
+    page, pdf = tmp_path / "report.html", tmp_path / "report.pdf"
+    page.write_text("<html></html>")
+    print_pdf(page, pdf, str(_fake_browser(tmp_path, deaths=1)))
+    assert pdf.read_text().startswith("%PDF")
+    assert (tmp_path / "runs").read_text().count("run") == 2
+    (tmp_path / "runs").unlink()
+    pdf.unlink()
+    with pytest.raises(DocumentError, match=r"exit -11"):
+        print_pdf(page, pdf, str(_fake_browser(tmp_path, deaths=2)))
+    assert not pdf.exists()
+    assert (tmp_path / "runs").read_text().count("run") == 2  # once again, not more

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -508,7 +509,23 @@ def find_browser(setting: str = "") -> str:
 
 
 def print_pdf(page: Path, pdf: Path, browser: str) -> None:
-    """``page`` printed to ``pdf`` by Chromium headless, at the page's own @page size."""
+    """``page`` printed to ``pdf`` by Chromium headless, at the page's own @page size; printed
+    again once if the browser was killed by a signal (``--single-process`` Chromium has died of
+    SIGSEGV on a page it prints the next time: CI, 2026-12-05), a second death or any other
+    failure a :class:`DocumentError`."""
+    try:
+        _print_once(page, pdf, browser)
+    except _BrowserDied as died:
+        print(f"jackpot report: {died}; printing again", file=sys.stderr)
+        _print_once(page, pdf, browser)
+
+
+class _BrowserDied(DocumentError):
+    """The browser was killed by a signal while printing."""
+
+
+def _print_once(page: Path, pdf: Path, browser: str) -> None:
+    pdf.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="jackpot-report-") as profile:
         command = [
             browser,
@@ -533,7 +550,8 @@ def print_pdf(page: Path, pdf: Path, browser: str) -> None:
             raise DocumentError(f"{browser} could not print {page.name}: {error}") from None
     if done.returncode != 0 or not pdf.exists() or pdf.stat().st_size == 0:
         tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
-        raise DocumentError(
+        failed = _BrowserDied if done.returncode < 0 else DocumentError
+        raise failed(
             f"{browser} could not print {page.name} (exit {done.returncode}): {' '.join(tail)}"
         )
 
