@@ -510,9 +510,9 @@ def find_browser(setting: str = "") -> str:
 
 def print_pdf(page: Path, pdf: Path, browser: str) -> None:
     """``page`` printed to ``pdf`` by Chromium headless, at the page's own @page size; printed
-    again once if the browser was killed by a signal (``--single-process`` Chromium has died of
-    SIGSEGV on a page it prints the next time: CI, 2026-12-05), a second death or any other
-    failure a :class:`DocumentError`."""
+    again once if the browser was killed by a signal (``--single-process`` Chromium died of
+    SIGSEGV printing the report in the fresh-clone CI of 2026-12-05, cause unknown), a second
+    death or any other failure a :class:`DocumentError`."""
     try:
         _print_once(page, pdf, browser)
     except _BrowserDied as died:
