@@ -80,11 +80,10 @@ class Winner:
     def hit(self) -> EnvyHit:
         return (self.table_id, self.round_id, self.seat)
 
-    def counted(self, shown: Winner | None, winners: int = 1, total: int | None = None) -> Winner:
+    def counted(self, shown: Winner | None, winners: int, total: int) -> Winner:
         """This prize of a studio round, and the ``winners - 1`` like it that follow it (their
         ``total`` with its own), counted into ``shown``, the banner of the same round and prize
         (or, when the banner is another's, a new banner of its own, this prize's seat first)."""
-        total = self.amount if total is None else total
         if shown is None or not shown.studio_winners or shown.prize != self.prize:
             return replace(self, studio_winners=winners, studio_total=total)
         if (shown.table_id, shown.round_id) != (self.table_id, self.round_id):
