@@ -380,3 +380,31 @@ def test_bookkeeping_keys_are_told_from_every_entity_key() -> None:
     assert [is_bookkeeping_key(key) for key in bookkeeping] == [True, True, True]
     assert [is_bookkeeping_key(key) for key in entities] == [False] * len(entities)
     assert not is_bookkeeping_key(None)
+
+
+def test_a_studio_split_s_payouts_write_their_ledger_entries_in_bundles_read_back_whole() -> None:
+    """O9 (issue 39 item 6): the payouts a split orders at once are one transaction's run of one
+    group; their lifecycle entries go in a few bundles (not one record each), and the ledger's
+    one reader gives back every entry, in order, byte for byte; a land round's few go one each."""
+    from jackpot.payout.codec import ledger_entry
+    from jackpot.platform.bundles import BUNDLE, BUNDLE_FROM, ledger_entries
+
+    def ledger(batch: PayoutBatch) -> list[bytes]:
+        return [r.value or b"" for r in batch.records if r.topic == SETTINGS.ledger_topic]
+
+    partition = handler()
+    many = BUNDLE_FROM * 40
+    batch = consume(partition, 0, *(award(f"g/S-1/R1/{seat}/ROYAL") for seat in range(many)))
+    records = ledger(batch)
+    assert 0 < len(records) < 5
+    assert {pot_pb2.LedgerEntry.FromString(r).type for r in records} == {BUNDLE}
+    read = [pair for r in records for pair in ledger_entries(r)]
+    expected = [ledger_entry(p).SerializeToString() for p in batch.payouts]
+    assert [raw for _, raw in read] == expected
+    assert [e.source_event_id for e, _ in read] == [f"g/S-1/R1/{s}/ROYAL" for s in range(many)]
+    assert {r.key for r in batch.records if r.topic == SETTINGS.ledger_topic} == {b"g"}
+
+    few = consume(handler(), 0, *(award(f"g/T1/R9/{seat}/FLUSH") for seat in range(3)))
+    assert [pot_pb2.LedgerEntry.FromString(r).type for r in ledger(few)] == [
+        pot_pb2.LEDGER_ENTRY_TYPE_PAYOUT_ORDERED
+    ] * 3

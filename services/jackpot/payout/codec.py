@@ -110,6 +110,7 @@ def envy_hit(hit: pot_pb2.EnvyHit) -> EnvyHit:
 def ledger_entry(payout: Payout) -> pot_pb2.LedgerEntry:
     """The latest transition as a ledger entry: who, when, no money moved (it moved at award)."""
     step = payout.history[-1]
+    at = timestamp_ns(step.at_ns)
     entry = pot_pb2.LedgerEntry(
         entry_id=f"payout:{payout.award_id}:{len(payout.history) - 1}",
         pot_group_id=payout.pot_group_id,
@@ -123,8 +124,8 @@ def ledger_entry(payout: Payout) -> pot_pb2.LedgerEntry:
         changed_by=step.by,
         reason=step.reason,
         source_event_id=payout.award_id,
-        occurred_at=timestamp_ns(step.at_ns),
-        recorded_at=timestamp_ns(step.at_ns),
+        occurred_at=at,
+        recorded_at=at,
     )
     return entry
 

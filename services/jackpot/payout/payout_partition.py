@@ -27,7 +27,7 @@ from jackpot.payout import metrics
 from jackpot.payout.codec import from_proto, ledger_entry, payout_for_award, to_proto
 from jackpot.payout.payout_book import PayoutBook
 from jackpot.payout.settings import PayoutSettings
-from jackpot.platform.bundles import BundleError, awards_of
+from jackpot.platform.bundles import BundleError, awards_of, bundle_ledger
 from jackpot.platform.deadletter import dead_letter
 from jackpot.platform.kafka import KafkaConnection
 from jackpot.platform.partition_handler import OutputRecord
@@ -75,6 +75,7 @@ class PayoutBatch:
     dropped: set[str] = field(default_factory=set)  # tombstoned on the open-payouts topic
     mark: payout_pb2.OpenPayoutsMark | None = None
     caught_up: bool = False  # carries the takeover's catch-up writes
+    ledger: list[pot_pb2.LedgerEntry] = field(default_factory=list)  # written at the finish
 
 
 @dataclass(slots=True)
@@ -434,16 +435,17 @@ class PayoutPartition:
             )
         )
         batch.records.append(self._open_record(payout.award_id, value if kept else None))
-        batch.records.append(
-            OutputRecord(
-                self.settings.ledger_topic,
-                ledger_entry(payout).SerializeToString(),
-                payout.pot_group_id.encode(),
-            )
-        )
+        batch.ledger.append(ledger_entry(payout))
 
     def _finish(self, batch: PayoutBatch, next_order: int | None = None) -> PayoutBatch:
-        """The catch-up's writes first (the batch's own records are newer), the mark last."""
+        """The catch-up's writes first (the batch's own records are newer), then the payouts'
+        ledger entries (a run of one group bundled: ``bundle_ledger``), the mark last."""
+        raws = [entry.SerializeToString() for entry in batch.ledger]
+        ledger = self.settings.ledger_topic
+        batch.records += [
+            OutputRecord(ledger, raw, group_id.encode())
+            for group_id, raw in bundle_ledger(batch.ledger, raws, f"payout:{self.partition}")
+        ]
         if self._pending:
             pending = [self._open_record(a, v) for a, v in self._pending.items()]
             batch.records[:0] = pending

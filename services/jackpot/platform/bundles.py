@@ -15,6 +15,11 @@ books, a checkpoint and a takeover see the same entries whether they were bundle
 reader of the ledger reads through :func:`ledger_entries`, every reader of the awards through
 :func:`awards_of`. A bundle whose element belongs to another group, or is a bundle itself, is
 refused as unreadable (:class:`BundleError`), as a record that does not decode is.
+
+The payout service writes its lifecycle entries (unsequenced, one per payout moved) the same
+way: the 10,000 payouts a studio split orders at once, or a moment's wallet confirmations, are
+one transaction's run of one group, bundled under the payout's name (the third of the 30,000
+records that transaction held one each).
 """
 
 from __future__ import annotations
@@ -96,11 +101,13 @@ def _chunks(values: Sequence[bytes], start: int, end: int) -> Iterator[list[byte
 
 
 def bundle_ledger(
-    entries: Sequence[pot_pb2.LedgerEntry], raws: Sequence[bytes]
+    entries: Sequence[pot_pb2.LedgerEntry], raws: Sequence[bytes], source: str = ""
 ) -> list[tuple[str, bytes]]:
     """The records that write ``entries`` (``raws``: their bytes as chained), in order, each
     with its group: one each, but a run of :data:`BUNDLE_FROM` or more of one table event in one
-    group bundled; a bundle carries its last entry's sequence."""
+    group bundled; a bundle carries its last entry's sequence. With ``source`` (the payout's
+    lifecycle entries of one transaction, each of its own award), a run is of one group alone
+    and its bundles carry ``source`` as their event."""
 
     def envelope(group_id: str, source: str, chunk: list[bytes], last: int) -> bytes:
         sequence = entries[last].ledger_sequence
@@ -112,7 +119,7 @@ def bundle_ledger(
             bundled=chunk,
         ).SerializeToString()
 
-    keys = [(entry.pot_group_id, entry.source_event_id) for entry in entries]
+    keys = [(entry.pot_group_id, source or entry.source_event_id) for entry in entries]
     return _bundled(keys, raws, envelope)
 
 
