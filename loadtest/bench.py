@@ -22,7 +22,9 @@
 7. Studio tables at the scale of issue 39 against its targets: a lock of 10,000 bets through a
    real gateway to Kafka, a top prize split among 10,000 winners in the pot's book, 10,000
    wallet credits paid by the payout service, and (not with ``--quick``) the land floor's p99
-   lock-to-sign without and beside a studio table of 10,000 players (``loadtest.bench_studio``).
+   lock-to-sign without and beside a studio table of 10,000 players (``loadtest.bench_studio``);
+   and the payout's transaction for that split, bundled against one record each, beside a
+   pot-like transaction on the same ledger partition (``loadtest.bench_payout_hit``).
 5. Bounds, printed beside their figure: a gateway's resident memory over 18,000 hostile device
    inputs after a warm-up of 2,000, in a process of its own (``loadtest.bench_memory``), under
    8 MB. The bench exits 1 when a bound is exceeded.
@@ -57,7 +59,9 @@ issue 36: ``acknowledged_first_p50_ms``, ``..._p99_ms``, ``in_flight_baseline_p5
 ``seconds``, ``wallet_calls``, ``target_seconds``}, ``land`` {``land_rounds_per_second``,
 ``without_studio_p99_ms``, ``with_studio_p99_ms``, ``ratio``, ``target_ratio``,
 ``studio_rounds``, ``studio_lock_p99_ms``, ``every_15_s_p99_ms``, ``every_15_s_ratio``,
-``every_15_s_studio_rounds``, ``seconds`` (of the pair), ``cores`` {service: [alone, beside]}}),
+``every_15_s_studio_rounds``, ``seconds`` (of the pair), ``cores`` {service: [alone, beside]}},
+``payout_hit`` {``prizes``, ``baseline_worst_ms``, ``bundled`` and ``one each`` {``records``,
+``transaction_median_ms``, ``pot_worst_ms_median``, ``pot_worst_ms``}}),
 ``bounds``. The older flat keys (the
 printed row names) stay for comparison.
 """
@@ -86,6 +90,7 @@ from jackpot.topics import TopicSpec
 from loadtest import bench_memory
 from loadtest.bench_compression import compression_ab
 from loadtest.bench_compression import rows as compression_rows
+from loadtest.bench_payout_hit import payout_hit, print_payout_hit
 from loadtest.bench_pot import bench_pot, commit_order_ab
 from loadtest.bench_studio import print_studio, studio_figures
 
@@ -468,6 +473,7 @@ def bench(
     else:
         print("6 zstd's broker CPU and disk: not measured (needs the bench's own broker)")
     studio = studio_figures(bootstrap, quick)
+    studio["payout_hit"] = asyncio.run(payout_hit(bootstrap))
     pipeline: dict[str, Any] = {}
     if not quick:
         pipeline = both_protocols(pot["events"] / pot["rounds"])
@@ -483,6 +489,7 @@ def bench(
         ]  # fmt: skip
     print_rows(rows, resolution)
     print_studio(studio)
+    print_payout_hit(studio["payout_hit"])
     if pipeline:
         print_pipeline(pipeline)
         print_pipeline(pipeline["per_event_protocol"], "per-event protocol")

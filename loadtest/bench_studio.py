@@ -97,17 +97,20 @@ GROUP, TABLE = "bench-studio", "S-BENCH"
 # ----------------------------------------------------------------------- the split in the pot
 
 
-def _locked_book() -> tuple[PotBook, int]:
-    """A book whose studio table has a round of ``BETS`` bets locked; the next offset."""
+def _locked_book(players: bool = False) -> tuple[PotBook, int]:
+    """A book whose studio table has a round of ``BETS`` bets locked (each of a player of its
+    own if ``players``, as a platform sends them, O1); the next offset."""
     book = PotBook(0, source="pot:bench")
     link = table_link(TABLE, site="studio", studio_seats=BETS)
+    seats = range(1, BETS + 1)
+    named = {seat: f"p{seat}" for seat in seats} if players else None
     lock = commands.table_event(
         GROUP,
         TABLE,
         "R1",
         1,
         common_pb2.GAME_CARIBBEAN,
-        round_locked=commands.locked(dict.fromkeys(range(1, BETS + 1), MIN_BET)),
+        round_locked=commands.locked(dict.fromkeys(seats, MIN_BET), named),
     )
     events = [commands.create_group(GROUP, CONFIG), commands.link_table(GROUP, link), lock]
     for offset, event in enumerate(events):
