@@ -32,7 +32,6 @@ import statistics
 import sys
 import time
 import uuid
-from types import SimpleNamespace
 from typing import Any
 
 from jackpot.payout.payout_book import PayoutBook
@@ -42,11 +41,13 @@ from jackpot.platform.bundles import ledger_entries
 from jackpot.platform.kafka import KafkaConnection, ensure_topics, stop_client
 from jackpot.platform.partition_handler import OutputRecord
 from jackpot.platform.transaction import send_and_commit
+from jackpot.pot.pot_book import InputRecord
 from jackpot.topics import LEDGER, OPEN_PAYOUTS, PAYOUTS, TopicSpec
 from loadtest.bench_studio import BETS, _locked_book, _result
 
 BEAT_SECONDS = 0.02  # the pot-like transactions' pace
 AFTER_BURST_SECONDS = 1.5  # a burst's window: the pot-like transactions started in it
+CLEAR_SECONDS = 2.5  # a pot-like transaction started this soon after a burst is not the baseline
 SETTLE_SECONDS = 4.0  # between bursts
 # every prize credited at once, none waits for a supervisor (as row 7's land runs)
 SETTINGS = PayoutSettings(studio_approval_threshold=10**12)
@@ -59,10 +60,7 @@ def hit_transactions(topics: dict[str, str]) -> dict[str, list[OutputRecord]]:
     split = book.batch([_result(offset)])
     awards = [r for r in split.records if r.topic == SETTINGS.awards_topic]
     handler = PayoutPartition(0, SETTINGS, PayoutBook())
-    consumed = [
-        SimpleNamespace(value=r.value, key=r.key, topic=r.topic, partition=0, offset=n)
-        for n, r in enumerate(awards)
-    ]
+    consumed = [InputRecord(r.value, r.topic, 0, n, r.key) for n, r in enumerate(awards)]
     written = handler.apply(consumed).records  # type: ignore[arg-type]
     bundled, one_each = [], []
     for record in written:
@@ -142,7 +140,7 @@ def _figures(
         return [s for t, s in beats if start - 0.05 <= t <= start + AFTER_BURST_SECONDS]
 
     starts = [start for form in took.values() for start, _ in form]
-    far = [s for t, s in beats if all(not (b - 0.2 <= t <= b + 2.5) for b in starts)]
+    far = [s for t, s in beats if all(not (b - 0.2 <= t <= b + CLEAR_SECONDS) for b in starts)]
     figures: dict[str, Any] = {"prizes": BETS, "baseline_worst_ms": max(far) * 1000}
     for form, runs in took.items():
         worst = [max(near(start)) * 1000 for start, _ in runs]
